@@ -1,0 +1,86 @@
+#!/usr/bin/python3
+"""Summarise the RESULT/MEM/PEAK lines written by run_engine_bench.sh:
+medians over repetitions, mop/PyTorch ratios, GFLOP/s against the sgemm peak,
+allocation checks.  Usage: summarize.py LOGFILE.  Exit 1 if an allocation
+check failed."""
+import re
+import statistics
+import sys
+
+
+def parse(line):
+    out = {}
+    for m in re.finditer(r'(\w+)=("([^"]*)"|\S+)', line):
+        out[m.group(1)] = m.group(3) if m.group(3) is not None else m.group(2)
+    return out
+
+
+def main():
+    res, mem, peak = [], [], None
+    for line in open(sys.argv[1]):
+        if line.startswith("RESULT "):
+            res.append(parse(line))
+        elif line.startswith("MEM "):
+            mem.append(parse(line))
+        elif line.startswith("PEAK "):
+            peak = parse(line)
+    bad = 0
+    print()
+    print("## Summary (median over repetitions; one thread each)")
+    if peak:
+        print(f"OpenBLAS sgemm {peak['n']}^3, 1 thread: best {peak['best_gflops']} GFLOP/s, "
+              f"median {peak['median_gflops']} GFLOP/s")
+    print()
+    print("| model | framework | reps | rows/rep | median s | samples/s (median) | min..max samples/s | GFLOP/s | ratio mop/torch |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    models = []
+    for r in res:
+        key = (r["model"], r.get("shuffle", "0"))
+        if key not in models:
+            models.append(key)
+    for model, shuf in models:
+        med = {}
+        for fw in ("mop", "torch"):
+            rs = [r for r in res if r["model"] == model and r["fw"] == fw
+                  and r.get("shuffle", "0") == shuf]
+            if not rs:
+                continue
+            sps = [float(r["samples_per_s"]) for r in rs]
+            secs = [float(r["seconds"]) for r in rs]
+            gf = [float(r["gflops"]) for r in rs]
+            med[fw] = statistics.median(sps)
+            ratio = ""
+            if fw == "torch" and "mop" in med:
+                ratio = f"**{med['mop'] / med['torch']:.2f}**"
+            pk = ""
+            if fw == "mop" and peak:
+                pk = f" ({100 * statistics.median(gf) / float(peak['best_gflops']):.0f}% of sgemm peak)"
+            name = model + (" (shuffle on)" if shuf == "1" else "")
+            print(f"| {name} | {fw} | {len(rs)} | {rs[0]['rows']} | {statistics.median(secs):.3f} | "
+                  f"{med[fw]:.0f} | {min(sps):.0f}..{max(sps):.0f} | {statistics.median(gf):.1f}{pk} | {ratio} |")
+    print()
+    print("| model | params B | grads B | optimizer B | workspace B | total B | model allocs (create / before / after training) | mallocs in feed (per-minibatch loop) | mallocs in end |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    seen = set()
+    for m in mem:
+        if m["model"] in seen:
+            continue
+        seen.add(m["model"])
+        rs = [r for r in res if r["model"] == m["model"] and r["fw"] == "mop"]
+        feed = sorted({int(r["mallocs_feed"]) for r in rs})
+        end = sorted({int(r["mallocs_end"]) for r in rs})
+        ab = sorted({(r["model_allocs_at_create"], r["model_allocs_before"], r["model_allocs_after"]) for r in rs})
+        for r in rs:
+            if (int(r["mallocs_feed"]) != 0 or int(r["mallocs_end"]) != 0
+                    or r["model_allocs_before"] != r["model_allocs_after"]):
+                bad += 1
+        print(f"| {m['model']} | {m['params']} | {m['grads']} | {m['optimizer']} | {m['workspace']} | "
+              f"{m['total']} | {', '.join('/'.join(t) for t in ab)} | {','.join(map(str, feed))} | "
+              f"{','.join(map(str, end))} |")
+    print()
+    print("allocation check:", "PASS (zero allocations per minibatch)" if bad == 0 else f"FAIL ({bad} runs allocated)")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,357 @@
+#!/usr/bin/python3
+"""Cross-check mop's training engine against PyTorch (issue 2).
+
+For every case below: build the model in PyTorch (float32, seeded default
+init), export its initial weights in the engine's exchange format (raw float32,
+tensors concatenated in nn_model_tensor() order, engine layouts), run
+test/xcheck/nn_xcheck (the engine) and PyTorch on the same batches of
+Fashion-MNIST with the same optimizer (shuffle off), then compare per-step
+losses and final weights.
+
+Layouts: Linear [out,in] -> engine dense kernel [in,out]; Conv2d [f,cin,kh,kw]
+-> engine HWIO [kh,kw,cin,f]; images NHWC in the engine, NCHW in PyTorch; the
+engine flattens H,W,C where PyTorch flattens C,H,W, so the rows of the first
+dense kernel after a flatten are permuted accordingly.
+
+Error measure (stated in the output):
+  loss:    max over steps of |l_mop - l_torch| / max(|l_torch|, 1e-3)
+  weights: per tensor, max over elements of |a - b| / max(|b|, 1e-3 * max|b|)
+           (b = PyTorch float32; the floor keeps weights that are ~0 from
+           dividing by ~0), reported as the worst tensor.
+Both must be <= TOL (1e-4).  As a noise floor, the same run in PyTorch
+float64 is compared with PyTorch float32 using the same measure.
+
+Usage: xcheck_torch.py [--bin PATH] [--data DIR] [--steps N] [--only SUBSTR]
+Exit status 0 when every case passes.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+import torch.nn as tnn
+import torch.nn.functional as F
+
+TOL = 1e-4
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+PRESETS = {
+    "mlp": "dense:256:relu,dense:128:relu,dense:10",
+    "cnn_small": "conv:8:3:same:relu,pool:2,conv:16:3:same:relu,pool:2,flatten,dense:10",
+    "lenet": "conv:32:3:same:relu,pool:2,conv:64:3:same:relu,pool:2,flatten,dense:128:relu,dense:10",
+}
+
+ACTS = {"relu": tnn.ReLU, "tanh": tnn.Tanh, "sigmoid": tnn.Sigmoid, "gelu": tnn.GELU}
+
+# name, input, arch, batch, optimizer settings
+CASES = [
+    ("mlp/adam", "784", "mlp", 32, dict(opt="adam", lr=1e-3)),
+    ("mlp/sgd+nesterov", "784", "mlp", 32,
+     dict(opt="sgd", lr=0.05, momentum=0.9, nesterov=1)),
+    ("mlp/adamw", "784", "mlp", 32, dict(opt="adamw", lr=1e-3, wd=0.05)),
+    ("mlp/rmsprop", "784", "mlp", 32, dict(opt="rmsprop", lr=1e-3, rho=0.9)),
+    ("mlp/rmsprop+mom", "784", "mlp", 32,
+     dict(opt="rmsprop", lr=5e-4, rho=0.99, momentum=0.5)),
+    ("mlp/adam+l2+clip", "784", "mlp", 32,
+     dict(opt="adam", lr=1e-3, l2=1e-2, clip=1.0)),
+    ("mlp/sgd+l2+clip", "784", "mlp", 32,
+     dict(opt="sgd", lr=0.1, momentum=0.9, nesterov=0, l2=5e-3, clip=0.5)),
+    ("cnn/adam", "28x28x1", "cnn_small", 32, dict(opt="adam", lr=1e-3)),
+    ("cnn/sgd+nesterov+l2+clip", "28x28x1", "cnn_small", 32,
+     dict(opt="sgd", lr=0.05, momentum=0.9, nesterov=1, l2=1e-3, clip=1.0)),
+]
+
+
+class Flatten(tnn.Module):
+    def forward(self, x):
+        return x.reshape(x.shape[0], -1)
+
+
+def build(input_s, arch):
+    """PyTorch model for an nn_arch.h architecture string, plus the list of
+    (parameter, kind, info) in nn_model_tensor() order."""
+    parts = input_s.split("x")
+    if len(parts) == 3:
+        h, w, c = map(int, parts)
+        shape = ("img", c, h, w)
+    else:
+        shape = ("vec", int(parts[0]))
+    mods, exports = [], []
+    flat_from = None  # (C, H, W) of the flatten feeding the next dense
+    for tok in PRESETS.get(arch, arch).split(","):
+        f = tok.split(":")
+        if f[0] == "dense":
+            units = int(f[1])
+            if shape[0] == "img":
+                raise SystemExit("dense on an image needs flatten first")
+            lin = tnn.Linear(shape[1], units)
+            mods.append(lin)
+            exports.append((lin.weight, "dense", flat_from))
+            exports.append((lin.bias, "bias", None))
+            flat_from = None
+            if len(f) > 2 and f[2] != "none":
+                mods.append(ACTS[f[2]]())
+            shape = ("vec", units)
+        elif f[0] == "conv":
+            filters, k = int(f[1]), int(f[2])
+            pad, act = "valid", "none"
+            for extra in f[3:]:
+                if extra in ("same", "valid"):
+                    pad = extra
+                else:
+                    act = extra
+            _, c, h, w = shape
+            if pad == "same":
+                assert k % 2 == 1, "same padding only for odd kernels here"
+                conv = tnn.Conv2d(c, filters, k, padding=k // 2)
+            else:
+                conv = tnn.Conv2d(c, filters, k)
+                h, w = h - k + 1, w - k + 1
+            mods.append(conv)
+            exports.append((conv.weight, "conv", None))
+            exports.append((conv.bias, "bias", None))
+            if act != "none":
+                mods.append(ACTS[act]())
+            shape = ("img", filters, h, w)
+        elif f[0] == "pool":
+            k = int(f[1])
+            mods.append(tnn.MaxPool2d(k))
+            _, c, h, w = shape
+            shape = ("img", c, h // k, w // k)
+        elif f[0] == "flatten":
+            _, c, h, w = shape
+            mods.append(Flatten())
+            flat_from = (c, h, w)
+            shape = ("vec", c * h * w)
+        else:
+            raise SystemExit(f"unknown layer {tok}")
+    return tnn.Sequential(*mods), exports
+
+
+def to_engine(t, kind, info):
+    t = t.detach()
+    if kind == "dense":
+        out = t.shape[0]
+        if info is not None:  # rows come from a C,H,W flatten -> H,W,C
+            c, h, w = info
+            return t.reshape(out, c, h, w).permute(2, 3, 1, 0).reshape(h * w * c, out)
+        return t.t()
+    if kind == "conv":
+        return t.permute(2, 3, 1, 0)  # [f,cin,kh,kw] -> [kh,kw,cin,f]
+    return t
+
+
+def export(exports):
+    return np.concatenate([to_engine(p, k, i).contiguous().cpu().numpy()
+                           .astype(np.float32).ravel() for p, k, i in exports])
+
+
+def make_optimizer(model, exports, o, dtype_params):
+    kernels = [p for p, k, _ in exports if k != "bias"]
+    biases = [p for p, k, _ in exports if k == "bias"]
+    l2 = o.get("l2", 0.0)
+    opt = o["opt"]
+    if opt == "adam":
+        groups = [dict(params=kernels, weight_decay=l2), dict(params=biases, weight_decay=0.0)]
+        return torch.optim.Adam(groups, lr=o["lr"], betas=(o.get("beta1", 0.9), o.get("beta2", 0.999)),
+                                eps=o.get("eps", 1e-8))
+    if opt == "adamw":
+        assert l2 == 0.0, "coupled l2 together with AdamW is not expressible here"
+        groups = [dict(params=kernels, weight_decay=o.get("wd", 0.0)),
+                  dict(params=biases, weight_decay=0.0)]
+        return torch.optim.AdamW(groups, lr=o["lr"], betas=(o.get("beta1", 0.9), o.get("beta2", 0.999)),
+                                 eps=o.get("eps", 1e-8))
+    if opt == "sgd":
+        groups = [dict(params=kernels, weight_decay=l2), dict(params=biases, weight_decay=0.0)]
+        return torch.optim.SGD(groups, lr=o["lr"], momentum=o.get("momentum", 0.0),
+                               nesterov=bool(o.get("nesterov", 0)), dampening=0.0)
+    if opt == "rmsprop":
+        groups = [dict(params=kernels, weight_decay=l2), dict(params=biases, weight_decay=0.0)]
+        return torch.optim.RMSprop(groups, lr=o["lr"], alpha=o.get("rho", 0.99), eps=o.get("eps", 1e-8),
+                                   momentum=o.get("momentum", 0.0), centered=False)
+    raise SystemExit(f"unknown optimizer {opt}")
+
+
+def train_torch(model, exports, o, xb, yb, batch):
+    opt = make_optimizer(model, exports, o, None)
+    params = [p for p, _, _ in exports]
+    losses, clipped = [], 0
+    n = xb.shape[0]
+    for r in range(0, n, batch):
+        opt.zero_grad(set_to_none=True)
+        out = model(xb[r:r + batch])
+        loss = F.cross_entropy(out, yb[r:r + batch])
+        loss.backward()
+        if o.get("clip", 0.0) > 0:
+            norm = torch.nn.utils.clip_grad_norm_(params, o["clip"])
+            clipped += int(float(norm) > o["clip"])
+        opt.step()
+        losses.append(float(loss))
+    return np.array(losses), clipped
+
+
+def wrel(a, b):
+    """max |a-b| / max(|b|, 1e-3 * max|b|) over one tensor."""
+    a = a.astype(np.float64)
+    b = b.astype(np.float64)
+    floor = 1e-3 * max(np.abs(b).max(), 1e-30)
+    return float((np.abs(a - b) / np.maximum(np.abs(b), floor)).max())
+
+
+def lrel(a, b):
+    return float((np.abs(a - b) / np.maximum(np.abs(b), 1e-3)).max())
+
+
+def split(flat, exports):
+    out, off = [], 0
+    for p, _, _ in exports:
+        out.append(flat[off:off + p.numel()])
+        off += p.numel()
+    assert off == flat.size, (off, flat.size)
+    return out
+
+
+def run_case(args, tmp, name, input_s, arch, batch, o, X, Y):
+    n = args.steps * batch - batch // 2  # the last minibatch is partial
+    torch.manual_seed(1234)
+    model32, exp32 = build(input_s, arch)
+    w0 = export(exp32)
+
+    # PyTorch float64 copy with the same initial values
+    torch.manual_seed(1234)
+    model64, exp64 = build(input_s, arch)
+    model64 = model64.double()
+    with torch.no_grad():
+        for (p64, _, _), (p32, _, _) in zip(exp64, exp32):
+            p64.copy_(p32.double())
+
+    x = X[:n]
+    y = Y[:n]
+    parts = input_s.split("x")
+    xt = torch.from_numpy(x.copy())
+    if len(parts) == 3:
+        h, w, c = map(int, parts)
+        xt = xt.reshape(n, h, w, c).permute(0, 3, 1, 2).contiguous()
+    yt = torch.from_numpy(y.astype(np.int64))
+
+    tag = name.replace("/", "_").replace("+", "_")
+    f_w0 = os.path.join(tmp, tag + ".w0")
+    f_x = os.path.join(tmp, tag + ".x")
+    f_y = os.path.join(tmp, tag + ".y")
+    f_l = os.path.join(tmp, tag + ".losses")
+    f_w1 = os.path.join(tmp, tag + ".w1")
+    w0.tofile(f_w0)
+    np.ascontiguousarray(x, dtype=np.float32).tofile(f_x)
+    np.ascontiguousarray(y, dtype=np.float32).tofile(f_y)
+
+    cmd = [args.bin, "--input", input_s, "--arch", PRESETS.get(arch, arch),
+           "--opt", o["opt"], "--lr", repr(o["lr"]), "--batch", str(batch),
+           "--weights-in", f_w0, "--x", f_x, "--y", f_y, "--n", str(n),
+           "--losses", f_l, "--weights-out", f_w1]
+    for k, flag in (("momentum", "--momentum"), ("nesterov", "--nesterov"), ("beta1", "--beta1"),
+                    ("beta2", "--beta2"), ("eps", "--eps"), ("rho", "--rho"), ("l2", "--l2"),
+                    ("wd", "--wd"), ("clip", "--clip")):
+        if k in o:
+            cmd += [flag, repr(o[k])]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    info = {}
+    tensors = []
+    for line in res.stdout.splitlines():
+        f = line.split()
+        if f and f[0] == "tensor":
+            tensors.append(line)
+        elif len(f) >= 2:
+            info[f[0]] = f[1]
+    if res.returncode not in (0, 4):
+        print(f"  {name}: nn_xcheck failed (rc {res.returncode}): {res.stderr.strip()}")
+        print("  command:", " ".join(cmd))
+        return dict(name=name, ok=False, why="engine error")
+    # shapes must agree with what we exported
+    sizes = [int(t.split("size=")[1]) for t in tensors]
+    if sizes != [p.numel() for p, _, _ in exp32]:
+        print(f"  {name}: tensor sizes differ: engine {sizes}, torch {[p.numel() for p, _, _ in exp32]}")
+        return dict(name=name, ok=False, why="shape mismatch")
+
+    l32, clipped = train_torch(model32, exp32, o, xt, yt, batch)
+    l64, _ = train_torch(model64, exp64, o, xt.double(), yt, batch)
+    le = np.loadtxt(f_l, ndmin=2)[:, 2]
+    w_eng = np.fromfile(f_w1, dtype=np.float32)
+    w_t32 = export(exp32)
+    w_t64 = np.concatenate([to_engine(p, k, i).contiguous().numpy().ravel()
+                            for p, k, i in exp64])
+
+    loss_err = lrel(le, l32) if le.shape == l32.shape else float("inf")
+    loss_floor = lrel(l64, l32)
+    per_t = [(wrel(a, b), wrel(c, b))
+             for a, b, c in zip(split(w_eng, exp32), split(w_t32, exp32), split(w_t64, exp32))]
+    w_err = max(e for e, _ in per_t)
+    w_floor = max(f for _, f in per_t)
+    worst = int(np.argmax([e for e, _ in per_t]))
+    names = [t.split()[2] for t in tensors]
+    stream = info.get("stream_identical") == "1"
+    allocs_ok = info.get("alloc_count_before") == info.get("alloc_count_after")
+    ok = loss_err <= TOL and w_err <= TOL and stream and allocs_ok
+    return dict(name=name, ok=ok, steps=len(l32), loss_err=loss_err, loss_floor=loss_floor,
+                w_err=w_err, w_floor=w_floor, worst=names[worst] if names else "?",
+                stream=stream, allocs_ok=allocs_ok, clipped=clipped,
+                first=(le[0], l32[0]), last=(le[-1], l32[-1]))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bin", default=os.path.join(ROOT, "test/bench/.cache/nn_xcheck"))
+    ap.add_argument("--data", default=os.path.join(ROOT, "test/bench/.cache"))
+    ap.add_argument("--steps", type=int, default=50)
+    ap.add_argument("--only", default="")
+    ap.add_argument("--keep", action="store_true", help="keep the exchange files")
+    args = ap.parse_args()
+
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    X = np.fromfile(os.path.join(args.data, "train_x.f32"), dtype=np.float32).reshape(-1, 784)
+    Y = np.fromfile(os.path.join(args.data, "train_y.f32"), dtype=np.float32)
+
+    print(f"xcheck: torch {torch.__version__}, 1 thread, float32; {args.steps} steps per case, "
+          f"last minibatch partial; tolerance {TOL:g}")
+    print("  loss err = max_step |l_mop-l_torch|/max(|l_torch|,1e-3); "
+          "weight err = max_elem |w_mop-w_torch|/max(|w_torch|, 1e-3*max|w_torch|), worst tensor")
+    print("  floor = same measure for PyTorch float64 vs PyTorch float32 (rounding noise of float32 itself)")
+    tmp = tempfile.mkdtemp(prefix="mop-xcheck-")
+    results = []
+    for name, input_s, arch, batch, o in CASES:
+        if args.only and args.only not in name:
+            continue
+        results.append(run_case(args, tmp, name, input_s, arch, batch, o, X, Y))
+    if not args.keep:
+        for f in os.listdir(tmp):
+            os.unlink(os.path.join(tmp, f))
+        os.rmdir(tmp)
+    else:
+        print("exchange files kept in", tmp)
+
+    hdr = (f"{'case':28} {'steps':>5} {'loss err':>9} {'(floor)':>9} {'weight err':>10} "
+           f"{'(floor)':>9} {'worst tensor':16} {'stream':>6} {'clip':>4}  result")
+    print(hdr)
+    print("-" * len(hdr))
+    nfail = 0
+    for r in results:
+        if "loss_err" not in r:
+            print(f"{r['name']:28} {'':>5} {r['why']:>9}  FAIL")
+            nfail += 1
+            continue
+        verdict = "PASS" if r["ok"] else "FAIL"
+        nfail += not r["ok"]
+        print(f"{r['name']:28} {r['steps']:5d} {r['loss_err']:9.2e} {r['loss_floor']:9.2e} "
+              f"{r['w_err']:10.2e} {r['w_floor']:9.2e} {r['worst']:16} "
+              f"{'same' if r['stream'] else 'DIFF':>6} {r['clipped']:4d}  {verdict}"
+              + ("" if r["allocs_ok"] else " (allocations during training)"))
+    print(f"xcheck: {len(results) - nfail} passed, {nfail} failed")
+    return 1 if nfail else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
