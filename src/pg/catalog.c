@@ -1,0 +1,214 @@
+/*
+ * catalog.c -- read rows of the mop.* catalog into C structures.
+ *
+ * Each function connects to SPI itself (nested connections are fine) and
+ * builds its result in the memory context that was current when it was
+ * called.  Row-level security on the catalog applies: a role sees only its
+ * own datasets and models, so "does not exist" also covers "not yours".
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "mop.h"
+
+#define DATASET_COLS \
+	"SELECT d.id, d.name, d.source, d.features, d.feature_kind, d.input_shape, " \
+	"d.n_features, d.target, d.target_kind, " \
+	"ARRAY(SELECT pg_catalog.jsonb_array_elements_text(d.labels)), " \
+	"d.normalized, d.feature_mean, d.feature_std, d.partitions, " \
+	"d.train_rows, d.valid_rows FROM mop.datasets d "
+
+/* Elements of a non-null 1-D array datum of the given element type. */
+static Datum *
+array_datums(Datum d, Oid elemtype, int *n)
+{
+	ArrayType  *a = DatumGetArrayTypeP(d);
+	Datum	   *elems;
+	bool	   *nulls;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(a, elemtype, typlen, typbyval, typalign,
+					  &elems, &nulls, n);
+	for (int i = 0; i < *n; i++)
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("unexpected null in a mop.datasets array")));
+	return elems;
+}
+
+/* Build a MopDataset (in cxt) from the current SPI row. */
+static MopDataset *
+dataset_from_row(HeapTuple tup, TupleDesc td, MemoryContext cxt)
+{
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	MopDataset *ds = palloc0(sizeof(MopDataset));
+	bool		isnull;
+	Datum		d;
+	Datum	   *e;
+	int			n;
+	char	   *s;
+
+	ds->id = DatumGetInt64(SPI_getbinval(tup, td, 1, &isnull));
+	ds->name = SPI_getvalue(tup, td, 2);
+	ds->source = SPI_getvalue(tup, td, 3);
+	e = array_datums(SPI_getbinval(tup, td, 4, &isnull), TEXTOID, &n);
+	ds->nfeatcols = n;
+	ds->featcols = palloc(sizeof(char *) * n);
+	for (int i = 0; i < n; i++)
+		ds->featcols[i] = TextDatumGetCString(e[i]);
+	s = SPI_getvalue(tup, td, 5);
+	ds->is_array = (strcmp(s, "array") == 0);
+	e = array_datums(SPI_getbinval(tup, td, 6, &isnull), INT4OID, &n);
+	if (n != 3)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("dataset \"%s\" has an invalid input_shape", ds->name)));
+	ds->in_h = DatumGetInt32(e[0]);
+	ds->in_w = DatumGetInt32(e[1]);
+	ds->in_c = DatumGetInt32(e[2]);
+	ds->nfeatures = DatumGetInt32(SPI_getbinval(tup, td, 7, &isnull));
+	ds->target = SPI_getvalue(tup, td, 8);
+	s = SPI_getvalue(tup, td, 9);
+	ds->target_kind = strcmp(s, "class") == 0 ? MOP_TARGET_CLASS :
+		strcmp(s, "binary") == 0 ? MOP_TARGET_BINARY : MOP_TARGET_REGRESSION;
+	e = array_datums(SPI_getbinval(tup, td, 10, &isnull), TEXTOID, &n);
+	ds->nclasses = (ds->target_kind == MOP_TARGET_REGRESSION) ? 0 : n;
+	ds->labels = palloc(sizeof(char *) * (n + 1));
+	for (int i = 0; i < n; i++)
+		ds->labels[i] = TextDatumGetCString(e[i]);
+	ds->normalized = DatumGetBool(SPI_getbinval(tup, td, 11, &isnull));
+	d = SPI_getbinval(tup, td, 12, &isnull);
+	if (ds->normalized && !isnull)
+	{
+		Datum		sd;
+
+		e = array_datums(d, FLOAT8OID, &n);
+		if (n != ds->nfeatures)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("dataset \"%s\" has %d means for %d features",
+							ds->name, n, ds->nfeatures)));
+		ds->mean = palloc(sizeof(double) * n);
+		for (int i = 0; i < n; i++)
+			ds->mean[i] = DatumGetFloat8(e[i]);
+		sd = SPI_getbinval(tup, td, 13, &isnull);
+		e = isnull ? NULL : array_datums(sd, FLOAT8OID, &n);
+		if (e == NULL || n != ds->nfeatures)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("dataset \"%s\" has invalid feature_std", ds->name)));
+		ds->std = palloc(sizeof(double) * n);
+		for (int i = 0; i < n; i++)
+			ds->std[i] = DatumGetFloat8(e[i]);
+	}
+	else
+		ds->normalized = false;
+	ds->partitions = DatumGetInt32(SPI_getbinval(tup, td, 14, &isnull));
+	ds->train_rows = DatumGetInt64(SPI_getbinval(tup, td, 15, &isnull));
+	ds->valid_rows = DatumGetInt64(SPI_getbinval(tup, td, 16, &isnull));
+	MemoryContextSwitchTo(old);
+	return ds;
+}
+
+/* Run a one-parameter dataset query and return its row, or NULL. */
+static MopDataset *
+dataset_query(const char *where, Oid argtype, Datum arg)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	MopDataset *ds = NULL;
+	int			rc;
+
+	SPI_connect();
+	rc = SPI_execute_with_args(psprintf("%s%s", DATASET_COLS, where),
+							   1, &argtype, &arg, NULL, true, 2);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not read mop.datasets: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 1)
+		ds = dataset_from_row(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, cxt);
+	SPI_finish();
+	return ds;
+}
+
+/* The dataset named name; ERROR (or NULL if missing_ok) when absent. */
+MopDataset *
+mop_dataset_lookup(const char *name, bool missing_ok)
+{
+	MopDataset *ds;
+
+	ds = dataset_query("WHERE d.name OPERATOR(pg_catalog.=) $1",
+					   TEXTOID, CStringGetTextDatum(name));
+	if (ds == NULL && !missing_ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("dataset \"%s\" does not exist", name),
+				 errhint("Create it with mop_prepare(); existing datasets are listed in mop.datasets.")));
+	return ds;
+}
+
+/* The dataset with this id (ERROR if absent). */
+MopDataset *
+mop_dataset_by_id(int64 id)
+{
+	MopDataset *ds;
+
+	ds = dataset_query("WHERE d.id OPERATOR(pg_catalog.=) $1",
+					   INT8OID, Int64GetDatum(id));
+	if (ds == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("dataset with id " INT64_FORMAT " does not exist", id)));
+	return ds;
+}
+
+/*
+ * The dataset of model model_id, and (if state is not NULL) a copy of the
+ * model's latest checkpoint.  ERROR if the model does not exist or has none.
+ */
+MopDataset *
+mop_dataset_of_model(int64 model_id, bytea **state)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Oid			argtype = INT8OID;
+	Datum		arg = Int64GetDatum(model_id);
+	int64		dataset_id;
+	bool		isnull;
+	int			rc;
+
+	SPI_connect();
+	rc = SPI_execute_with_args("SELECT m.dataset_id, m.state FROM mop.models m "
+							   "WHERE m.id OPERATOR(pg_catalog.=) $1",
+							   1, &argtype, &arg, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "could not read mop.models: %s", SPI_result_code_string(rc));
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("model " INT64_FORMAT " does not exist", model_id)));
+	dataset_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+											 SPI_tuptable->tupdesc, 1, &isnull));
+	if (state)
+	{
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0],
+									  SPI_tuptable->tupdesc, 2, &isnull);
+		MemoryContext old;
+
+		if (isnull)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("model " INT64_FORMAT " has no trained state", model_id)));
+		old = MemoryContextSwitchTo(cxt);
+		*state = DatumGetByteaPCopy(d);
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	return mop_dataset_by_id(dataset_id);
+}

@@ -1,0 +1,128 @@
+/*
+ * mop.h -- declarations shared by the PostgreSQL glue of mop (src/pg/).
+ *
+ * The glue turns SQL calls into calls of the training engine (src/nn/nn.h).
+ * Engine objects are malloc'd; every nn_model the glue creates is owned by a
+ * ModelHandle allocated in a PostgreSQL memory context, whose reset callback
+ * frees the model, so an ERROR or a query cancel never leaks one.
+ */
+#ifndef MOP_PG_H
+#define MOP_PG_H
+
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "utils/jsonb.h"
+
+#include "nn.h"
+
+/* Largest number of classes a target may have (one output unit each). */
+#define MOP_MAX_CLASSES 65536
+
+/* GUC mop.blas_threads: threads of the BLAS pool in this backend. */
+extern int	mop_blas_threads;
+
+/* An nn_model owned by a memory context (freed when the context goes). */
+typedef struct ModelHandle
+{
+	nn_model   *model;
+	MemoryContextCallback cb;
+} ModelHandle;
+
+/* Target kinds of a dataset. */
+typedef enum MopTargetKind
+{
+	MOP_TARGET_CLASS,
+	MOP_TARGET_BINARY,
+	MOP_TARGET_REGRESSION
+} MopTargetKind;
+
+/* A row of mop.datasets, as the glue needs it. */
+typedef struct MopDataset
+{
+	int64		id;
+	char	   *name;
+	char	   *source;			/* regclass as text at prepare time */
+	int			nfeatures;		/* floats per row */
+	int			nfeatcols;
+	char	  **featcols;		/* feature column names */
+	bool		is_array;		/* one array column */
+	int32		in_h,
+				in_w,
+				in_c;
+	char	   *target;			/* target column name */
+	MopTargetKind target_kind;
+	int			nclasses;		/* labels (0 for regression) */
+	char	  **labels;			/* label text by class index */
+	bool		normalized;
+	double	   *mean;			/* per feature, NULL if !normalized */
+	double	   *std;
+	int			partitions;
+	int64		train_rows;
+	int64		valid_rows;
+} MopDataset;
+
+/* mop.c */
+extern void mop_blas_ensure(void);
+extern void mop_nn_error(nn_status st, const nn_error *err, const char *what) pg_attribute_noreturn();
+extern ModelHandle *mop_model_handle(MemoryContext cxt);
+extern void mop_model_release(ModelHandle *h);
+extern ModelHandle *mop_model_from_blob(bytea *blob, MemoryContext cxt);
+extern bytea *mop_model_to_blob(const nn_model *m);
+extern const char *mop_target_kind_name(MopTargetKind k);
+
+/* catalog.c */
+extern MopDataset *mop_dataset_lookup(const char *name, bool missing_ok);
+extern MopDataset *mop_dataset_by_id(int64 id);
+extern MopDataset *mop_dataset_of_model(int64 model_id, bytea **state);
+
+/* config.c */
+extern void mop_config_to_spec(Jsonb *config, const MopDataset *ds, nn_spec *spec);
+
+/* source.c: reading a user's table or view */
+typedef struct MopSource
+{
+	Oid			relid;
+	char	   *relname;		/* schema-qualified, quoted */
+	int			nfeatcols;
+	char	  **featcols;
+	Oid		   *feattypes;
+	bool		is_array;
+	char	   *target;
+	Oid			target_type;
+	int			nfeatures;		/* floats per row (-1: array, not yet known) */
+} MopSource;
+
+typedef struct MopRows
+{
+	int64		nrows;
+	int			nfeatures;
+	float	   *x;				/* nrows * nfeatures */
+	float	   *y;				/* nrows (class index or value) */
+} MopRows;
+
+extern void mop_source_open(MopSource *src, Oid relid, const char *target,
+							char **featcols, int nfeatcols);
+extern void mop_source_check_privileges(MopSource *src);
+extern char **mop_source_labels(MopSource *src, int *nlabels);
+extern void mop_source_read(MopSource *src, MopTargetKind kind,
+							char **labels, int nlabels, int nfeatures,
+							MopRows *rows);
+extern bool mop_type_is_numeric(Oid typid);
+extern bool mop_type_is_numeric_array(Oid typid);
+
+/* prng.c: the glue's own deterministic generator */
+typedef struct MopRng
+{
+	uint64		s;
+} MopRng;
+extern void mop_rng_seed(MopRng *r, uint64 seed);
+extern uint64 mop_rng_next(MopRng *r);
+extern uint64 mop_rng_below(MopRng *r, uint64 n);
+extern void mop_shuffle_index(int64 *idx, int64 n, MopRng *r);
+
+/* train_agg.c */
+extern void mop_train_rows(nn_model *m, const float *x, const float *y,
+						   int64 n, bool *diverged);
+
+#endif							/* MOP_PG_H */

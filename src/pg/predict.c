@@ -1,0 +1,253 @@
+/*
+ * predict.c -- mop_predict(), mop_predict_proba() and mop_evaluate().
+ *
+ * Prediction applies the dataset's stored standardisation to the given
+ * features, runs the model's latest checkpoint (mop.models.state) and maps
+ * the output back to the original label: the class text for class and
+ * binary targets, the value for regression.  The deserialized model is
+ * cached in fn_extra for the rest of the query, so predicting over a table
+ * deserializes it once per model, not once per row.
+ *
+ * mop_evaluate reads a table or view with the dataset's feature and target
+ * columns (as the caller, NULL rows rejected as in mop_prepare), maps labels
+ * through the dataset's label list (an unseen label is an error naming it)
+ * and returns the mean loss and metric over its rows.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "mop.h"
+
+PG_FUNCTION_INFO_V1(mop_predict);
+PG_FUNCTION_INFO_V1(mop_predict_proba);
+PG_FUNCTION_INFO_V1(mop_evaluate);
+
+#define EVAL_SLICE 1024
+
+/* Per-call-site cache of a loaded model. */
+typedef struct PredictCache
+{
+	int64		model_id;
+	MopDataset *ds;
+	ModelHandle *h;
+	int			out_dim;
+	float	   *x;
+	float	   *out;
+	MemoryContext cxt;
+} PredictCache;
+
+/* The cached model for model_id (loading it on a miss). */
+static PredictCache *
+predict_cache(FunctionCallInfo fcinfo, int64 model_id)
+{
+	PredictCache *c = (PredictCache *) fcinfo->flinfo->fn_extra;
+	MemoryContext old;
+	bytea	   *state;
+
+	if (c != NULL && c->model_id == model_id)
+		return c;
+	if (c != NULL)
+		MemoryContextDelete(c->cxt);	/* frees the old model too */
+	fcinfo->flinfo->fn_extra = NULL;
+
+	{
+		MemoryContext cxt = AllocSetContextCreate(fcinfo->flinfo->fn_mcxt,
+												  "mop_predict model",
+												  ALLOCSET_SMALL_SIZES);
+
+		old = MemoryContextSwitchTo(cxt);
+		c = palloc0(sizeof(PredictCache));
+		c->cxt = cxt;
+		c->model_id = model_id;
+		c->ds = mop_dataset_of_model(model_id, &state);
+		c->h = mop_model_from_blob(state, cxt);
+		pfree(state);
+		c->out_dim = nn_model_out_dim(c->h->model);
+		if (nn_model_in_dim(c->h->model) != c->ds->nfeatures)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("model " INT64_FORMAT " expects %d features but its dataset has %d",
+							model_id, nn_model_in_dim(c->h->model), c->ds->nfeatures)));
+		c->x = palloc(sizeof(float) * c->ds->nfeatures);
+		c->out = palloc(sizeof(float) * Max(c->out_dim, 2));
+		MemoryContextSwitchTo(old);
+	}
+	fcinfo->flinfo->fn_extra = c;
+	return c;
+}
+
+/* Standardise features (float8[]) into c->x and run the model. */
+static void
+predict_one(PredictCache *c, ArrayType *a)
+{
+	int			n;
+	Datum	   *elems;
+	bool	   *nulls;
+	nn_error	err;
+	nn_status	st;
+	const MopDataset *ds = c->ds;
+
+	if (ARR_NDIM(a) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("features must be a one-dimensional array")));
+	deconstruct_array(a, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+					  &elems, &nulls, &n);
+	if (n != ds->nfeatures)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("model " INT64_FORMAT " expects %d features, got %d",
+						c->model_id, ds->nfeatures, n),
+				 errhint("Give the features in the order of mop.datasets.features of dataset \"%s\".",
+						 ds->name)));
+	for (int i = 0; i < n; i++)
+	{
+		double		v;
+
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("feature %d is null", i + 1)));
+		v = DatumGetFloat8(elems[i]);
+		if (ds->normalized)
+			v = (v - ds->mean[i]) / ds->std[i];
+		c->x[i] = (float) v;
+	}
+	st = nn_predict(c->h->model, c->x, 1, c->out, &err);
+	if (st != NN_OK)
+		mop_nn_error(st, &err, "prediction failed");
+}
+
+/* mop_predict(model_id bigint, features float8[]) -> text label or value */
+Datum
+mop_predict(PG_FUNCTION_ARGS)
+{
+	PredictCache *c = predict_cache(fcinfo, PG_GETARG_INT64(0));
+	const MopDataset *ds = c->ds;
+	int			best = 0;
+
+	predict_one(c, PG_GETARG_ARRAYTYPE_P(1));
+	if (ds->target_kind == MOP_TARGET_REGRESSION)
+	{
+		/* the model computes in float32: print its shortest exact form */
+		char	   *v = DatumGetCString(DirectFunctionCall1(float4out,
+															Float4GetDatum(c->out[0])));
+
+		PG_RETURN_TEXT_P(cstring_to_text(v));
+	}
+	if (c->out_dim == 1)
+		best = c->out[0] >= 0.5f ? 1 : 0;
+	else
+		for (int i = 1; i < c->out_dim; i++)
+			if (c->out[i] > c->out[best])
+				best = i;
+	if (best >= ds->nclasses)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("model output %d has no label in dataset \"%s\"", best, ds->name)));
+	PG_RETURN_TEXT_P(cstring_to_text(ds->labels[best]));
+}
+
+/*
+ * mop_predict_proba(model_id bigint, features float8[]) -> float8[]:
+ * one probability per label (in the order of mop.datasets.labels); for a
+ * regression model, the predicted value(s).
+ */
+Datum
+mop_predict_proba(PG_FUNCTION_ARGS)
+{
+	PredictCache *c = predict_cache(fcinfo, PG_GETARG_INT64(0));
+	int			n = c->out_dim;
+	Datum	   *d;
+
+	predict_one(c, PG_GETARG_ARRAYTYPE_P(1));
+	if (c->ds->target_kind != MOP_TARGET_REGRESSION && n == 1)
+	{
+		c->out[1] = c->out[0];
+		c->out[0] = 1.0f - c->out[1];
+		n = 2;
+	}
+	d = palloc(sizeof(Datum) * n);
+	for (int i = 0; i < n; i++)
+		d[i] = Float8GetDatum((double) c->out[i]);
+	PG_RETURN_ARRAYTYPE_P(construct_array(d, n, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+/* mop_evaluate(model_id bigint, source regclass) -> (loss, metric, rows) */
+Datum
+mop_evaluate(PG_FUNCTION_ARGS)
+{
+	int64		model_id = PG_GETARG_INT64(0);
+	Oid			relid = PG_GETARG_OID(1);
+	MemoryContext opcxt,
+				oldcxt;
+	MopDataset *ds;
+	bytea	   *state;
+	ModelHandle *h;
+	MopSource	src;
+	MopRows		rows;
+	nn_result	res;
+	TupleDesc	td;
+	Datum		values[3];
+	bool		nulls[3] = {0};
+	int			nf;
+
+	if (get_call_result_type(fcinfo, NULL, &td) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "mop_evaluate must return a record");
+	opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop_evaluate",
+								  ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(opcxt);
+
+	ds = mop_dataset_of_model(model_id, &state);
+	h = mop_model_from_blob(state, opcxt);
+	mop_source_open(&src, relid, ds->target, ds->featcols, ds->nfeatcols);
+	mop_source_check_privileges(&src);
+	if (src.is_array != ds->is_array)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("feature columns of %s do not have the types of dataset \"%s\"",
+						src.relname, ds->name)));
+	mop_source_read(&src, ds->target_kind, ds->labels, ds->nclasses,
+					ds->nfeatures, &rows);
+	nf = rows.nfeatures;
+	if (ds->normalized)
+		for (int64 r = 0; r < rows.nrows; r++)
+		{
+			float	   *xr = rows.x + r * nf;
+
+			for (int j = 0; j < nf; j++)
+				xr[j] = (float) ((xr[j] - ds->mean[j]) / ds->std[j]);
+		}
+
+	memset(&res, 0, sizeof(res));
+	for (int64 off = 0; off < rows.nrows; off += EVAL_SLICE)
+	{
+		int64		cnt = Min((int64) EVAL_SLICE, rows.nrows - off);
+		nn_error	err;
+		nn_status	st;
+
+		CHECK_FOR_INTERRUPTS();
+		st = nn_evaluate(h->model, rows.x + off * nf, rows.y + off, cnt, &res, &err);
+		if (st != NN_OK && st != NN_DIVERGED)
+			mop_nn_error(st, &err, "evaluation failed");
+	}
+	MemoryContextSwitchTo(oldcxt);
+	if (res.rows > 0)
+	{
+		values[0] = Float8GetDatum(res.loss_sum / (double) res.rows);
+		values[1] = Float8GetDatum(res.metric_sum / (double) res.rows);
+	}
+	else
+		nulls[0] = nulls[1] = true;
+	values[2] = Int64GetDatum(res.rows);
+	MemoryContextDelete(opcxt);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(td), values, nulls)));
+}

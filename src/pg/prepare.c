@@ -1,0 +1,480 @@
+/*
+ * prepare.c -- mop_prepare(): pack a table into training buffers.
+ *
+ * mop_prepare reads a table or view (as the caller), maps the target to
+ * class indices (or keeps it as a value for regression), shuffles the rows
+ * once with its own seeded generator, splits off a validation fraction,
+ * standardises every feature with the mean and standard deviation of the
+ * training rows (a feature with zero deviation gets std 1), and writes
+ * float32 buffers into mop.buffers:
+ *
+ *   training rows      -> partitions 0..P-1, contiguous runs of the shuffled
+ *                         order whose sizes differ by at most one row;
+ *   validation rows    -> spread over the same P partitions the same way;
+ *   each partition     -> buffers of at most buffer_rows rows, numbered 0..
+ *
+ * x is rows * n_features float32 values (row-major, images H x W x C), y is
+ * one float32 per row (class index or value), both in native byte order,
+ * stored uncompressed (STORAGE EXTERNAL).  The statistics, the label mapping
+ * and the shapes go to mop.datasets so prediction can apply them again.
+ * Everything is written in the caller's transaction.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+#include "mop.h"
+
+PG_FUNCTION_INFO_V1(mop_prepare);
+
+/* text[] argument as a palloc'd array of C strings (NULL elements kept). */
+static char **
+text_array_to_cstrings(ArrayType *a, int *n)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	char	  **out;
+
+	if (ARR_NDIM(a) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("features must be a one-dimensional array")));
+	deconstruct_array(a, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, n);
+	out = palloc(sizeof(char *) * Max(*n, 1));
+	for (int i = 0; i < *n; i++)
+		out[i] = nulls[i] ? NULL : TextDatumGetCString(elems[i]);
+	return out;
+}
+
+/* Build a text[] datum from C strings. */
+static Datum
+cstrings_to_text_array(char **s, int n)
+{
+	Datum	   *d = palloc(sizeof(Datum) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		d[i] = CStringGetTextDatum(s[i]);
+	return PointerGetDatum(construct_array(d, n, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+/* Build a float8[] datum. */
+static Datum
+doubles_to_array(double *v, int n)
+{
+	Datum	   *d = palloc(sizeof(Datum) * Max(n, 1));
+
+	for (int i = 0; i < n; i++)
+		d[i] = Float8GetDatum(v[i]);
+	return PointerGetDatum(construct_array(d, n, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+/* Resolve the declared shape into H, W, C for nfeatures values. */
+static void
+resolve_shape(ArrayType *shape, int nfeatures, int32 *h, int32 *w, int32 *c)
+{
+	int32	   *v;
+	int			n;
+	int64		prod = 1;
+
+	*h = 1;
+	*w = 1;
+	*c = nfeatures;
+	if (shape == NULL)
+		return;
+	if (ARR_NDIM(shape) != 1 || ARR_HASNULL(shape) ||
+		ARR_ELEMTYPE(shape) != INT4OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"shape\": must be a one-dimensional int[] without nulls")));
+	n = ArrayGetNItems(1, ARR_DIMS(shape));
+	v = (int32 *) ARR_DATA_PTR(shape);
+	if (n < 1 || n > 3)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"shape\": must have 1 to 3 elements ([n], [h, w] or [h, w, c])")));
+	for (int i = 0; i < n; i++)
+	{
+		if (v[i] <= 0 || v[i] > NN_MAX_DIM)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for \"shape\": dimensions must be between 1 and %d",
+							NN_MAX_DIM)));
+		prod *= v[i];
+	}
+	if (prod != nfeatures)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"shape\": %lld values per row, but the features have %d",
+						(long long) prod, nfeatures)));
+	if (n == 1)
+		*c = v[0];
+	else
+	{
+		*h = v[0];
+		*w = v[1];
+		*c = (n == 3) ? v[2] : 1;
+	}
+}
+
+/* Insert the buffers of one split; returns how many were written. */
+static int
+write_split(SPIPlanPtr plan, int64 dataset_id, const char *split,
+			const MopRows *rows, const int64 *idx, int64 n, int partitions,
+			int buffer_rows, const double *mean, const double *std)
+{
+	int			nf = rows->nfeatures;
+	int			written = 0;
+	size_t		xbytes = (size_t) buffer_rows * nf * sizeof(float);
+	bytea	   *xb = palloc(VARHDRSZ + xbytes);
+	bytea	   *yb = palloc(VARHDRSZ + (size_t) buffer_rows * sizeof(float));
+
+	for (int p = 0; p < partitions; p++)
+	{
+		int64		start = n * p / partitions;
+		int64		end = n * (p + 1) / partitions;
+		int			bno = 0;
+
+		for (int64 b = start; b < end; b += buffer_rows)
+		{
+			int			cnt = (int) Min((int64) buffer_rows, end - b);
+			float	   *xd = (float *) VARDATA(xb);
+			float	   *yd = (float *) VARDATA(yb);
+			Datum		args[7];
+			int			rc;
+
+			for (int r = 0; r < cnt; r++)
+			{
+				const float *src = rows->x + idx[b + r] * (int64) nf;
+				float	   *dst = xd + (int64) r * nf;
+
+				if (mean)
+					for (int j = 0; j < nf; j++)
+						dst[j] = (float) ((src[j] - mean[j]) / std[j]);
+				else
+					memcpy(dst, src, sizeof(float) * nf);
+				yd[r] = rows->y[idx[b + r]];
+			}
+			SET_VARSIZE(xb, VARHDRSZ + (size_t) cnt * nf * sizeof(float));
+			SET_VARSIZE(yb, VARHDRSZ + (size_t) cnt * sizeof(float));
+			args[0] = Int64GetDatum(dataset_id);
+			args[1] = CStringGetTextDatum(split);
+			args[2] = Int32GetDatum(p);
+			args[3] = Int32GetDatum(bno);
+			args[4] = Int32GetDatum(cnt);
+			args[5] = PointerGetDatum(xb);
+			args[6] = PointerGetDatum(yb);
+			rc = SPI_execute_plan(plan, args, NULL, false, 0);
+			if (rc != SPI_OK_INSERT)
+				elog(ERROR, "could not insert into mop.buffers: %s",
+					 SPI_result_code_string(rc));
+			bno++;
+			written++;
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	return written;
+}
+
+/*
+ * mop_prepare(source regclass, target text, features text[], dataset text,
+ *             partitions int, validation float8, buffer_rows int,
+ *             normalize bool, seed int, shape int[], target_kind text)
+ */
+Datum
+mop_prepare(PG_FUNCTION_ARGS)
+{
+	Oid			relid;
+	char	   *target;
+	char	  **featcols = NULL;
+	int			nfeatcols = 0;
+	char	   *dsname;
+	int32		partitions,
+				buffer_rows,
+				seed;
+	double		validation;
+	bool		normalize;
+	ArrayType  *shape;
+	char	   *kindname;
+	MopTargetKind kind;
+	MopSource	src;
+	MopRows		rows;
+	char	  **labels = NULL;
+	int			nlabels = 0;
+	int32		in_h,
+				in_w,
+				in_c;
+	int64		n,
+				n_valid,
+				n_train;
+	int64	   *idx;
+	MopRng		rng;
+	double	   *mean = NULL,
+			   *std = NULL;
+	int64		dataset_id;
+	int			nbuffers;
+	MemoryContext opcxt,
+				oldcxt;
+	TupleDesc	rettd;
+	Datum		values[8];
+	bool		nulls[8] = {0};
+
+	for (int i = 0; i < 11; i++)
+		if (PG_ARGISNULL(i) && i != 2 && i != 3 && i != 9)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("argument %d of mop_prepare must not be null", i + 1)));
+	relid = PG_GETARG_OID(0);
+	target = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	partitions = PG_GETARG_INT32(4);
+	validation = PG_GETARG_FLOAT8(5);
+	buffer_rows = PG_GETARG_INT32(6);
+	normalize = PG_GETARG_BOOL(7);
+	seed = PG_GETARG_INT32(8);
+	shape = PG_ARGISNULL(9) ? NULL : PG_GETARG_ARRAYTYPE_P(9);
+	kindname = text_to_cstring(PG_GETARG_TEXT_PP(10));
+
+	if (get_call_result_type(fcinfo, NULL, &rettd) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "mop_prepare must return a record");
+
+	if (partitions < 1 || partitions > 65536)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"partitions\": must be between 1 and 65536")));
+	if (!(validation >= 0.0 && validation < 1.0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"validation\": must be >= 0 and < 1")));
+	if (buffer_rows < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"buffer_rows\": must be >= 1")));
+	if (strcmp(kindname, "auto") != 0 && strcmp(kindname, "class") != 0 &&
+		strcmp(kindname, "binary") != 0 && strcmp(kindname, "regression") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"target_kind\": \"%s\"", kindname),
+				 errhint("Use auto, class, binary or regression.")));
+
+	/* all working memory of this call lives in one context */
+	opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop_prepare",
+								  ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(opcxt);
+
+	if (!PG_ARGISNULL(2))
+		featcols = text_array_to_cstrings(PG_GETARG_ARRAYTYPE_P(2), &nfeatcols);
+	mop_source_open(&src, relid, target, featcols, nfeatcols);
+	dsname = PG_ARGISNULL(3) ? get_rel_name(relid) :
+		text_to_cstring(PG_GETARG_TEXT_PP(3));
+	if (dsname[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"dataset\": the name must not be empty")));
+	if (mop_dataset_lookup(dsname, true) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("dataset \"%s\" already exists", dsname),
+				 errhint("Choose another name with dataset => '...', or drop it with mop_drop_dataset('%s').",
+						 dsname)));
+	mop_source_check_privileges(&src);
+	if (shape != NULL && !src.is_array && ARR_NDIM(shape) == 1 &&
+		ArrayGetNItems(1, ARR_DIMS(shape)) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"shape\": an image shape needs one array feature column")));
+
+	/* the target kind */
+	if (strcmp(kindname, "auto") == 0)
+	{
+		Oid			t = getBaseType(src.target_type);
+
+		if (t == BOOLOID)
+			kind = MOP_TARGET_BINARY;
+		else if (t == FLOAT4OID || t == FLOAT8OID || t == NUMERICOID)
+			kind = MOP_TARGET_REGRESSION;
+		else
+			kind = MOP_TARGET_CLASS;
+	}
+	else
+		kind = strcmp(kindname, "class") == 0 ? MOP_TARGET_CLASS :
+			strcmp(kindname, "binary") == 0 ? MOP_TARGET_BINARY : MOP_TARGET_REGRESSION;
+	if (kind == MOP_TARGET_REGRESSION && !mop_type_is_numeric(src.target_type))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("target column \"%s\" has type %s, which cannot be a regression target",
+						target, format_type_be(src.target_type))));
+	if (kind != MOP_TARGET_REGRESSION)
+	{
+		labels = mop_source_labels(&src, &nlabels);
+		if (nlabels == 1 || (kind == MOP_TARGET_BINARY && nlabels != 2 && nlabels > 0))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("target column \"%s\" has %d distinct values, a %s target needs %s",
+							target, nlabels, mop_target_kind_name(kind),
+							kind == MOP_TARGET_BINARY ? "exactly 2" : "at least 2")));
+	}
+
+	/* read everything, once */
+	mop_source_read(&src, kind, labels, nlabels, src.nfeatures, &rows);
+	n = rows.nrows;
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("relation %s has no rows", src.relname)));
+	if ((int64) buffer_rows * rows.nfeatures * sizeof(float) > MaxAllocSize / 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"buffer_rows\": %d rows of %d features exceed 512 MB per buffer",
+						buffer_rows, rows.nfeatures)));
+	resolve_shape(shape, rows.nfeatures, &in_h, &in_w, &in_c);
+
+	/* shuffle once, split */
+	n_valid = (int64) floor(validation * (double) n + 0.5);
+	n_train = n - n_valid;
+	if (n_train < partitions)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("fewer training rows (" INT64_FORMAT ") than partitions (%d)",
+						n_train, partitions),
+				 errhint("Use fewer partitions or a smaller validation fraction.")));
+	idx = MemoryContextAllocHuge(opcxt, sizeof(int64) * n);
+	for (int64 i = 0; i < n; i++)
+		idx[i] = i;
+	mop_rng_seed(&rng, (uint64) (int64) seed);
+	mop_shuffle_index(idx, n, &rng);
+
+	/* standardisation statistics from the training rows (idx[n_valid..n)) */
+	if (normalize)
+	{
+		int			nf = rows.nfeatures;
+
+		mean = palloc0(sizeof(double) * nf);
+		std = palloc0(sizeof(double) * nf);
+		for (int64 i = n_valid; i < n; i++)
+		{
+			const float *xr = rows.x + idx[i] * (int64) nf;
+
+			for (int j = 0; j < nf; j++)
+				mean[j] += xr[j];
+		}
+		for (int j = 0; j < nf; j++)
+			mean[j] /= (double) n_train;
+		for (int64 i = n_valid; i < n; i++)
+		{
+			const float *xr = rows.x + idx[i] * (int64) nf;
+
+			for (int j = 0; j < nf; j++)
+			{
+				double		d = xr[j] - mean[j];
+
+				std[j] += d * d;
+			}
+		}
+		for (int j = 0; j < nf; j++)
+		{
+			std[j] = sqrt(std[j] / (double) n_train);
+			if (!(std[j] > 1e-12))
+				std[j] = 1.0;
+		}
+	}
+
+	SPI_connect();
+	{
+		Oid			types[19] = {TEXTOID, TEXTOID, TEXTARRAYOID, TEXTOID, INT4ARRAYOID,
+								 INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID,
+								 BOOLOID, FLOAT8ARRAYOID, FLOAT8ARRAYOID, INT4OID, INT4OID,
+								 FLOAT8OID, INT8OID, INT8OID, INT4OID};
+		Datum		args[19];
+		char		argnulls[19];
+		Datum		shp[3] = {Int32GetDatum(in_h), Int32GetDatum(in_w), Int32GetDatum(in_c)};
+		bool		isnull;
+		int			rc;
+
+		memset(argnulls, ' ', sizeof(argnulls));
+		args[0] = CStringGetTextDatum(dsname);
+		args[1] = CStringGetTextDatum(src.relname);
+		args[2] = cstrings_to_text_array(src.featcols, src.nfeatcols);
+		args[3] = CStringGetTextDatum(src.is_array ? "array" : "columns");
+		args[4] = PointerGetDatum(construct_array(shp, 3, INT4OID, 4, true, TYPALIGN_INT));
+		args[5] = Int32GetDatum(rows.nfeatures);
+		args[6] = CStringGetTextDatum(target);
+		args[7] = CStringGetTextDatum(mop_target_kind_name(kind));
+		args[8] = CStringGetTextDatum(format_type_be(src.target_type));
+		if (kind == MOP_TARGET_REGRESSION)
+		{
+			args[9] = (Datum) 0;
+			argnulls[9] = 'n';
+		}
+		else
+			args[9] = cstrings_to_text_array(labels, nlabels);
+		args[10] = BoolGetDatum(normalize);
+		if (normalize)
+		{
+			args[11] = doubles_to_array(mean, rows.nfeatures);
+			args[12] = doubles_to_array(std, rows.nfeatures);
+		}
+		else
+		{
+			args[11] = args[12] = (Datum) 0;
+			argnulls[11] = argnulls[12] = 'n';
+		}
+		args[13] = Int32GetDatum(partitions);
+		args[14] = Int32GetDatum(buffer_rows);
+		args[15] = Float8GetDatum(validation);
+		args[16] = Int64GetDatum(n_train);
+		args[17] = Int64GetDatum(n_valid);
+		args[18] = Int32GetDatum(seed);
+		rc = SPI_execute_with_args("INSERT INTO mop.datasets (name, source, features, feature_kind, "
+								   "input_shape, n_features, target, target_kind, target_type, labels, "
+								   "normalized, feature_mean, feature_std, partitions, buffer_rows, "
+								   "validation, train_rows, valid_rows, seed) VALUES ($1, $2, $3, $4, "
+								   "$5, $6, $7, $8, $9, pg_catalog.to_jsonb($10), $11, $12, $13, $14, "
+								   "$15, $16, $17, $18, $19) RETURNING id",
+								   19, types, args, argnulls, false, 1);
+		if (rc != SPI_OK_INSERT_RETURNING || SPI_processed != 1)
+			elog(ERROR, "could not insert into mop.datasets: %s", SPI_result_code_string(rc));
+		dataset_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+												 SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	{
+		Oid			btypes[7] = {INT8OID, TEXTOID, INT4OID, INT4OID, INT4OID, BYTEAOID, BYTEAOID};
+		SPIPlanPtr	plan;
+
+		plan = SPI_prepare("INSERT INTO mop.buffers (dataset_id, split, partition, buffer_no, "
+						   "rows, x, y) VALUES ($1, $2, $3, $4, $5, $6, $7)", 7, btypes);
+		if (plan == NULL)
+			elog(ERROR, "could not prepare insert into mop.buffers: %s",
+				 SPI_result_code_string(SPI_result));
+		nbuffers = write_split(plan, dataset_id, "train", &rows, idx + n_valid, n_train,
+							   partitions, buffer_rows, mean, std);
+		nbuffers += write_split(plan, dataset_id, "valid", &rows, idx, n_valid,
+								partitions, buffer_rows, mean, std);
+	}
+	SPI_finish();
+
+	MemoryContextSwitchTo(oldcxt);
+	values[0] = Int64GetDatum(dataset_id);
+	values[1] = CStringGetTextDatum(dsname);
+	values[2] = Int64GetDatum(n_train);
+	values[3] = Int64GetDatum(n_valid);
+	values[4] = Int32GetDatum(partitions);
+	values[5] = Int32GetDatum(nbuffers);
+	values[6] = Int32GetDatum(rows.nfeatures);
+	values[7] = Int32GetDatum(nlabels);
+	if (kind == MOP_TARGET_REGRESSION)
+		nulls[7] = true;
+	{
+		HeapTuple	tup = heap_form_tuple(BlessTupleDesc(rettd), values, nulls);
+
+		MemoryContextDelete(opcxt);
+		PG_RETURN_DATUM(HeapTupleGetDatum(tup));
+	}
+}

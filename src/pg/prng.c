@@ -1,0 +1,55 @@
+/*
+ * prng.c -- the glue's own deterministic pseudo-random generator.
+ *
+ * mop_prepare's shuffle and the per-buffer reshuffle of training must be
+ * reproducible from a seed and independent of PostgreSQL's random(), so the
+ * glue uses SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, well mixed.
+ */
+#include "postgres.h"
+
+#include "mop.h"
+
+/* Seed the generator. */
+void
+mop_rng_seed(MopRng *r, uint64 seed)
+{
+	r->s = seed ^ UINT64CONST(0x6a09e667f3bcc909);
+}
+
+/* Next 64 random bits. */
+uint64
+mop_rng_next(MopRng *r)
+{
+	uint64		z = (r->s += UINT64CONST(0x9e3779b97f4a7c15));
+
+	z = (z ^ (z >> 30)) * UINT64CONST(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64CONST(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+/* Uniform integer in [0, n) without modulo bias (n > 0). */
+uint64
+mop_rng_below(MopRng *r, uint64 n)
+{
+	uint64		limit = UINT64_MAX - (UINT64_MAX % n);
+	uint64		v;
+
+	do
+		v = mop_rng_next(r);
+	while (v >= limit);
+	return v % n;
+}
+
+/* Fisher-Yates shuffle of idx[0..n). */
+void
+mop_shuffle_index(int64 *idx, int64 n, MopRng *r)
+{
+	for (int64 i = n - 1; i > 0; i--)
+	{
+		int64		j = (int64) mop_rng_below(r, (uint64) i + 1);
+		int64		t = idx[i];
+
+		idx[i] = idx[j];
+		idx[j] = t;
+	}
+}

@@ -1,0 +1,350 @@
+/*
+ * train_agg.c -- the narrow waist: SQL aggregates that train and evaluate a
+ * model over buffers, plus mop.init_model() to make a first model state.
+ *
+ *   SELECT mop.train_agg(m.state, b.x, b.y ORDER BY b.buffer_no)
+ *     FROM mop.buffers b, mop.models m
+ *    WHERE b.dataset_id = 1 AND b.split = 'train' AND b.partition = 0
+ *      AND m.id = 7;
+ *
+ * returns a mop.train_result: the model state after one sub-epoch over those
+ * buffers, with training loss and metric sums.  Any executor that can run
+ * SQL (mop_train in a backend, a background worker, a remote server) trains
+ * through this one function, so every path is the same code.
+ *
+ * The transition state is internal: on the first row the model blob is
+ * deserialized into an nn_model that lives (via a ModelHandle) in the
+ * aggregate's memory context and is freed with it, also on ERROR or cancel.
+ * Each buffer is fed to the engine in slices of batch_size rows with
+ * CHECK_FOR_INTERRUPTS() between slices, i.e. once per minibatch.
+ *
+ * Shuffling: mop_prepare shuffles the table once.  In addition the rows of
+ * every buffer are visited in a fresh random order each sub-epoch, drawn
+ * from the glue's generator seeded by (config seed, the model's count of
+ * completed sub-epochs, buffer ordinal); the model blob carries that count,
+ * so training stays bit-reproducible from any checkpoint.  The engine's own
+ * per-feed shuffle is therefore off.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "mop.h"
+
+PG_FUNCTION_INFO_V1(mop_init_model);
+PG_FUNCTION_INFO_V1(mop_train_agg_step);
+PG_FUNCTION_INFO_V1(mop_train_agg_final);
+PG_FUNCTION_INFO_V1(mop_eval_agg_step);
+PG_FUNCTION_INFO_V1(mop_eval_agg_final);
+
+/* Rows per nn_evaluate call between interrupt checks. */
+#define EVAL_SLICE 1024
+
+/* Transition state of train_agg and eval_agg. */
+typedef struct MopAggState
+{
+	ModelHandle *h;
+	bool		training;		/* train_agg (stream begun) vs eval_agg */
+	bool		diverged;
+	int64		buffers;		/* buffers seen so far */
+	uint64		shuffle_base;	/* seed of the per-buffer shuffles */
+	nn_result	res;			/* eval sums */
+	float	   *sx;				/* scratch for permuted rows */
+	float	   *sy;
+	int64		scap;			/* rows the scratch holds */
+	int64	   *perm;
+} MopAggState;
+
+/* mop.init_model(dataset text, config jsonb) -> bytea: a fresh model state. */
+Datum
+mop_init_model(PG_FUNCTION_ARGS)
+{
+	char	   *dsname = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	Jsonb	   *config = PG_GETARG_JSONB_P(1);
+	MopDataset *ds = mop_dataset_lookup(dsname, false);
+	nn_spec		spec;
+	ModelHandle *h;
+	nn_error	err;
+	nn_status	st;
+	bytea	   *blob;
+
+	mop_config_to_spec(config, ds, &spec);
+	mop_blas_ensure();
+	h = mop_model_handle(CurrentMemoryContext);
+	st = nn_model_create(&spec, &h->model, &err);
+	if (st != NN_OK)
+		mop_nn_error(st, &err, "could not create model");
+	blob = mop_model_to_blob(h->model);
+	mop_model_release(h);
+	PG_RETURN_BYTEA_P(blob);
+}
+
+/* Check a buffer pair against the model; returns its row count. */
+static int64
+buffer_rows(nn_model *m, bytea *x, bytea *y)
+{
+	int64		in_dim = nn_model_in_dim(m);
+	int64		y_dim = nn_model_y_dim(m);
+	int64		xlen = VARSIZE_ANY_EXHDR(x);
+	int64		ylen = VARSIZE_ANY_EXHDR(y);
+	int64		n;
+
+	if (ylen % (y_dim * (int64) sizeof(float)) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("label buffer of " INT64_FORMAT " bytes does not hold whole rows of %d floats",
+						ylen, (int) y_dim)));
+	n = ylen / (y_dim * (int64) sizeof(float));
+	if (xlen != n * in_dim * (int64) sizeof(float))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("feature buffer of " INT64_FORMAT " bytes does not match " INT64_FORMAT " rows of %d features",
+						xlen, n, (int) in_dim),
+				 errhint("The model was made for a dataset with a different input shape.")));
+	if (((uintptr_t) VARDATA_ANY(x)) % sizeof(float) != 0 ||
+		((uintptr_t) VARDATA_ANY(y)) % sizeof(float) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("misaligned buffer")));
+	return n;
+}
+
+/* First row of a group: build the state and deserialize the model. */
+static MopAggState *
+agg_state_init(FunctionCallInfo fcinfo, bool training)
+{
+	MemoryContext aggcxt;
+	MemoryContext old;
+	MopAggState   *s;
+	nn_error	err;
+	nn_status	st;
+
+	if (!AggCheckCallContext(fcinfo, &aggcxt))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s can only be called as an aggregate",
+						training ? "mop.train_agg" : "mop.eval_agg")));
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("model state must not be null")));
+	old = MemoryContextSwitchTo(aggcxt);
+	s = palloc0(sizeof(MopAggState));
+	s->training = training;
+	s->h = mop_model_from_blob(PG_GETARG_BYTEA_PP(1), aggcxt);
+	if (nn_model_y_dim(s->h->model) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("the model expects %d label values per row, mop buffers hold 1",
+						nn_model_y_dim(s->h->model))));
+	if (training)
+	{
+		nn_counters c;
+
+		nn_model_counters(s->h->model, &c);
+		if (c.diverged)
+			s->diverged = true;
+		else
+		{
+			st = nn_train_begin(s->h->model, 0, &err);
+			if (st != NN_OK)
+				mop_nn_error(st, &err, "could not start training");
+		}
+		s->shuffle_base = nn_model_spec(s->h->model)->seed * UINT64CONST(0x9e3779b97f4a7c15) ^
+			((uint64) c.sub_epochs * UINT64CONST(0xc2b2ae3d27d4eb4f));
+	}
+	MemoryContextSwitchTo(old);
+	return s;
+}
+
+/* Make sure the scratch holds n rows (in the aggregate context). */
+static void
+scratch_reserve(FunctionCallInfo fcinfo, MopAggState *s, int64 n, int64 in_dim)
+{
+	MemoryContext aggcxt;
+
+	if (n <= s->scap)
+		return;
+	AggCheckCallContext(fcinfo, &aggcxt);
+	if (s->sx)
+	{
+		pfree(s->sx);
+		pfree(s->sy);
+		pfree(s->perm);
+	}
+	s->sx = MemoryContextAllocHuge(aggcxt, sizeof(float) * n * in_dim);
+	s->sy = MemoryContextAllocHuge(aggcxt, sizeof(float) * n);
+	s->perm = MemoryContextAllocHuge(aggcxt, sizeof(int64) * n);
+	s->scap = n;
+}
+
+/*
+ * Train m on n rows in slices of one minibatch, checking for interrupts
+ * between slices.  Sets *diverged (and stops) if the engine reports NaN/Inf.
+ */
+void
+mop_train_rows(nn_model *m, const float *x, const float *y, int64 n,
+			   bool *diverged)
+{
+	int64		in_dim = nn_model_in_dim(m);
+	int64		bs = nn_model_spec(m)->batch_size;
+	nn_error	err;
+
+	for (int64 off = 0; off < n; off += bs)
+	{
+		int64		cnt = Min(bs, n - off);
+		nn_status	st;
+
+		CHECK_FOR_INTERRUPTS();
+		st = nn_train_feed(m, x + off * in_dim, y + off, cnt, &err);
+		if (st == NN_DIVERGED)
+		{
+			*diverged = true;
+			return;
+		}
+		if (st != NN_OK)
+			mop_nn_error(st, &err, "training failed");
+	}
+}
+
+/* train_agg transition: feed one buffer (rows shuffled) to the model. */
+Datum
+mop_train_agg_step(PG_FUNCTION_ARGS)
+{
+	MopAggState   *s = PG_ARGISNULL(0) ? NULL : (MopAggState *) PG_GETARG_POINTER(0);
+	bytea	   *x,
+			   *y;
+	int64		n,
+				in_dim;
+	MopRng		rng;
+
+	if (s == NULL)
+		s = agg_state_init(fcinfo, true);
+	if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("buffer x and y must not be null")));
+	if (s->diverged)
+		PG_RETURN_POINTER(s);
+	x = PG_GETARG_BYTEA_PP(2);
+	y = PG_GETARG_BYTEA_PP(3);
+	n = buffer_rows(s->h->model, x, y);
+	in_dim = nn_model_in_dim(s->h->model);
+	if (n > 0)
+	{
+		const float *xs = (const float *) VARDATA_ANY(x);
+		const float *ys = (const float *) VARDATA_ANY(y);
+
+		scratch_reserve(fcinfo, s, n, in_dim);
+		for (int64 i = 0; i < n; i++)
+			s->perm[i] = i;
+		mop_rng_seed(&rng, s->shuffle_base ^ ((uint64) s->buffers * UINT64CONST(0x165667b19e3779f9)));
+		mop_shuffle_index(s->perm, n, &rng);
+		for (int64 i = 0; i < n; i++)
+		{
+			memcpy(s->sx + i * in_dim, xs + s->perm[i] * in_dim, sizeof(float) * in_dim);
+			s->sy[i] = ys[s->perm[i]];
+		}
+		mop_train_rows(s->h->model, s->sx, s->sy, n, &s->diverged);
+	}
+	s->buffers++;
+	PG_RETURN_POINTER(s);
+}
+
+/* train_agg final: end the sub-epoch and return (state, sums, status). */
+Datum
+mop_train_agg_final(PG_FUNCTION_ARGS)
+{
+	MopAggState   *s = PG_ARGISNULL(0) ? NULL : (MopAggState *) PG_GETARG_POINTER(0);
+	TupleDesc	td;
+	Datum		values[6];
+	bool		nulls[6] = {0};
+	nn_result	res;
+	nn_error	err;
+	nn_status	st;
+
+	if (s == NULL)
+		PG_RETURN_NULL();
+	if (get_call_result_type(fcinfo, NULL, &td) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "mop.train_agg must return a composite");
+	memset(&res, 0, sizeof(res));
+	if (!s->diverged)
+	{
+		st = nn_train_end(s->h->model, &res, &err);
+		if (st == NN_DIVERGED)
+			s->diverged = true;
+		else if (st != NN_OK)
+			mop_nn_error(st, &err, "training failed");
+	}
+	values[0] = PointerGetDatum(mop_model_to_blob(s->h->model));
+	values[1] = Float8GetDatum(res.loss_sum);
+	values[2] = Float8GetDatum(res.metric_sum);
+	values[3] = Int64GetDatum(res.rows);
+	values[4] = Int64GetDatum(res.steps);
+	values[5] = CStringGetTextDatum(s->diverged ? "diverged" : "ok");
+	mop_model_release(s->h);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(td), values, nulls)));
+}
+
+/* eval_agg transition: add one buffer's loss and metric sums. */
+Datum
+mop_eval_agg_step(PG_FUNCTION_ARGS)
+{
+	MopAggState   *s = PG_ARGISNULL(0) ? NULL : (MopAggState *) PG_GETARG_POINTER(0);
+	bytea	   *x,
+			   *y;
+	int64		n,
+				in_dim;
+	const float *xs,
+			   *ys;
+	nn_error	err;
+
+	if (s == NULL)
+		s = agg_state_init(fcinfo, false);
+	if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("buffer x and y must not be null")));
+	x = PG_GETARG_BYTEA_PP(2);
+	y = PG_GETARG_BYTEA_PP(3);
+	n = buffer_rows(s->h->model, x, y);
+	in_dim = nn_model_in_dim(s->h->model);
+	xs = (const float *) VARDATA_ANY(x);
+	ys = (const float *) VARDATA_ANY(y);
+	for (int64 off = 0; off < n; off += EVAL_SLICE)
+	{
+		int64		cnt = Min((int64) EVAL_SLICE, n - off);
+		nn_status	st;
+
+		CHECK_FOR_INTERRUPTS();
+		st = nn_evaluate(s->h->model, xs + off * in_dim, ys + off, cnt, &s->res, &err);
+		if (st != NN_OK && st != NN_DIVERGED)
+			mop_nn_error(st, &err, "evaluation failed");
+	}
+	s->buffers++;
+	PG_RETURN_POINTER(s);
+}
+
+/* eval_agg final: (loss_sum, metric_sum, rows). */
+Datum
+mop_eval_agg_final(PG_FUNCTION_ARGS)
+{
+	MopAggState   *s = PG_ARGISNULL(0) ? NULL : (MopAggState *) PG_GETARG_POINTER(0);
+	TupleDesc	td;
+	Datum		values[3];
+	bool		nulls[3] = {0};
+
+	if (s == NULL)
+		PG_RETURN_NULL();
+	if (get_call_result_type(fcinfo, NULL, &td) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "mop.eval_agg must return a composite");
+	values[0] = Float8GetDatum(s->res.loss_sum);
+	values[1] = Float8GetDatum(s->res.metric_sum);
+	values[2] = Int64GetDatum(s->res.rows);
+	mop_model_release(s->h);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(td), values, nulls)));
+}
