@@ -252,7 +252,7 @@ CREATE FUNCTION @extschema@.mop_prepare(
 	partitions int DEFAULT 1,
 	validation float8 DEFAULT 0.1,
 	buffer_rows int DEFAULT 2048,
-	normalize boolean DEFAULT true,
+	standardize boolean DEFAULT true,
 	seed int DEFAULT 0,
 	shape int[] DEFAULT NULL,
 	target_kind text DEFAULT 'auto',

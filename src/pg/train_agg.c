@@ -230,8 +230,8 @@ mop_train_agg_step(PG_FUNCTION_ARGS)
 				 errmsg("buffer x and y must not be null")));
 	if (s->diverged)
 		PG_RETURN_POINTER(s);
-	x = PG_GETARG_BYTEA_PP(2);
-	y = PG_GETARG_BYTEA_PP(3);
+	x = PG_GETARG_BYTEA_P(2);
+	y = PG_GETARG_BYTEA_P(3);
 	n = buffer_rows(s->h->model, x, y);
 	in_dim = nn_model_in_dim(s->h->model);
 	if (n > 0)
@@ -309,8 +309,8 @@ mop_eval_agg_step(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("buffer x and y must not be null")));
-	x = PG_GETARG_BYTEA_PP(2);
-	y = PG_GETARG_BYTEA_PP(3);
+	x = PG_GETARG_BYTEA_P(2);
+	y = PG_GETARG_BYTEA_P(3);
 	n = buffer_rows(s->h->model, x, y);
 	in_dim = nn_model_in_dim(s->h->model);
 	xs = (const float *) VARDATA_ANY(x);
