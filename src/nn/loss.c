@@ -1,0 +1,165 @@
+/*
+ * loss.c -- losses, their gradients with respect to the network's outputs,
+ * per-row metrics, and the link functions used at prediction.
+ *
+ * Losses take raw outputs (logits): the softmax of cross-entropy and the
+ * sigmoid of binary cross-entropy are fused in, which is both faster and
+ * numerically safer than applying them as layers.  The batch loss is the mean
+ * over rows (and over outputs for BCE and MSE), as in PyTorch, so gradients
+ * are scaled by 1 / rows.
+ */
+#include <math.h>
+
+#include "nn_internal.h"
+
+/* Index of the largest value (first one on ties). */
+static int
+argmax(const float *z, int n)
+{
+	int			best = 0;
+
+	for (int j = 1; j < n; j++)
+		if (z[j] > z[best])
+			best = j;
+	return best;
+}
+
+/*
+ * Loss of nb rows of outputs z [nb, out_dim] against labels y; adds the summed
+ * loss and metric into *loss_sum / *metric_sum and, if dz is not NULL, writes
+ * the gradient of the mean batch loss.  Returns -1, or the first row whose
+ * label is invalid (nothing is added then).
+ */
+int64_t
+nn_loss_eval(const nn_spec *spec, int out_dim, const float *z, const float *y,
+			 int nb, float *dz, double *loss_sum, double *metric_sum)
+{
+	double		lsum = 0.0,
+				msum = 0.0;
+	float		inv_nb = 1.0f / (float) nb;
+
+	/* labels first, so a bad one changes nothing */
+	for (int r = 0; r < nb; r++)
+	{
+		if (spec->loss == NN_LOSS_SOFTMAX_CE)
+		{
+			float		l = y[r];
+
+			if (!(l >= 0 && l < out_dim) || l != floorf(l))
+				return r;
+		}
+		else
+			for (int j = 0; j < out_dim; j++)
+			{
+				float		t = y[(int64_t) r * out_dim + j];
+
+				if (!isfinite(t) || (spec->loss == NN_LOSS_SIGMOID_BCE && (t < 0 || t > 1)))
+					return r;
+			}
+	}
+
+	for (int r = 0; r < nb; r++)
+	{
+		const float *zr = z + (int64_t) r * out_dim;
+		float	   *dzr = dz ? dz + (int64_t) r * out_dim : NULL;
+
+		switch (spec->loss)
+		{
+			case NN_LOSS_SOFTMAX_CE:
+				{
+					int			label = (int) y[r];
+					float		mx = zr[0],
+								sum = 0.0f,
+								lse;
+
+					for (int j = 1; j < out_dim; j++)
+						mx = zr[j] > mx ? zr[j] : mx;
+					for (int j = 0; j < out_dim; j++)
+						sum += expf(zr[j] - mx);
+					lse = mx + logf(sum);
+					lsum += (double) (lse - zr[label]);
+					if (dzr)
+					{
+						for (int j = 0; j < out_dim; j++)
+							dzr[j] = expf(zr[j] - lse) * inv_nb;
+						dzr[label] -= inv_nb;
+					}
+					if (spec->metric == NN_METRIC_TOPK)
+					{
+						int			rank = 0;
+
+						for (int j = 0; j < out_dim; j++)
+							if (zr[j] > zr[label] || (zr[j] == zr[label] && j < label))
+								rank++;
+						msum += rank < spec->top_k ? 1.0 : 0.0;
+					}
+					else
+						msum += argmax(zr, out_dim) == label ? 1.0 : 0.0;
+					break;
+				}
+
+			case NN_LOSS_SIGMOID_BCE:
+				{
+					const float *yr = y + (int64_t) r * out_dim;
+					float		scale = inv_nb / (float) out_dim;
+					double		rl = 0.0,
+								ra = 0.0;
+
+					for (int j = 0; j < out_dim; j++)
+					{
+						float		x = zr[j];
+
+						rl += (double) (fmaxf(x, 0.0f) - x * yr[j] + log1pf(expf(-fabsf(x))));
+						ra += ((x > 0.0f) == (yr[j] > 0.5f)) ? 1.0 : 0.0;
+						if (dzr)
+							dzr[j] = (1.0f / (1.0f + expf(-x)) - yr[j]) * scale;
+					}
+					lsum += rl / out_dim;
+					msum += ra / out_dim;
+					break;
+				}
+
+			case NN_LOSS_MSE:
+				{
+					const float *yr = y + (int64_t) r * out_dim;
+					float		scale = 2.0f * inv_nb / (float) out_dim;
+					double		se = 0.0,
+								ae = 0.0;
+
+					for (int j = 0; j < out_dim; j++)
+					{
+						float		d = zr[j] - yr[j];
+
+						se += (double) d * d;
+						ae += fabs((double) d);
+						if (dzr)
+							dzr[j] = d * scale;
+					}
+					lsum += se / out_dim;
+					msum += spec->metric == NN_METRIC_MAE ? ae / out_dim : se / out_dim;
+					break;
+				}
+		}
+	}
+	*loss_sum += lsum;
+	*metric_sum += msum;
+	return -1;
+}
+
+/* Apply the loss's link function to outputs: softmax, sigmoid or identity. */
+void
+nn_link(int loss, const float *z, float *p, int nb, int out_dim)
+{
+	switch (loss)
+	{
+		case NN_LOSS_SOFTMAX_CE:
+			nn_act_forward(NN_ACT_SOFTMAX, 0, z, p, nb, out_dim);
+			break;
+		case NN_LOSS_SIGMOID_BCE:
+			nn_act_forward(NN_ACT_SIGMOID, 0, z, p, nb, out_dim);
+			break;
+		default:
+			nn_act_forward(NN_ACT_NONE, 0, z, p, nb, out_dim);
+			break;
+	}
+}

@@ -1,0 +1,340 @@
+/*
+ * nn.h -- mop's training engine: a small, exact, reproducible neural-network
+ * trainer in plain C.
+ *
+ * This is the narrow waist of mop.  Every sub-epoch of every model, whichever
+ * executor runs it (a PostgreSQL backend, a background worker, a benchmark, a
+ * GPU parity test), goes through the functions declared here.  The header
+ * includes no PostgreSQL headers and the library never prints, never exits
+ * and never touches global random state: every function returns an
+ * nn_status and, on failure, fills an nn_error with a one-line message.
+ *
+ * Conventions
+ *   - Features are float32, row-major.  A row is a vector of in_c values
+ *     (in_h == in_w == 1) or an image stored H x W x C (NHWC).
+ *   - Labels are float32 too, y_dim values per row (nn_model_y_dim):
+ *       softmax cross-entropy: 1 value, the class index 0..classes-1;
+ *       sigmoid binary cross-entropy: out_dim values, each 0 or 1;
+ *       mean squared error: out_dim target values.
+ *   - Dense weights are stored [in, out], conv2d weights [kh, kw, c_in, f]
+ *     (HWIO); biases [out].  nn_model_tensor() exposes them as plain arrays
+ *     so weights can be exported to and imported from other frameworks.
+ *   - Reported losses are data losses (the mean loss per row times rows);
+ *     L2 penalties are applied to the gradient of kernels (not biases) but
+ *     are not added to the reported loss.
+ *   - All memory a model needs (weights, gradients, optimizer state, the
+ *     activations of one minibatch) is allocated when it is created;
+ *     nn_spec_memory() tells how much before anything is allocated.  The
+ *     per-minibatch loop allocates nothing.
+ */
+#ifndef MOP_NN_H
+#define MOP_NN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Status codes; NN_OK is zero, everything else is a failure. */
+typedef enum nn_status
+{
+	NN_OK = 0,
+	NN_ERR_INVALID = 1,			/* bad argument or model specification */
+	NN_ERR_SHAPE = 2,			/* shapes do not fit together */
+	NN_ERR_NOMEM = 3,			/* allocation failed */
+	NN_ERR_BLAS = 4,			/* BLAS library could not be loaded */
+	NN_ERR_TRUNCATED = 5,		/* blob shorter than its header says */
+	NN_ERR_MAGIC = 6,			/* not a mop model blob */
+	NN_ERR_VERSION = 7,			/* blob from a newer (or unknown) format */
+	NN_ERR_CHECKSUM = 8,		/* blob content does not match its checksum */
+	NN_ERR_CORRUPT = 9,			/* blob decodes to something impossible */
+	NN_DIVERGED = 10,			/* NaN or Inf in loss or weights */
+	NN_ERR_STATE = 11			/* call out of order (e.g. feed before begin) */
+} nn_status;
+
+#define NN_ERRMSG_LEN 256
+
+/* Error detail filled by any failing call (callers may pass NULL). */
+typedef struct nn_error
+{
+	nn_status	status;
+	char		msg[NN_ERRMSG_LEN];
+} nn_error;
+
+/* Human-readable name of a status code ("diverged", "checksum mismatch"...). */
+const char *nn_status_name(nn_status s);
+
+typedef enum nn_layer_type
+{
+	NN_LAYER_DENSE = 1,
+	NN_LAYER_CONV2D = 2,
+	NN_LAYER_MAXPOOL2D = 3,
+	NN_LAYER_FLATTEN = 4,
+	NN_LAYER_DROPOUT = 5,
+	NN_LAYER_ACTIVATION = 6
+} nn_layer_type;
+
+typedef enum nn_act
+{
+	NN_ACT_NONE = 0,
+	NN_ACT_RELU = 1,
+	NN_ACT_LEAKY_RELU = 2,		/* slope for x < 0 in nn_layer_spec.alpha */
+	NN_ACT_TANH = 3,
+	NN_ACT_SIGMOID = 4,
+	NN_ACT_GELU = 5,			/* exact (erf) form, as PyTorch's default */
+	NN_ACT_SOFTMAX = 6			/* over the last axis */
+} nn_act;
+
+typedef enum nn_padding
+{
+	NN_PAD_VALID = 0,
+	NN_PAD_SAME = 1				/* TensorFlow's "same": out = ceil(in / stride) */
+} nn_padding;
+
+/* One layer as the user declared it. Unused fields are ignored. */
+typedef struct nn_layer_spec
+{
+	int32_t		type;			/* nn_layer_type */
+	int32_t		units;			/* dense: output width */
+	int32_t		filters;		/* conv2d: output channels */
+	int32_t		kernel_h;		/* conv2d, maxpool2d */
+	int32_t		kernel_w;
+	int32_t		stride_h;		/* conv2d, maxpool2d; 0 = default (1; pool: kernel) */
+	int32_t		stride_w;
+	int32_t		padding;		/* nn_padding */
+	int32_t		activation;		/* dense/conv2d: fused activation; activation layer: which */
+	int32_t		use_bias;		/* dense/conv2d: 1 = with bias */
+	float		rate;			/* dropout: probability of dropping a unit */
+	float		alpha;			/* leaky relu slope (default 0.01 when 0) */
+} nn_layer_spec;
+
+typedef enum nn_loss
+{
+	NN_LOSS_SOFTMAX_CE = 1,		/* multi-class; expects logits, softmax fused */
+	NN_LOSS_SIGMOID_BCE = 2,	/* binary / multi-label; sigmoid fused */
+	NN_LOSS_MSE = 3				/* regression */
+} nn_loss;
+
+typedef enum nn_optimizer
+{
+	NN_OPT_SGD = 1,				/* with momentum and optional Nesterov */
+	NN_OPT_ADAM = 2,
+	NN_OPT_ADAMW = 3,			/* Adam with decoupled weight decay */
+	NN_OPT_RMSPROP = 4
+} nn_optimizer;
+
+typedef enum nn_metric
+{
+	NN_METRIC_ACCURACY = 1,		/* higher is better */
+	NN_METRIC_TOPK = 2,			/* top-k accuracy, higher is better */
+	NN_METRIC_MSE = 3,			/* lower is better */
+	NN_METRIC_MAE = 4			/* lower is better */
+} nn_metric;
+
+typedef enum nn_init
+{
+	NN_INIT_AUTO = 0,			/* He before relu-like activations, Glorot otherwise */
+	NN_INIT_HE = 1,				/* uniform, limit sqrt(6 / fan_in) */
+	NN_INIT_GLOROT = 2			/* uniform, limit sqrt(6 / (fan_in + fan_out)) */
+} nn_init;
+
+#define NN_MAX_LAYERS 64
+
+/*
+ * A complete model specification: architecture, loss, metric, optimizer and
+ * its hyperparameters, batch size and seed.  Plain data, fixed size; fill it
+ * with nn_spec_init() defaults then set what you need.
+ */
+typedef struct nn_spec
+{
+	int32_t		in_h;			/* input height (1 for vectors) */
+	int32_t		in_w;			/* input width (1 for vectors) */
+	int32_t		in_c;			/* input channels, or vector length */
+	int32_t		n_layers;
+	nn_layer_spec layers[NN_MAX_LAYERS];
+
+	int32_t		loss;			/* nn_loss */
+	int32_t		metric;			/* nn_metric */
+	int32_t		top_k;			/* for NN_METRIC_TOPK */
+
+	int32_t		optimizer;		/* nn_optimizer */
+	float		lr;				/* learning rate, > 0 */
+	float		momentum;		/* SGD / RMSprop momentum, 0 = none */
+	int32_t		nesterov;		/* SGD: 1 = Nesterov momentum */
+	float		beta1;			/* Adam/AdamW, default 0.9 */
+	float		beta2;			/* Adam/AdamW, default 0.999 */
+	float		eps;			/* Adam/AdamW/RMSprop, default 1e-8 */
+	float		rho;			/* RMSprop smoothing, default 0.99 */
+	float		l2;				/* coupled L2: grad += l2 * w (kernels only) */
+	float		weight_decay;	/* AdamW decoupled decay (kernels only) */
+	float		clip_norm;		/* global gradient-norm clip, 0 = off */
+
+	int32_t		batch_size;		/* rows per minibatch, > 0 */
+	int32_t		init;			/* nn_init */
+	uint64_t	seed;			/* weights, dropout and shuffle all derive from it */
+} nn_spec;
+
+/* Fill spec with defaults: no layers, CE loss, accuracy, Adam(1e-3), batch 32. */
+void		nn_spec_init(nn_spec *spec);
+
+/* Check a spec completely (ranges, shapes, loss/metric fit); NN_OK if usable. */
+nn_status	nn_spec_validate(const nn_spec *spec, nn_error *err);
+
+/* Memory a model of this spec will own, in bytes, by purpose. */
+typedef struct nn_memory
+{
+	size_t		params;			/* weights and biases */
+	size_t		grads;			/* their gradients */
+	size_t		optimizer;		/* moments, momentum buffers */
+	size_t		workspace;		/* activations, im2col, staging for one batch */
+	size_t		total;			/* all of the above plus bookkeeping */
+} nn_memory;
+
+nn_status	nn_spec_memory(const nn_spec *spec, nn_memory *mem, nn_error *err);
+
+/* Output width of the network for spec (classes for CE), or -1 if invalid. */
+int32_t		nn_spec_out_dim(const nn_spec *spec);
+
+/* Metric metadata: its name and whether a larger value is better. */
+const char *nn_metric_name(nn_metric metric);
+int			nn_metric_higher_is_better(nn_metric metric);
+
+typedef struct nn_model nn_model;
+
+/* Create a model with freshly initialised weights (from spec->seed). */
+nn_status	nn_model_create(const nn_spec *spec, nn_model **out, nn_error *err);
+
+/* Free a model (NULL is fine). */
+void		nn_model_free(nn_model *m);
+
+/* Deep copy: same weights, optimizer state, RNG and counters. */
+nn_status	nn_model_clone(const nn_model *m, nn_model **out, nn_error *err);
+
+const nn_spec *nn_model_spec(const nn_model *m);
+int64_t		nn_model_param_count(const nn_model *m);
+int32_t		nn_model_in_dim(const nn_model *m);	/* in_h * in_w * in_c */
+int32_t		nn_model_out_dim(const nn_model *m);
+int32_t		nn_model_y_dim(const nn_model *m);		/* label floats per row */
+
+/*
+ * Change hyperparameters that do not change the architecture (learning rate,
+ * momentum, betas, eps, rho, l2, weight decay, clip, batch size ... for PBT's
+ * explore step).  Optimizer state is kept.  A different optimizer type or
+ * batch size is accepted; a different architecture is NN_ERR_INVALID.
+ */
+nn_status	nn_model_set_hyper(nn_model *m, const nn_spec *spec, nn_error *err);
+
+/* Progress counters carried in the model (and its blob). */
+typedef struct nn_counters
+{
+	int64_t		steps;			/* optimizer steps taken */
+	int64_t		rows_trained;	/* rows seen by training */
+	int64_t		epochs;			/* maintained by callers via nn_model_set_epochs */
+	int64_t		sub_epochs;		/* completed nn_train_end calls */
+	int32_t		diverged;		/* 1 once NaN/Inf was seen */
+} nn_counters;
+
+void		nn_model_counters(const nn_model *m, nn_counters *c);
+void		nn_model_set_epochs(nn_model *m, int64_t epochs);
+
+/* Count of allocations this model has made since creation (for budgets). */
+int64_t		nn_model_alloc_count(const nn_model *m);
+
+/*
+ * Parameter tensors as plain arrays, in layer order: for each layer with
+ * parameters, its kernel then (if any) its bias.  The data pointer is live:
+ * writing through it imports weights.  Returns NN_ERR_INVALID past the end.
+ */
+typedef struct nn_tensor
+{
+	const char *name;			/* e.g. "dense0.kernel", "conv1.bias" */
+	int32_t		layer;			/* index into spec->layers */
+	int32_t		ndim;
+	int32_t		shape[4];
+	int64_t		size;			/* number of floats */
+	float	   *data;
+} nn_tensor;
+
+int32_t		nn_model_n_tensors(const nn_model *m);
+nn_status	nn_model_tensor(nn_model *m, int32_t i, nn_tensor *t, nn_error *err);
+
+/* Sums over rows; divide by rows for means. */
+typedef struct nn_result
+{
+	double		loss_sum;		/* sum of per-row data losses */
+	double		metric_sum;		/* sum of per-row metric values (1/0 for accuracy) */
+	int64_t		rows;
+	int64_t		steps;			/* optimizer steps taken (training only) */
+} nn_result;
+
+/*
+ * Training is a stream: begin, feed one or more buffers of rows, end.  Rows
+ * are gathered into minibatches of spec->batch_size across buffer boundaries;
+ * with shuffle on, each fed buffer's rows are visited in a seeded random
+ * order drawn from the model's own RNG.  end() trains the last partial batch.
+ * NN_DIVERGED stops the stream: the model keeps its diverged weights and
+ * refuses further training.
+ */
+nn_status	nn_train_begin(nn_model *m, int shuffle, nn_error *err);
+nn_status	nn_train_feed(nn_model *m, const float *x, const float *y, int64_t n,
+						  nn_error *err);
+nn_status	nn_train_end(nn_model *m, nn_result *res, nn_error *err);
+
+/* begin + feed + end over one buffer. */
+nn_status	nn_train(nn_model *m, const float *x, const float *y, int64_t n,
+					 int shuffle, nn_result *res, nn_error *err);
+
+/* Forward-only loss and metric over n rows, added into *res (no updates). */
+nn_status	nn_evaluate(nn_model *m, const float *x, const float *y, int64_t n,
+						nn_result *res, nn_error *err);
+
+/*
+ * Predict n rows into out[n * out_dim]: class probabilities for softmax CE,
+ * per-output probabilities for sigmoid BCE, values for MSE.
+ */
+nn_status	nn_predict(nn_model *m, const float *x, int64_t n, float *out,
+					   nn_error *err);
+
+/*
+ * Serialization.  A blob is self-contained: magic, format version, spec,
+ * counters, RNG state, weights and full optimizer state, with a checksum.
+ * nn_model_blob_size() is exact; nn_model_serialize() writes into a buffer
+ * of at least that many bytes (so callers can use their own allocator).
+ * nn_model_deserialize() trusts nothing and returns a new model.
+ */
+size_t		nn_model_blob_size(const nn_model *m);
+nn_status	nn_model_serialize(const nn_model *m, void *buf, size_t cap,
+							   size_t *len, nn_error *err);
+nn_status	nn_model_deserialize(const void *blob, size_t len, nn_model **out,
+								 nn_error *err);
+
+/* Read only the spec out of a blob (validated), without building a model. */
+nn_status	nn_blob_spec(const void *blob, size_t len, nn_spec *spec,
+						 nn_error *err);
+
+#define NN_BLOB_MAGIC "MOPMODEL"
+#define NN_BLOB_VERSION 1
+
+/* Hard limits that keep a hostile blob or spec from allocating absurdly. */
+#define NN_MAX_DIM 65536		/* any single dimension */
+#define NN_MAX_PARAMS (INT64_C(1) << 28)	/* 256M floats = 1 GiB */
+#define NN_MAX_BATCH 65536
+#define NN_MAX_WORKSPACE (INT64_C(1) << 32)	/* 4 GiB of activations */
+
+/*
+ * BLAS.  OpenBLAS is opened lazily with dlopen on first use, never at load
+ * time, so that a process that merely loads mop (the postmaster, with
+ * shared_preload_libraries) starts no BLAS thread pool.  nn_blas_init sets
+ * the thread count (default 1) and may be called before any model exists;
+ * later calls change the thread count.
+ */
+nn_status	nn_blas_init(int threads, nn_error *err);
+const char *nn_blas_info(void);	/* e.g. "OpenBLAS 0.3.21 ... (1 thread)" */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif							/* MOP_NN_H */

@@ -1,0 +1,397 @@
+/*
+ * serialize.c -- the model blob: everything needed to continue training
+ * bit-identically in another process, on another machine, or after a crash.
+ *
+ * Layout (little-endian):
+ *
+ *   header (32 bytes)
+ *     0  magic "MOPMODEL"
+ *     8  u32 format version (NN_BLOB_VERSION)
+ *    12  u32 header size (32)
+ *    16  u64 payload length
+ *    24  u64 checksum of the payload
+ *   payload
+ *     spec: input shape, layers, loss, metric, optimizer and its
+ *           hyperparameters, batch size, initializer, seed
+ *     counters: steps, rows trained, epochs, sub-epochs, diverged flag
+ *     RNG state (4 x u64): dropout masks and shuffles continue exactly
+ *     n_params, n_opt (i64), then the weights and the optimizer state
+ *
+ * The decoder trusts nothing.  It checks the magic, the version, the
+ * declared length against the real one and the checksum before parsing; then
+ * every read is bounds-checked, the spec is validated by the same code that
+ * validates user input (which caps every dimension and the total size), and
+ * the parameter counts implied by the spec must equal those stored and fill
+ * the payload exactly.  Only then is memory allocated.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn_internal.h"
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the mop blob codec assumes a little-endian host"
+#endif
+
+#define HEADER_SIZE 32
+#define SPEC_FIXED_BYTES 88			/* 20 four-byte fields and the seed */
+#define LAYER_BYTES (12 * 4)
+#define COUNTER_BYTES (4 * 8 + 4)
+#define RNG_BYTES (4 * 8)
+
+/* 64-bit checksum: multiply-xor over 8-byte words, then a final avalanche. */
+uint64_t
+nn_blob_checksum(const void *data, size_t n)
+{
+	const unsigned char *p = data;
+	uint64_t	h = UINT64_C(0xCBF29CE484222325) ^ n;
+	size_t		i = 0;
+
+	for (; i + 8 <= n; i += 8)
+	{
+		uint64_t	w;
+
+		memcpy(&w, p + i, 8);
+		h = (h ^ w) * UINT64_C(0x100000001B3);
+		h ^= h >> 29;
+	}
+	for (; i < n; i++)
+		h = (h ^ p[i]) * UINT64_C(0x100000001B3);
+	h ^= h >> 33;
+	h *= UINT64_C(0xFF51AFD7ED558CCD);
+	h ^= h >> 33;
+	h *= UINT64_C(0xC4CEB9FE1A85EC53);
+	h ^= h >> 33;
+	return h;
+}
+
+/* Bounds-checked sequential reader and writer. */
+typedef struct
+{
+	unsigned char *p;
+	size_t		len;
+	size_t		pos;
+	int			overflow;
+} cursor;
+
+static void
+put(cursor *c, const void *v, size_t n)
+{
+	if (c->pos + n > c->len)
+	{
+		c->overflow = 1;
+		return;
+	}
+	memcpy(c->p + c->pos, v, n);
+	c->pos += n;
+}
+
+static void
+get(cursor *c, void *v, size_t n)
+{
+	if (c->overflow || n > c->len - c->pos)
+	{
+		c->overflow = 1;
+		memset(v, 0, n);
+		return;
+	}
+	memcpy(v, c->p + c->pos, n);
+	c->pos += n;
+}
+
+#define PUT(c, x) put((c), &(x), sizeof(x))
+#define GET(c, x) get((c), &(x), sizeof(x))
+
+/* Bytes the spec takes in a blob. */
+static size_t
+spec_bytes(const nn_spec *s)
+{
+	return SPEC_FIXED_BYTES + (size_t) s->n_layers * LAYER_BYTES;
+}
+
+/* Write the spec fields one by one (the struct layout is not the format). */
+static void
+write_spec(cursor *c, const nn_spec *s)
+{
+	PUT(c, s->in_h);
+	PUT(c, s->in_w);
+	PUT(c, s->in_c);
+	PUT(c, s->n_layers);
+	for (int i = 0; i < s->n_layers; i++)
+	{
+		const nn_layer_spec *l = &s->layers[i];
+
+		PUT(c, l->type);
+		PUT(c, l->units);
+		PUT(c, l->filters);
+		PUT(c, l->kernel_h);
+		PUT(c, l->kernel_w);
+		PUT(c, l->stride_h);
+		PUT(c, l->stride_w);
+		PUT(c, l->padding);
+		PUT(c, l->activation);
+		PUT(c, l->use_bias);
+		PUT(c, l->rate);
+		PUT(c, l->alpha);
+	}
+	PUT(c, s->loss);
+	PUT(c, s->metric);
+	PUT(c, s->top_k);
+	PUT(c, s->optimizer);
+	PUT(c, s->lr);
+	PUT(c, s->momentum);
+	PUT(c, s->nesterov);
+	PUT(c, s->beta1);
+	PUT(c, s->beta2);
+	PUT(c, s->eps);
+	PUT(c, s->rho);
+	PUT(c, s->l2);
+	PUT(c, s->weight_decay);
+	PUT(c, s->clip_norm);
+	PUT(c, s->batch_size);
+	PUT(c, s->init);
+	PUT(c, s->seed);
+}
+
+/* Read a spec; NN_ERR_CORRUPT if the layer count is impossible. */
+static nn_status
+read_spec(cursor *c, nn_spec *s, nn_error *err)
+{
+	memset(s, 0, sizeof(*s));
+	GET(c, s->in_h);
+	GET(c, s->in_w);
+	GET(c, s->in_c);
+	GET(c, s->n_layers);
+	if (s->n_layers < 1 || s->n_layers > NN_MAX_LAYERS)
+		return nn_fail(err, NN_ERR_CORRUPT, "blob declares %d layers (limit %d)",
+					   s->n_layers, NN_MAX_LAYERS);
+	for (int i = 0; i < s->n_layers; i++)
+	{
+		nn_layer_spec *l = &s->layers[i];
+
+		GET(c, l->type);
+		GET(c, l->units);
+		GET(c, l->filters);
+		GET(c, l->kernel_h);
+		GET(c, l->kernel_w);
+		GET(c, l->stride_h);
+		GET(c, l->stride_w);
+		GET(c, l->padding);
+		GET(c, l->activation);
+		GET(c, l->use_bias);
+		GET(c, l->rate);
+		GET(c, l->alpha);
+	}
+	GET(c, s->loss);
+	GET(c, s->metric);
+	GET(c, s->top_k);
+	GET(c, s->optimizer);
+	GET(c, s->lr);
+	GET(c, s->momentum);
+	GET(c, s->nesterov);
+	GET(c, s->beta1);
+	GET(c, s->beta2);
+	GET(c, s->eps);
+	GET(c, s->rho);
+	GET(c, s->l2);
+	GET(c, s->weight_decay);
+	GET(c, s->clip_norm);
+	GET(c, s->batch_size);
+	GET(c, s->init);
+	GET(c, s->seed);
+	if (c->overflow)
+		return nn_fail(err, NN_ERR_CORRUPT, "blob ends inside the model specification");
+	return NN_OK;
+}
+
+/* Exact size of m's blob. */
+size_t
+nn_model_blob_size(const nn_model *m)
+{
+	return HEADER_SIZE + spec_bytes(&m->spec) + COUNTER_BYTES + RNG_BYTES + 16 +
+		(size_t) (m->plan.n_params + m->plan.n_opt) * sizeof(float);
+}
+
+/* Serialize m into buf (cap bytes); *len receives the size written. */
+nn_status
+nn_model_serialize(const nn_model *m, void *buf, size_t cap, size_t *len,
+				   nn_error *err)
+{
+	size_t		need = nn_model_blob_size(m);
+	cursor		c = {buf, cap, HEADER_SIZE, 0};
+	uint32_t	version = NN_BLOB_VERSION,
+				hsize = HEADER_SIZE;
+	uint64_t	plen,
+				sum;
+	int64_t		np = m->plan.n_params,
+				no = m->plan.n_opt;
+
+	if (m->streaming)
+		return nn_fail(err, NN_ERR_STATE, "cannot serialize a model in the middle of a training stream");
+	if (!buf || cap < need)
+		return nn_fail(err, NN_ERR_INVALID, "blob buffer of %zu bytes is smaller than the %zu needed",
+					   cap, need);
+	write_spec(&c, &m->spec);
+	PUT(&c, m->steps);
+	PUT(&c, m->rows_trained);
+	PUT(&c, m->epochs);
+	PUT(&c, m->sub_epochs);
+	PUT(&c, m->diverged);
+	put(&c, m->rng, RNG_BYTES);
+	PUT(&c, np);
+	PUT(&c, no);
+	put(&c, m->params, (size_t) np * sizeof(float));
+	put(&c, m->opt, (size_t) no * sizeof(float));
+	if (c.overflow || c.pos != need)
+		return nn_fail(err, NN_ERR_INVALID, "internal error: blob size mismatch");
+
+	plen = need - HEADER_SIZE;
+	sum = nn_blob_checksum((unsigned char *) buf + HEADER_SIZE, plen);
+	memcpy(buf, NN_BLOB_MAGIC, 8);
+	memcpy((char *) buf + 8, &version, 4);
+	memcpy((char *) buf + 12, &hsize, 4);
+	memcpy((char *) buf + 16, &plen, 8);
+	memcpy((char *) buf + 24, &sum, 8);
+	if (len)
+		*len = need;
+	return NN_OK;
+}
+
+/* Check the header and checksum; on success the payload is [32, len). */
+static nn_status
+check_header(const unsigned char *b, size_t len, nn_error *err)
+{
+	uint32_t	version,
+				hsize;
+	uint64_t	plen,
+				sum;
+
+	if (!b)
+		return nn_fail(err, NN_ERR_INVALID, "no blob given");
+	if (memcmp(b, NN_BLOB_MAGIC, len < 8 ? len : 8) != 0)
+		return nn_fail(err, NN_ERR_MAGIC, "not a mop model (bad magic number)");
+	if (len < HEADER_SIZE)
+		return nn_fail(err, NN_ERR_TRUNCATED, "blob of %zu bytes is shorter than the %d-byte header",
+					   len, HEADER_SIZE);
+	memcpy(&version, b + 8, 4);
+	memcpy(&hsize, b + 12, 4);
+	memcpy(&plen, b + 16, 8);
+	memcpy(&sum, b + 24, 8);
+	if (version == 0 || version > NN_BLOB_VERSION)
+		return nn_fail(err, NN_ERR_VERSION,
+					   "model format version %u is not supported (this build reads versions 1..%d)",
+					   version, NN_BLOB_VERSION);
+	if (hsize != HEADER_SIZE)
+		return nn_fail(err, NN_ERR_CORRUPT, "blob header size %u is not %d", hsize, HEADER_SIZE);
+	if (plen > len - HEADER_SIZE)
+		return nn_fail(err, NN_ERR_TRUNCATED,
+					   "blob is truncated: header declares %llu payload bytes, %zu present",
+					   (unsigned long long) plen, len - HEADER_SIZE);
+	if (plen < len - HEADER_SIZE)
+		return nn_fail(err, NN_ERR_CORRUPT, "blob has %zu trailing bytes after its payload",
+					   (size_t) (len - HEADER_SIZE - plen));
+	if (nn_blob_checksum(b + HEADER_SIZE, plen) != sum)
+		return nn_fail(err, NN_ERR_CHECKSUM, "blob checksum mismatch: the model is corrupted");
+	return NN_OK;
+}
+
+/* Decode header and spec, leaving the cursor after the spec. */
+static nn_status
+decode_spec(const void *blob, size_t len, cursor *c, nn_spec *spec, nn_plan *plan,
+			nn_error *err)
+{
+	nn_status	s;
+	nn_error	inner;
+
+	if ((s = check_header(blob, len, err)) != NN_OK)
+		return s;
+	c->p = (unsigned char *) blob;
+	c->len = len;
+	c->pos = HEADER_SIZE;
+	c->overflow = 0;
+	if ((s = read_spec(c, spec, err)) != NN_OK)
+		return s;
+	if (nn_plan_build(spec, plan, &inner) != NN_OK)
+		return nn_fail(err, NN_ERR_CORRUPT, "blob holds an invalid model: %s", inner.msg);
+	return NN_OK;
+}
+
+/* Read only the validated spec out of a blob. */
+nn_status
+nn_blob_spec(const void *blob, size_t len, nn_spec *spec, nn_error *err)
+{
+	cursor		c;
+	nn_plan    *plan = malloc(sizeof(nn_plan));
+	nn_status	s;
+
+	if (!plan)
+		return nn_fail(err, NN_ERR_NOMEM, "out of memory");
+	s = decode_spec(blob, len, &c, spec, plan, err);
+	free(plan);
+	return s;
+}
+
+/* Decode a blob into a new model. */
+nn_status
+nn_model_deserialize(const void *blob, size_t len, nn_model **out, nn_error *err)
+{
+	cursor		c;
+	nn_spec		spec;
+	nn_plan    *plan = malloc(sizeof(nn_plan));
+	nn_model   *m;
+	int64_t		steps,
+				rows,
+				epochs,
+				subs,
+				np,
+				no;
+	int32_t		diverged;
+	uint64_t	rng[4];
+	nn_status	s;
+
+	*out = NULL;
+	if (!plan)
+		return nn_fail(err, NN_ERR_NOMEM, "out of memory");
+	s = decode_spec(blob, len, &c, &spec, plan, err);
+	if (s != NN_OK)
+	{
+		free(plan);
+		return s;
+	}
+	GET(&c, steps);
+	GET(&c, rows);
+	GET(&c, epochs);
+	GET(&c, subs);
+	GET(&c, diverged);
+	get(&c, rng, RNG_BYTES);
+	GET(&c, np);
+	GET(&c, no);
+	if (c.overflow)
+		s = nn_fail(err, NN_ERR_CORRUPT, "blob ends inside its counters");
+	else if (steps < 0 || rows < 0 || epochs < 0 || subs < 0 || (diverged != 0 && diverged != 1))
+		s = nn_fail(err, NN_ERR_CORRUPT, "blob has impossible progress counters");
+	else if (np != plan->n_params || no != plan->n_opt)
+		s = nn_fail(err, NN_ERR_CORRUPT,
+					"blob stores %lld parameters and %lld optimizer values, its model needs %lld and %lld",
+					(long long) np, (long long) no, (long long) plan->n_params,
+					(long long) plan->n_opt);
+	else if ((uint64_t) (len - c.pos) != (uint64_t) (np + no) * sizeof(float))
+		s = nn_fail(err, NN_ERR_CORRUPT, "blob payload length does not match its model");
+	free(plan);
+	if (s != NN_OK)
+		return s;
+
+	if ((s = nn_model_alloc_for_blob(&spec, &m, err)) != NN_OK)
+		return s;
+	get(&c, m->params, (size_t) np * sizeof(float));
+	get(&c, m->opt, (size_t) no * sizeof(float));
+	memcpy(m->rng, rng, sizeof(rng));
+	m->steps = steps;
+	m->rows_trained = rows;
+	m->epochs = epochs;
+	m->sub_epochs = subs;
+	m->diverged = diverged;
+	*out = m;
+	return NN_OK;
+}
