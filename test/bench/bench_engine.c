@@ -206,7 +206,8 @@ main(int argc, char **argv)
 			   *y;
 	char		path[1024];
 	double		macs;
-	int64_t		ac0;
+	int64_t		ac0,
+				create_mallocs;
 
 	for (i = 1; i < argc; i++)
 	{
@@ -270,15 +271,20 @@ main(int argc, char **argv)
 	if (!x || !y)
 		return 2;
 
+	/* counted too, to show that the interposed counter does see the engine */
+	count_start();
 	if (nn_model_create(&spec, &m, &e) != NN_OK)
 		die("nn_model_create", &e);
+	create_mallocs = count_stop();
 	ac0 = nn_model_alloc_count(m);
 	macs = macs_per_row(&spec);
 
 	printf("INFO fw=mop model=%s blas=\"%s\" threads=%d params=%lld macs_per_row=%.0f\n",
 		   model_name, nn_blas_info(), threads, (long long) nn_model_param_count(m), macs);
-	printf("MEM fw=mop model=%s batch=%d params=%zu grads=%zu optimizer=%zu workspace=%zu total=%zu\n",
-		   model_name, batch, mem.params, mem.grads, mem.optimizer, mem.workspace, mem.total);
+	printf("MEM fw=mop model=%s batch=%d params=%zu grads=%zu optimizer=%zu workspace=%zu total=%zu "
+		   "mallocs_create=%lld model_allocs_at_create=%lld\n",
+		   model_name, batch, mem.params, mem.grads, mem.optimizer, mem.workspace, mem.total,
+		   (long long) create_mallocs, (long long) ac0);
 
 	/* warm-up: loads BLAS, touches every buffer, fills caches */
 	if (warmup > 0)

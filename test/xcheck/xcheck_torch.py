@@ -17,6 +17,10 @@ Error measures (stated in the output), PASS needs all of:
   loss:    max over steps |l_mop - l_torch| / max(|l_torch|, 1e-3)  <= 1e-4
   weights: per tensor ||w_mop - w_torch||_2 / ||w_torch||_2         <= 1e-4
            (normwise relative error; worst tensor shown)
+  against PyTorch float32, or -- only where PyTorch float32 has itself drifted
+  from PyTorch float64 beyond the tolerance (rounding amplified by chaotic
+  early RMSprop/Adam steps; the "(floor)" columns show it) -- against
+  PyTorch float64 (column "ref" says which one passed);
   the engine's streaming path (one nn_train over all rows) ends bit-identical
   to one nn_train call per minibatch, and the model allocates nothing while
   training.
@@ -318,9 +322,17 @@ def run_case(args, tmp, name, input_s, arch, batch, o, X, Y):
     names = [t.split()[2] for t in tensors]
     stream = info.get("stream_identical") == "1"
     allocs_ok = info.get("alloc_count_before") == info.get("alloc_count_after")
-    ok = loss_err <= TOL and w_err <= TOL and stream and allocs_ok
+    loss_err64 = lrel(le, l64)
+    w_err64 = max(n2rel(a, c) for a, _, c in trip)
+    if loss_err <= TOL and w_err <= TOL:
+        ref = "f32"
+    elif loss_err64 <= TOL and w_err64 <= TOL:
+        ref = "f64"   # PyTorch float32 itself drifted from exact; mop did not
+    else:
+        ref = "-"
+    ok = ref != "-" and stream and allocs_ok
     return dict(name=name, ok=ok, steps=len(l32), loss_err=loss_err, loss_floor=loss_floor,
-                w_err=w_err, wi=wi, wi_floor=wi_floor, e64=e64, t64=t64, worst=names[worst] if names else "?",
+                w_err=w_err, wi=wi, wi_floor=wi_floor, e64=e64, t64=t64, ref=ref, loss_err64=loss_err64, w_err64=w_err64, worst=names[worst] if names else "?",
                 stream=stream, allocs_ok=allocs_ok, clipped=clipped,
                 first=(le[0], l32[0]), last=(le[-1], l32[-1]))
 
@@ -353,6 +365,8 @@ def main():
     print("  w err inf = max|w_mop-w_torch|/max|w_torch|, worst tensor (information; compare with its floor)")
     print("  (floor)   = the same measure for PyTorch float64 vs PyTorch float32 (float32 rounding itself)")
     print("  mop-f64, t32-f64 = inf-norm error of mop / of PyTorch float32 against PyTorch float64 (information)")
+    print("  ref       = reference that mop matched: f32 = PyTorch float32; f64 = PyTorch float64, used only")
+    print("              when PyTorch float32 itself drifted from float64 beyond tol (see the floors)")
     tmp = tempfile.mkdtemp(prefix="mop-xcheck-")
     results = []
     for name, input_s, arch, batch, o in CASES:
@@ -367,7 +381,7 @@ def main():
         print("exchange files kept in", tmp)
 
     hdr = (f"{'case':26} {'steps':>5} {'loss err':>9} {'(floor)':>9} {'w err 2n':>9} {'worst tensor':15} "
-           f"{'w err inf':>9} {'(floor)':>9} {'mop-f64':>9} {'t32-f64':>9} {'stream':>6} {'clip':>4}  result")
+           f"{'w err inf':>9} {'(floor)':>9} {'mop-f64':>9} {'t32-f64':>9} {'stream':>6} {'clip':>4} {'ref':>3}  result")
     print(hdr)
     print("-" * len(hdr))
     nfail = 0
@@ -381,7 +395,7 @@ def main():
         print(f"{r['name']:26} {r['steps']:5d} {r['loss_err']:9.2e} {r['loss_floor']:9.2e} "
               f"{r['w_err']:9.2e} {r['worst']:15} {r['wi']:9.2e} {r['wi_floor']:9.2e} "
               f"{r['e64']:9.2e} {r['t64']:9.2e} "
-              f"{'same' if r['stream'] else 'DIFF':>6} {r['clipped']:4d}  {verdict}"
+              f"{'same' if r['stream'] else 'DIFF':>6} {r['clipped']:4d} {r['ref']:>3}  {verdict}"
               + ("" if r["allocs_ok"] else " (allocations during training)"))
     print(f"xcheck: {len(results) - nfail} passed, {nfail} failed")
     return 1 if nfail else 0
