@@ -435,6 +435,9 @@ parse_layer(JsonbValue *lv, const char *path, nn_layer_spec *l)
 	}
 }
 
+/* Path of the layer list as the user wrote it, for error messages. */
+static const char *layers_path = "model.layers";
+
 /* Parse the "model" value: {"layers": [...]} or a bare list of layers. */
 static void
 parse_model(JsonbValue *mv, nn_spec *spec)
@@ -471,6 +474,7 @@ parse_model(JsonbValue *mv, nn_spec *spec)
 	else
 		cfg_error("model", "must be an object {\"layers\": [...]} or an array of layers");
 
+	layers_path = lpath;
 	elems = array_elems(layers, lpath, &n);
 	if (n == 0)
 		cfg_error(lpath, "must list at least one layer");
@@ -493,6 +497,17 @@ get_ranged(const JsonbValue *v, const char *field, double lo, bool lo_open,
 	if (has_hi && !(d < hi))
 		cfg_error(field, "must be < %g", hi);
 	return (float) d;
+}
+
+/* Output width of spec's network whatever its loss (-1 if shapes fail). */
+static int32
+network_out_dim(const nn_spec *spec)
+{
+	nn_spec		probe = *spec;
+
+	probe.loss = NN_LOSS_MSE;
+	probe.metric = NN_METRIC_MSE;
+	return nn_spec_out_dim(&probe);
 }
 
 /*
@@ -646,7 +661,7 @@ mop_config_to_spec(Jsonb *config, const MopDataset *ds, nn_spec *spec)
 		cfg_error("nesterov", "applies only to \"optimizer\": \"sgd\"");
 
 	/* loss and metric defaults follow the dataset's target */
-	out_dim = nn_spec_out_dim(spec);
+	out_dim = network_out_dim(spec);
 	if (!have_loss)
 	{
 		if (ds->target_kind == MOP_TARGET_REGRESSION)
@@ -703,7 +718,7 @@ mop_config_to_spec(Jsonb *config, const MopDataset *ds, nn_spec *spec)
 	}
 
 	/* the output layer must match the target; it is never added for you */
-	out_dim = nn_spec_out_dim(spec);
+	out_dim = network_out_dim(spec);
 	if (out_dim >= 0)
 	{
 		int			want = (spec->loss == NN_LOSS_SOFTMAX_CE) ? ds->nclasses : 1;
@@ -721,14 +736,14 @@ mop_config_to_spec(Jsonb *config, const MopDataset *ds, nn_spec *spec)
 		if (out_dim != want)
 		{
 			if (li >= 0 && spec->layers[li].type == NN_LAYER_DENSE)
-				cfg_error(psprintf("model.layers[%d].units", li),
+				cfg_error(psprintf("%s[%d].units", layers_path, li),
 						  "the output layer has %d units but must have %d (%s of dataset \"%s\")",
 						  spec->layers[li].units, want,
 						  spec->loss == NN_LOSS_SOFTMAX_CE ? "one per class" :
 						  spec->loss == NN_LOSS_SIGMOID_BCE ? "one probability for the binary target" :
 						  "one value for the regression target",
 						  ds->name);
-			cfg_error("model.layers",
+			cfg_error(layers_path,
 					  "the network must end with a dense layer of %d units to fit dataset \"%s\" (its output has %d values)",
 					  want, ds->name, out_dim);
 		}

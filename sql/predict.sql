@@ -1,0 +1,50 @@
+-- predict and evaluate with the original label types
+SET client_min_messages = warning;
+CREATE FUNCTION pg_temp.model_of(ds text) RETURNS bigint LANGUAGE sql AS $$
+  SELECT min(m.id) FROM mop.models m JOIN mop.datasets d ON d.id = m.dataset_id WHERE d.name = ds $$;
+SELECT pg_temp.model_of('blobs') AS blobs_model, pg_temp.model_of('digits') AS digits_model,
+       pg_temp.model_of('house') AS house_model, pg_temp.model_of('flags') AS flags_model,
+       pg_temp.model_of('bars') AS bars_model \gset
+
+-- class labels come back as the original text
+SELECT mop_predict(:blobs_model, ARRAY[0.0, 1.5, 0.5]) AS near_setosa,
+       mop_predict(:blobs_model, ARRAY[3.0, 6.5, -2.0]) AS near_versicolor,
+       mop_predict(:blobs_model, ARRAY[6.0, 11.5, -4.0]) AS near_virginica;
+-- probabilities in label order, summing to one
+SELECT array_length(p, 1) AS n, round((p[1] + p[2] + p[3])::numeric, 4) AS total, p[3] > 0.5 AS virginica
+  FROM (SELECT mop_predict_proba(:blobs_model, ARRAY[6.0, 11.5, -4.0]) AS p) s;
+-- accuracy over the whole table (the model is cached for the query)
+SELECT round(avg((mop_predict(:blobs_model, ARRAY[a, b, c]::float8[]) = species)::int), 1) >= 0.9 AS accurate
+  FROM blobs;
+
+-- integer labels come back as their text
+SELECT DISTINCT mop_predict(:digits_model, ARRAY[f1, f2]) AS predicted FROM digits ORDER BY 1;
+
+-- images
+SELECT round(avg((mop_predict(:bars_model, pixels::float8[]) = orientation)::int), 1) >= 0.9 AS accurate
+  FROM bars;
+
+-- regression: the value, as text
+SELECT abs(mop_predict(:house_model, ARRAY[0.5, 0.2])::float8 - (2 * 0.5 - 3 * 0.2 + 1)) < 0.5 AS close;
+SELECT array_length(mop_predict_proba(:house_model, ARRAY[0.5, 0.2]), 1) AS values;
+
+-- binary: the original boolean's text, probabilities for false and true
+SELECT mop_predict(:flags_model, ARRAY[1.0, 1.0]) AS both_positive,
+       mop_predict(:flags_model, ARRAY[-1.0, -1.0]) AS both_negative,
+       array_length(mop_predict_proba(:flags_model, ARRAY[1.0, 1.0]), 1) AS n;
+
+-- evaluate on new data, with the stored standardisation
+CREATE TABLE blobs_test AS
+SELECT (ARRAY['setosa', 'versicolor', 'virginica'])[k + 1] AS species,
+       (k * 3 + cos(i))::float8 AS a, (k * 5 + i % 4)::int AS b,
+       (k * -2 + sin(i * 1.3))::numeric(8, 4) AS c
+  FROM generate_series(1000, 1089) i, LATERAL (SELECT i % 3 AS k) s;
+SELECT rows, metric >= 0.9 AS accurate, loss > 0 AS has_loss
+  FROM mop_evaluate(:blobs_model, 'blobs_test');
+SELECT rows, metric < 0.1 AS fits FROM mop_evaluate(:house_model, 'house');
+-- only the dataset's columns are needed, in any order, extra columns ignored
+CREATE VIEW blobs_test_view AS SELECT c, 'x' AS extra, species, b, a FROM blobs_test;
+SELECT rows FROM mop_evaluate(:blobs_model, 'blobs_test_view');
+-- empty table: no rows, NULL means
+CREATE TABLE blobs_empty AS SELECT * FROM blobs_test WHERE false;
+SELECT * FROM mop_evaluate(:blobs_model, 'blobs_empty');
