@@ -17,13 +17,15 @@ MODULE_big = mop
 DATA = sql/mop--0.1.sql
 PGFILEDESC = "mop - in-database deep-learning model selection"
 
-NN_SRCS = $(sort $(wildcard src/nn/*.c))
+NN_SRCS = $(sort $(wildcard src/nn/*.c) $(wildcard src/search/*.c))
 PG_SRCS = $(sort $(wildcard src/pg/*.c))
 OBJS = $(NN_SRCS:.c=.o) $(PG_SRCS:.c=.o)
 
 PG_CPPFLAGS = -Isrc/nn -Isrc/pg
-# -O3 for the engine's inner loops; PGXS puts PG_CFLAGS after its own -O2.
-PG_CFLAGS = -O3
+# -O3 for the engine's inner loops (PGXS puts PG_CFLAGS after its own -O2);
+# no FMA contraction and no errno from libm, as in the engine's unit tests,
+# so the extension computes exactly what the tests check.
+PG_CFLAGS = -O3 -ffp-contract=off -fno-math-errno
 SHLIB_LINK = -ldl -lm
 
 # pg_regress: tests in sql/, expected output in expected/.

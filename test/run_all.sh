@@ -1,0 +1,94 @@
+#!/bin/bash
+# run_all.sh -- the one command that runs every test of mop.
+#
+#   bash test/run_all.sh
+#
+# 1. builds the extension (engine + glue);
+# 2. runs the engine's unit tests (make -C test/unit check);
+# 3. installs the extension (needs root, or sudo) and runs the pg_regress
+#    suite inside a throwaway cluster made by Debian's pg_virtualenv;
+# and prints, last, one line "N passed, N failed" summing all suites (unit
+# tests and regression tests counted one by one; a build or install failure
+# counts as one failure).  Exits non-zero if anything failed.
+set -u
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+PASSED=0
+FAILED=0
+LOG=$(mktemp -d /tmp/mop-test.XXXXXX)
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO="sudo"
+PG_CONFIG=${PG_CONFIG:-pg_config}
+PGMAJOR=$($PG_CONFIG --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')
+JOBS=$(nproc 2>/dev/null || echo 2)
+
+# Print the summary line and exit.
+finish() {
+	echo "$PASSED passed, $FAILED failed"
+	[ "$FAILED" -eq 0 ]
+	exit $?
+}
+
+echo "== build"
+if ! make -s -j"$JOBS" PG_CONFIG="$PG_CONFIG" >"$LOG/build.log" 2>&1; then
+	cat "$LOG/build.log"
+	echo "build failed"
+	FAILED=$((FAILED + 1))
+	finish
+fi
+grep -E "warning:" "$LOG/build.log" || true
+
+echo "== engine unit tests (make -C test/unit check)"
+if [ -f test/unit/Makefile ]; then
+	make -C test/unit check >"$LOG/unit.log" 2>&1
+	rc=$?
+	tail -n 20 "$LOG/unit.log"
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$LOG/unit.log" | tail -n 1)
+	if [ -n "$line" ]; then
+		p=${line%% passed*}
+		f=${line#*, }
+		f=${f%% failed*}
+		PASSED=$((PASSED + p))
+		FAILED=$((FAILED + f))
+		if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+			FAILED=$((FAILED + 1))
+		fi
+	elif [ "$rc" -eq 0 ]; then
+		PASSED=$((PASSED + 1))
+	else
+		cat "$LOG/unit.log"
+		FAILED=$((FAILED + 1))
+	fi
+else
+	echo "(no test/unit)"
+fi
+
+echo "== install"
+if ! $SUDO make -s install PG_CONFIG="$PG_CONFIG" >"$LOG/install.log" 2>&1; then
+	cat "$LOG/install.log"
+	echo "install failed"
+	FAILED=$((FAILED + 1))
+	finish
+fi
+
+echo "== regression tests (pg_regress in a pg_virtualenv cluster, PostgreSQL $PGMAJOR)"
+rm -f regression.diffs regression.out
+pg_virtualenv -v "$PGMAJOR" make installcheck PG_CONFIG="$PG_CONFIG" >"$LOG/regress.log" 2>&1
+rc=$?
+grep -E '^(test|ok|not ok) |tests (passed|failed)|of [0-9]+ tests' "$LOG/regress.log"
+ok=$(grep -cE '^test .*\.\.\. ok' "$LOG/regress.log")
+bad=$(grep -cE '^test .*\.\.\. FAILED' "$LOG/regress.log")
+PASSED=$((PASSED + ok))
+FAILED=$((FAILED + bad))
+if [ "$rc" -ne 0 ]; then
+	if [ -f regression.diffs ]; then
+		echo "== regression.diffs"
+		cat regression.diffs
+	else
+		tail -n 40 "$LOG/regress.log"
+	fi
+	[ "$bad" -eq 0 ] && FAILED=$((FAILED + 1))
+fi
+
+finish
