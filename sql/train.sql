@@ -80,3 +80,11 @@ SELECT m.status, m.epochs_done, m.config->>'optimizer' AS optimizer, m.metric
 SELECT mop_train('blobs_raw', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "seed": 1}', 2) AS raw_model \gset
 SELECT epoch, valid_loss IS NULL AS no_valid_loss, valid_rows FROM mop.epochs WHERE model_id = :raw_model ORDER BY epoch;
 SELECT status, best_valid_metric IS NULL AS no_best FROM mop.models WHERE id = :raw_model;
+
+-- divergence is not an error: the model is marked diverged and keeps its last finite checkpoint
+SELECT mop_train('house', '{"model": [{"type": "dense", "units": 16, "activation": "relu"}, {"type": "dense", "units": 1}],
+                            "optimizer": "sgd", "learning_rate": 1e6, "seed": 1}', 5) AS bad_model \gset
+SELECT status, epochs_done, error, state = mop.init_model('house', config) AS initial_state_kept
+  FROM mop.models WHERE id = :bad_model;
+SELECT count(*) AS epochs FROM mop.epochs WHERE model_id = :bad_model;
+SELECT r.status FROM mop.runs r JOIN mop.models m ON m.run_id = r.id WHERE m.id = :bad_model;

@@ -118,6 +118,7 @@ mop_train(PG_FUNCTION_ARGS)
 				model_plan;
 	double		best = NAN;
 	bool		diverged = false;
+	int			diverged_partition = -1;
 	int			epochs_done = 0;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
@@ -236,6 +237,7 @@ mop_train(PG_FUNCTION_ARGS)
 			if (strcmp(status, "diverged") == 0 || !isfinite(ls))
 			{
 				diverged = true;
+				diverged_partition = p;
 				SPI_freetuptable(SPI_tuptable);
 				ereport(NOTICE,
 						(errmsg("model " INT64_FORMAT " diverged in epoch %d, partition %d",
@@ -344,7 +346,8 @@ mop_train(PG_FUNCTION_ARGS)
 	{
 		Oid			t[3] = {INT8OID, INT4OID, TEXTOID};
 		Datum		a[3] = {Int64GetDatum(model_id), Int32GetDatum(epochs_done),
-		CStringGetTextDatum(psprintf("loss became NaN or infinite in epoch %d", epochs_done + 1))};
+		CStringGetTextDatum(psprintf("loss became NaN or infinite in epoch %d, partition %d; the last finite checkpoint is kept",
+									 epochs_done + 1, diverged_partition))};
 
 		if (SPI_execute_with_args("UPDATE mop.models SET status = 'diverged', epochs_done = $2, "
 								  "error = $3, updated_at = pg_catalog.clock_timestamp() "

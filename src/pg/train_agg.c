@@ -48,7 +48,8 @@ PG_FUNCTION_INFO_V1(mop_eval_agg_final);
 typedef struct MopAggState
 {
 	ModelHandle *h;
-	bool		training;		/* train_agg (stream begun) vs eval_agg */
+	bool		training;		/* train_agg vs eval_agg */
+	bool		begun;			/* nn_train_begin done, nn_train_end not yet */
 	bool		diverged;
 	int64		buffers;		/* buffers seen so far */
 	uint64		shuffle_base;	/* seed of the per-buffer shuffles */
@@ -153,6 +154,7 @@ agg_state_init(FunctionCallInfo fcinfo, bool training)
 			st = nn_train_begin(s->h->model, 0, &err);
 			if (st != NN_OK)
 				mop_nn_error(st, &err, "could not start training");
+			s->begun = true;
 		}
 		s->shuffle_base = nn_model_spec(s->h->model)->seed * UINT64CONST(0x9e3779b97f4a7c15) ^
 			((uint64) c.sub_epochs * UINT64CONST(0xc2b2ae3d27d4eb4f));
@@ -272,15 +274,33 @@ mop_train_agg_final(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &td) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "mop.train_agg must return a composite");
 	memset(&res, 0, sizeof(res));
-	if (!s->diverged)
+	if (s->begun)
 	{
+		/* close the stream, also after divergence (it trains nothing then) */
 		st = nn_train_end(s->h->model, &res, &err);
+		s->begun = false;
 		if (st == NN_DIVERGED)
 			s->diverged = true;
-		else if (st != NN_OK)
+		else if (st != NN_OK && !s->diverged)
 			mop_nn_error(st, &err, "training failed");
 	}
-	values[0] = PointerGetDatum(mop_model_to_blob(s->h->model));
+	if (!s->diverged)
+		values[0] = PointerGetDatum(mop_model_to_blob(s->h->model));
+	else
+	{
+		/* a diverged model's state is returned if the engine can write it */
+		size_t		cap = nn_model_blob_size(s->h->model);
+		size_t		len = 0;
+		bytea	   *b = palloc(cap + VARHDRSZ);
+
+		if (nn_model_serialize(s->h->model, VARDATA(b), cap, &len, &err) == NN_OK)
+		{
+			SET_VARSIZE(b, len + VARHDRSZ);
+			values[0] = PointerGetDatum(b);
+		}
+		else
+			nulls[0] = true;
+	}
 	values[1] = Float8GetDatum(res.loss_sum);
 	values[2] = Float8GetDatum(res.metric_sum);
 	values[3] = Int64GetDatum(res.rows);
