@@ -11,8 +11,11 @@
  * Adam, via nn_train_begin / nn_train_feed(all rows) / nn_train_end, and
  * prints a line
  *   RESULT fw=mop model=M rep=R rows=N steps=S seconds=T samples_per_s=X gflops=G ...
- * GFLOP/s counts 6 * B * MACs-per-row (forward 2*MACs, backward 4*MACs for
- * the input and weight gradients of every dense / conv2d layer).
+ * GFLOP/s counts 6 * MACs per row (forward 2*MACs, backward 4*MACs for
+ * the input and weight gradients of every dense / conv2d layer), i.e.
+ * 6 * B * sum(in * out) per step for an MLP; gflops_req subtracts the first
+ * layer's input gradient (2 * its MACs), which neither mop nor PyTorch
+ * computes, so it is the rate of work actually done.
  *
  * Allocation check: this binary interposes malloc/calloc/realloc/free/
  * posix_memalign/aligned_alloc/memalign (forwarding to glibc's __libc_*), so
@@ -130,9 +133,12 @@ die(const char *what, nn_error *e)
 	exit(2);
 }
 
-/* multiply-accumulates per row of all dense and conv2d layers */
+/*
+ * multiply-accumulates per row of all dense and conv2d layers; *first gets
+ * those of the first such layer (whose input gradient nobody needs)
+ */
 static double
-macs_per_row(const nn_spec *s)
+macs_per_row(const nn_spec *s, double *first)
 {
 	int			h = s->in_h,
 				w = s->in_w,
@@ -140,6 +146,7 @@ macs_per_row(const nn_spec *s)
 				i;
 	double		macs = 0;
 
+	*first = -1;
 	for (i = 0; i < s->n_layers; i++)
 	{
 		const nn_layer_spec *l = &s->layers[i];
@@ -148,6 +155,8 @@ macs_per_row(const nn_spec *s)
 		{
 			case NN_LAYER_DENSE:
 				macs += (double) h * w * c * l->units;
+				if (*first < 0)
+					*first = macs;
 				h = w = 1;
 				c = l->units;
 				break;
@@ -159,6 +168,8 @@ macs_per_row(const nn_spec *s)
 					int			wo = l->padding == NN_PAD_SAME ? (w + sw - 1) / sw : (w - l->kernel_w) / sw + 1;
 
 					macs += (double) ho * wo * l->kernel_h * l->kernel_w * c * l->filters;
+					if (*first < 0)
+						*first = macs;
 					h = ho;
 					w = wo;
 					c = l->filters;
@@ -205,7 +216,9 @@ main(int argc, char **argv)
 	float	   *x,
 			   *y;
 	char		path[1024];
-	double		macs;
+	double		macs,
+				macs_first,
+				flops_row;
 	int64_t		ac0,
 				create_mallocs;
 
@@ -277,7 +290,10 @@ main(int argc, char **argv)
 		die("nn_model_create", &e);
 	create_mallocs = count_stop();
 	ac0 = nn_model_alloc_count(m);
-	macs = macs_per_row(&spec);
+	macs = macs_per_row(&spec, &macs_first);
+	/* needed work: forward 2*MACs, backward 4*MACs except the first layer's
+	 * input gradient (2*MACs of the first layer), which is not computed */
+	flops_row = 6.0 * macs - 2.0 * macs_first;
 
 	printf("INFO fw=mop model=%s blas=\"%s\" threads=%d params=%lld macs_per_row=%.0f\n",
 		   model_name, nn_blas_info(), threads, (long long) nn_model_param_count(m), macs);
@@ -325,11 +341,12 @@ main(int argc, char **argv)
 		t1 = now_s();
 		ac2 = nn_model_alloc_count(m);
 		printf("RESULT fw=mop model=%s rep=%d rows=%lld steps=%lld seconds=%.4f "
-			   "samples_per_s=%.1f gflops=%.2f loss=%.4f acc=%.4f "
+			   "samples_per_s=%.1f gflops=%.2f gflops_req=%.2f loss=%.4f acc=%.4f "
 			   "mallocs_feed=%lld mallocs_end=%lld model_allocs_before=%lld model_allocs_after=%lld "
 			   "model_allocs_at_create=%lld shuffle=%d\n",
 			   model_name, i + 1, (long long) r.rows, (long long) r.steps, t1 - t0,
 			   r.rows / (t1 - t0), 6.0 * macs * r.rows / (t1 - t0) * 1e-9,
+			   flops_row * r.rows / (t1 - t0) * 1e-9,
 			   r.loss_sum / r.rows, r.metric_sum / r.rows,
 			   (long long) a_feed, (long long) a_end, (long long) ac1, (long long) ac2,
 			   (long long) ac0, shuffle);

@@ -24,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-static const char *
+static inline const char *
 arch_preset(const char *name)
 {
 	if (strcmp(name, "mlp") == 0)
@@ -38,7 +38,7 @@ arch_preset(const char *name)
 	return name;
 }
 
-static int
+static inline int
 arch_act(const char *s)
 {
 	if (strcmp(s, "relu") == 0)
@@ -55,7 +55,7 @@ arch_act(const char *s)
 }
 
 /* Parse "784" or "28x28x1" into spec->in_{h,w,c}. 0 on success. */
-static int
+static inline int
 arch_parse_input(const char *s, nn_spec *spec)
 {
 	int			h, w, c;
@@ -78,7 +78,7 @@ arch_parse_input(const char *s, nn_spec *spec)
 }
 
 /* Parse an architecture string (or preset name) into spec->layers. 0 on success. */
-static int
+static inline int
 arch_parse_layers(const char *arch, nn_spec *spec)
 {
 	char		buf[1024];
@@ -148,7 +148,7 @@ arch_parse_layers(const char *arch, nn_spec *spec)
 }
 
 /* Read exactly n floats from path into a new buffer (NULL on failure). */
-static float *
+static inline float *
 read_f32(const char *path, size_t n)
 {
 	FILE	   *f = fopen(path, "rb");
@@ -171,7 +171,7 @@ read_f32(const char *path, size_t n)
 	return buf;
 }
 
-static long
+static inline long
 file_floats(const char *path)
 {
 	FILE	   *f = fopen(path, "rb");
@@ -185,7 +185,7 @@ file_floats(const char *path)
 	return sz / (long) sizeof(float);
 }
 
-static double
+static inline double
 now_s(void)
 {
 	struct timespec ts;

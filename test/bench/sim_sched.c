@@ -1,0 +1,72 @@
+/*
+ * sim_sched.c -- scale benchmark of the MOP scheduler core by simulation:
+ * 1,000 configurations of mixed cost over 64 workers / 64 partitions.
+ * Reports makespan against the lower bound max(total work / W, longest
+ * model's total work) for each pick policy.  Issue 4 target: within 5%.
+ *
+ *   cc -O2 -I../../src/search sim_sched.c ../../src/search/*.c -o sim_sched
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "sched.h"
+#include "sim.h"
+
+static uint64_t
+rnd(uint64_t *s)
+{
+	uint64_t	z = (*s += UINT64_C(0x9E3779B97F4A7C15));
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+	return z ^ (z >> 31);
+}
+
+static double
+unif(uint64_t *s)
+{
+	return (double) (rnd(s) >> 11) / 9007199254740992.0;
+}
+
+int
+main(int argc, char **argv)
+{
+	int			n = argc > 1 ? atoi(argv[1]) : 1000;
+	int			W = argc > 2 ? atoi(argv[2]) : 64;
+	int			E = argc > 3 ? atoi(argv[3]) : 5;
+	int32_t    *epochs = malloc(sizeof(int32_t) * n);
+	double	   *cost = malloc(sizeof(double) * n);
+	uint64_t	s = 2026;
+	static const char *names[] = {"random (Cerebro)", "longest-remaining-first", "priority"};
+
+	/* mixed cost: four architecture sizes (x1, x2, x4, x8) times batch-size and noise factors */
+	for (int i = 0; i < n; i++)
+	{
+		double		arch = (double) (1 << (rnd(&s) % 4));
+
+		cost[i] = arch * (0.5 + unif(&s)) * (rnd(&s) % 2 ? 1.0 : 1.6);
+		epochs[i] = E;
+	}
+	printf("MOP scheduler simulation: %d configurations, %d workers, %d partitions, %d epochs each\n",
+		   n, W, W, E);
+	printf("%-26s %-13s %12s %12s %8s %9s\n", "policy", "mode", "makespan", "lower bound",
+		   "ratio", "sim secs");
+	for (int det = 0; det <= 1; det++)
+		for (int pick = 0; pick <= 1; pick++)
+		{
+			mop_sim_result r;
+			clock_t		t0 = clock();
+
+			if (mop_sim_run(W, W, n, epochs, cost, NULL, 7, det, pick, 0, &r) != 0)
+			{
+				fprintf(stderr, "simulation failed\n");
+				return 1;
+			}
+			printf("%-26s %-13s %12.1f %12.1f %8.4f %9.2f\n", names[pick],
+				   det ? "deterministic" : "asynchronous", r.makespan, r.lower_bound,
+				   r.makespan / r.lower_bound, (double) (clock() - t0) / CLOCKS_PER_SEC);
+		}
+	return 0;
+}
