@@ -36,6 +36,7 @@ echo "host: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cpus; $(uname -sr)
 echo "cpu MHz: $(lscpu | sed -n 's/^CPU max MHz: *//p;s/^CPU MHz: *//p' | head -1)"
 echo "compiler: $($CC --version | head -1); CFLAGS: $CFLAGS; link: -ldl -lm"
 echo "git: $(git rev-parse --short HEAD 2>/dev/null || echo none) $(git status --porcelain src/nn 2>/dev/null | wc -l) uncommitted src/nn files"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (a shared machine: other work competes)"
 echo "threads: OPENBLAS_NUM_THREADS=1, nn_blas_init(1), torch.set_num_threads(1)${TASKSET:+, pinned: $TASKSET}"
 
 # ---- build -------------------------------------------------------------
@@ -86,6 +87,7 @@ run_pair lenet "$CNN_ROWS" "$CNN_REPS" 3 | tee -a "$RES"
 # permutation once, the second must allocate nothing
 $TASKSET $CACHE/bench_engine --model mlp --rows 60000 --warmup 10 --reps 2 --shuffle 1 --data $CACHE | grep '^RESULT' | tee -a "$RES"
 
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 $PY test/bench/summarize.py "$RES"
 SRC=$?
 echo
