@@ -66,6 +66,7 @@ CREATE TABLE oneclass AS SELECT i::float8 AS f, 'only' AS label FROM generate_se
 SELECT err($$SELECT mop_prepare('oneclass', 'label')$$);
 
 -- no SELECT privilege, checked as the caller
+DROP ROLE IF EXISTS regress_mop_user;
 CREATE ROLE regress_mop_user;
 CREATE TABLE secret AS SELECT i::float8 AS f, i::float8 AS g, i % 2 AS label FROM generate_series(1, 20) i;
 CREATE TABLE partly AS SELECT * FROM secret;
@@ -177,3 +178,8 @@ SELECT count(*) AS running_runs FROM mop.runs WHERE status = 'running';
 
 -- the extension cannot be relocated
 SELECT err($$ALTER EXTENSION mop SET SCHEMA mop$$);
+
+-- clean up the role (it is cluster-wide)
+DROP OWNED BY regress_mop_user;
+DELETE FROM mop.datasets WHERE owner = 'regress_mop_user';
+DROP ROLE regress_mop_user;

@@ -6,13 +6,15 @@
 # 1. builds the extension (engine + glue);
 # 2. runs the engine's unit tests (make -C test/unit check);
 # 3. installs the extension (needs root, or sudo) and runs the pg_regress
-#    suite inside a throwaway cluster made by Debian's pg_virtualenv;
-# and prints, last, one line "N passed, N failed" summing all suites (unit
-# tests and regression tests counted one by one; a build or install failure
+#    suite inside a throwaway cluster made by Debian's pg_virtualenv
+#    (regression.diffs is printed on failure);
+# 4. runs the shell tests in test/sh/ (e.g. pg_cancel_backend) in another
+#    throwaway cluster; they print "ok ..." / "not ok ..." lines;
+# and prints, last, one line "N passed, N failed" summing all suites (unit,
+# regression and shell tests counted one by one; a build or install failure
 # counts as one failure).  Exits non-zero if anything failed.
 set -u
 cd "$(dirname "$0")/.."
-ROOT=$(pwd)
 
 PASSED=0
 FAILED=0
@@ -89,6 +91,22 @@ if [ "$rc" -ne 0 ]; then
 		tail -n 40 "$LOG/regress.log"
 	fi
 	[ "$bad" -eq 0 ] && FAILED=$((FAILED + 1))
+fi
+
+echo "== shell tests (test/sh/*.sh in a pg_virtualenv cluster)"
+if ls test/sh/*.sh >/dev/null 2>&1; then
+	pg_virtualenv -v "$PGMAJOR" bash -c 'rc=0; for t in test/sh/*.sh; do bash "$t" || rc=1; done; exit $rc' \
+		>"$LOG/sh.log" 2>&1
+	rc=$?
+	grep -E '^(ok|not ok) ' "$LOG/sh.log"
+	ok=$(grep -cE '^ok ' "$LOG/sh.log")
+	bad=$(grep -cE '^not ok ' "$LOG/sh.log")
+	PASSED=$((PASSED + ok))
+	FAILED=$((FAILED + bad))
+	if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
+		tail -n 40 "$LOG/sh.log"
+		FAILED=$((FAILED + 1))
+	fi
 fi
 
 finish
