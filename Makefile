@@ -21,7 +21,7 @@ NN_SRCS = $(sort $(wildcard src/nn/*.c) $(wildcard src/search/*.c))
 PG_SRCS = $(sort $(wildcard src/pg/*.c))
 OBJS = $(NN_SRCS:.c=.o) $(PG_SRCS:.c=.o)
 
-PG_CPPFLAGS = -Isrc/nn -Isrc/pg
+PG_CPPFLAGS = -Isrc/nn -Isrc/search -Isrc/pg
 # -O3 for the engine's inner loops (PGXS puts PG_CFLAGS after its own -O2);
 # no FMA contraction and no errno from libm, as in the engine's unit tests,
 # so the extension computes exactly what the tests check.

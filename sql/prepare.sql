@@ -87,6 +87,11 @@ SELECT pg_temp.buffers_md5('blobs') = pg_temp.buffers_md5('blobs_again') AS same
 SELECT mop_drop_dataset('blobs_again'), mop_drop_dataset('blobs_seed43'), mop_drop_dataset('nosuch');
 SELECT count(*) FROM mop.datasets WHERE name LIKE 'blobs_%';
 
+-- features default to the only numeric array column when there is no numeric column
+SELECT dataset_name, n_features FROM mop_prepare('bars', 'orientation', dataset => 'bars_auto');
+SELECT features, feature_kind, input_shape FROM mop.datasets WHERE name = 'bars_auto';
+SELECT mop_drop_dataset('bars_auto');
+
 -- a view works as a source
 CREATE VIEW blobs_small AS SELECT * FROM blobs WHERE b < 12;
 SELECT dataset_name, train_rows + valid_rows AS rows, classes

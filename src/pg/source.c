@@ -77,7 +77,8 @@ column_attnum(MopSource *src, const char *name)
 
 /*
  * Resolve src: relation name, target column and feature columns (featcols
- * NULL = every numeric column except the target).  Checks types, not data.
+ * NULL = every numeric column except the target or, if there is none, the
+ * only numeric array column).  Checks types, not data.
  */
 void
 mop_source_open(MopSource *src, Oid relid, const char *target,
@@ -129,11 +130,35 @@ mop_source_open(MopSource *src, Oid relid, const char *target,
 			src->featcols[src->nfeatcols] = pstrdup(NameStr(a->attname));
 			src->feattypes[src->nfeatcols++] = a->atttypid;
 		}
+		/* no numeric column: a single numeric array column will do */
+		if (src->nfeatcols == 0)
+		{
+			int			found = 0;
+
+			for (int i = 0; i < td->natts; i++)
+			{
+				Form_pg_attribute a = TupleDescAttr(td, i);
+
+				if (a->attisdropped || a->attnum == tatt ||
+					!mop_type_is_numeric_array(a->atttypid))
+					continue;
+				if (found++ == 0)
+				{
+					src->featcols[0] = pstrdup(NameStr(a->attname));
+					src->feattypes[0] = a->atttypid;
+				}
+			}
+			if (found == 1)
+			{
+				src->nfeatcols = 1;
+				src->is_array = true;
+			}
+		}
 		relation_close(rel, AccessShareLock);
 		if (src->nfeatcols == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("relation %s has no numeric feature columns besides the target \"%s\"",
+					 errmsg("relation %s has no numeric feature column (or single numeric array column) besides the target \"%s\"",
 							src->relname, target),
 					 errhint("Name the features explicitly, e.g. features => ARRAY['pixels'] for an array column.")));
 	}
