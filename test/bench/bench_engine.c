@@ -319,7 +319,9 @@ main(int argc, char **argv)
 	{
 		nn_result	r;
 		double		t0,
-					t1;
+					t1,
+					c0,
+					c1;
 		int64_t		a_feed,
 					a_end,
 					ac1,
@@ -327,6 +329,7 @@ main(int argc, char **argv)
 
 		memset(&r, 0, sizeof r);
 		ac1 = nn_model_alloc_count(m);
+		c0 = cpu_s();
 		t0 = now_s();
 		if (nn_train_begin(m, shuffle, &e) != NN_OK)
 			die("nn_train_begin", &e);
@@ -339,12 +342,13 @@ main(int argc, char **argv)
 			die("nn_train_end", &e);
 		a_end = count_stop();
 		t1 = now_s();
+		c1 = cpu_s();
 		ac2 = nn_model_alloc_count(m);
-		printf("RESULT fw=mop model=%s rep=%d rows=%lld steps=%lld seconds=%.4f "
+		printf("RESULT fw=mop model=%s rep=%d rows=%lld steps=%lld seconds=%.4f cpu_seconds=%.4f "
 			   "samples_per_s=%.1f gflops=%.2f gflops_req=%.2f loss=%.4f acc=%.4f "
 			   "mallocs_feed=%lld mallocs_end=%lld model_allocs_before=%lld model_allocs_after=%lld "
 			   "model_allocs_at_create=%lld shuffle=%d\n",
-			   model_name, i + 1, (long long) r.rows, (long long) r.steps, t1 - t0,
+			   model_name, i + 1, (long long) r.rows, (long long) r.steps, t1 - t0, c1 - c0,
 			   r.rows / (t1 - t0), 6.0 * macs * r.rows / (t1 - t0) * 1e-9,
 			   flops_row * r.rows / (t1 - t0) * 1e-9,
 			   r.loss_sum / r.rows, r.metric_sum / r.rows,

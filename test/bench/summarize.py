@@ -32,8 +32,8 @@ def main():
         print(f"OpenBLAS sgemm {peak['n']}^3, 1 thread: best {peak['best_gflops']} GFLOP/s, "
               f"median {peak['median_gflops']} GFLOP/s")
     print()
-    print("| model | framework | reps | rows/rep | median s | samples/s (median) | min..max samples/s | GFLOP/s nominal (6·B·ΣMACs) | GFLOP/s of work done | ratio mop/torch |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| model | framework | reps | rows/rep | median s | samples/s (median) | min..max samples/s | GFLOP/s nominal (6·B·ΣMACs) | GFLOP/s of work done | ratio mop/torch | samples per CPU-second (median) | ratio by CPU time |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     models = []
     for r in res:
         key = (r["model"], r.get("shuffle", "0"))
@@ -51,16 +51,20 @@ def main():
             gf = [float(r["gflops"]) for r in rs]
             gr = [float(r.get("gflops_req", "nan")) for r in rs]
             med[fw] = statistics.median(sps)
-            ratio = ""
+            cps = [int(r["rows"]) / float(r["cpu_seconds"]) for r in rs if "cpu_seconds" in r]
+            medc = statistics.median(cps) if cps else float("nan")
+            med["cpu_" + fw] = medc
+            ratio = ratio_c = ""
             if fw == "torch" and "mop" in med:
                 ratio = f"**{med['mop'] / med['torch']:.2f}**"
+                ratio_c = f"{med['cpu_mop'] / med['cpu_torch']:.2f}"
             pk = ""
             if fw == "mop" and peak:
                 pk = f" ({100 * statistics.median(gf) / float(peak['best_gflops']):.0f}% of sgemm best)"
             name = model + (" (shuffle on)" if shuf == "1" else "")
             print(f"| {name} | {fw} | {len(rs)} | {rs[0]['rows']} | {statistics.median(secs):.3f} | "
                   f"{med[fw]:.0f} | {min(sps):.0f}..{max(sps):.0f} | {statistics.median(gf):.1f}{pk} | "
-                  f"{statistics.median(gr):.1f} | {ratio} |")
+                  f"{statistics.median(gr):.1f} | {ratio} | {medc:.0f} | {ratio_c} |")
     print()
     print("| model | params B | grads B | optimizer B | workspace B | total B | mallocs seen in nn_model_create | nn_model_alloc_count (create / before / after training) | mallocs in feed (per-minibatch loop) | mallocs in end |")
     print("|---|---|---|---|---|---|---|---|---|---|")
