@@ -4,7 +4,7 @@
  * Reports makespan against the lower bound max(total work / W, longest
  * model's total work) for each pick policy.  Issue 4 target: within 5%.
  *
- *   cc -O2 -I../../src/search sim_sched.c ../../src/search/*.c -o sim_sched
+ *   make -C test/bench sim   (or: cc -O2 -Isrc/search test/bench/sim_sched.c src/search/sched.c src/search/sim.c)
  */
 #include <math.h>
 #include <stdio.h>

@@ -1,0 +1,417 @@
+/*
+ * sched.c -- the MOP scheduler core.  See sched.h for the model.
+ *
+ * State per model: its epoch budget, epochs done, which partitions it has
+ * visited in the current epoch, whether it is busy, and a running estimate
+ * of what one of its sub-epochs costs.  mop_sched_next scans the models once
+ * (O(models) per decision, which is nothing next to a sub-epoch of training)
+ * and picks among the eligible ones by the configured policy, breaking ties
+ * uniformly at random with reservoir sampling from the scheduler's own seeded
+ * generator, so a run's schedule is reproducible from its seed and the order
+ * of events.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched.h"
+
+typedef struct model_state
+{
+	int32_t		target;			/* epoch budget */
+	int32_t		done;			/* epochs completed */
+	int32_t		n_visited;		/* partitions visited in the current epoch */
+	int32_t		busy;
+	int32_t		stopped;
+	double		cost_sum;		/* observed sub-epoch costs */
+	int64_t		cost_n;
+	double		priority;
+	uint8_t    *visited;		/* [P] */
+} model_state;
+
+struct mop_sched
+{
+	int32_t		W,
+				P;
+	int			deterministic;
+	mop_pick	pick;
+	uint64_t	seed;
+	uint64_t	rng;
+	int32_t		n,
+				cap;
+	model_state *m;
+	double		all_cost_sum;
+	int64_t		all_cost_n;
+	int32_t		n_perms;		/* cached per-epoch permutations */
+	int32_t   **perms;
+};
+
+/* splitmix64: the scheduler's generator and its hash for orders. */
+static uint64_t
+mix(uint64_t x)
+{
+	x += UINT64_C(0x9E3779B97F4A7C15);
+	x = (x ^ (x >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+	x = (x ^ (x >> 27)) * UINT64_C(0x94D049BB133111EB);
+	return x ^ (x >> 31);
+}
+
+static uint64_t
+next_rand(mop_sched *s)
+{
+	s->rng += UINT64_C(0x9E3779B97F4A7C15);
+	return mix(s->rng);
+}
+
+/* Uniform integer in [0, n). */
+static uint64_t
+below(uint64_t r, uint64_t n)
+{
+	return (uint64_t) (((unsigned __int128) r * n) >> 64);
+}
+
+/* New scheduler. */
+mop_sched *
+mop_sched_new(int n_workers, int n_partitions, uint64_t seed, int deterministic,
+			  mop_pick pick)
+{
+	mop_sched  *s;
+
+	if (n_workers < 1 || n_partitions < n_workers || n_partitions > 1 << 20 ||
+		pick < MOP_PICK_RANDOM || pick > MOP_PICK_PRIORITY)
+		return NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->W = n_workers;
+	s->P = n_partitions;
+	s->seed = seed;
+	s->rng = mix(seed ^ UINT64_C(0x5CED));
+	s->deterministic = deterministic;
+	s->pick = pick;
+	return s;
+}
+
+/* Free a scheduler. */
+void
+mop_sched_free(mop_sched *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->n; i++)
+		free(s->m[i].visited);
+	free(s->m);
+	for (int i = 0; i < s->n_perms; i++)
+		free(s->perms[i]);
+	free(s->perms);
+	free(s);
+}
+
+/* Add a model; returns its index. */
+int32_t
+mop_sched_add_model(mop_sched *s, int32_t epochs)
+{
+	model_state *ms;
+
+	if (epochs < 0)
+		return -1;
+	if (s->n == s->cap)
+	{
+		int32_t		cap = s->cap ? 2 * s->cap : 16;
+		model_state *m = realloc(s->m, sizeof(model_state) * cap);
+
+		if (!m)
+			return -1;
+		s->m = m;
+		s->cap = cap;
+	}
+	ms = &s->m[s->n];
+	memset(ms, 0, sizeof(*ms));
+	ms->visited = calloc(s->P, 1);
+	if (!ms->visited)
+		return -1;
+	ms->target = epochs;
+	return s->n++;
+}
+
+int32_t
+mop_sched_n_models(const mop_sched *s)
+{
+	return s->n;
+}
+
+void
+mop_sched_set_epochs(mop_sched *s, int32_t model, int32_t epochs)
+{
+	if (model >= 0 && model < s->n && epochs >= 0)
+		s->m[model].target = epochs;
+}
+
+void
+mop_sched_stop(mop_sched *s, int32_t model)
+{
+	if (model >= 0 && model < s->n)
+		s->m[model].stopped = 1;
+}
+
+void
+mop_sched_set_priority(mop_sched *s, int32_t model, double priority)
+{
+	if (model >= 0 && model < s->n)
+		s->m[model].priority = priority;
+}
+
+/* Seeded Fisher-Yates permutation of 0..P-1 for one epoch, into perm. */
+static void
+epoch_perm(uint64_t seed, int32_t epoch, int32_t P, int32_t *perm)
+{
+	uint64_t	h = mix(seed ^ mix((uint64_t) epoch + 0x1234));
+
+	for (int32_t i = 0; i < P; i++)
+		perm[i] = i;
+	for (int32_t i = P - 1; i > 0; i--)
+	{
+		int32_t		j,
+					t;
+
+		h = mix(h);
+		j = (int32_t) below(h, (uint64_t) i + 1);
+		t = perm[i];
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+}
+
+/*
+ * k-th partition a model visits in an epoch (deterministic mode): position
+ * k of a per-epoch seeded permutation, shifted by the model index so that
+ * models at the same position want different partitions (a Latin square).
+ * Permutations are computed once per epoch and cached.
+ */
+int32_t
+mop_sched_order(const mop_sched *cs, int32_t model, int32_t epoch, int32_t k)
+{
+	mop_sched  *s = (mop_sched *) cs;	/* the cache is not logical state */
+	int32_t		pos = (int32_t) (((int64_t) k + model) % s->P);
+
+	if (epoch < 0)
+		return pos;
+	if (epoch >= s->n_perms)
+	{
+		int32_t		n = epoch + 8;
+		int32_t   **p = realloc(s->perms, sizeof(int32_t *) * n);
+
+		if (!p)
+			return pos;
+		for (int32_t e = s->n_perms; e < n; e++)
+			p[e] = NULL;
+		s->perms = p;
+		s->n_perms = n;
+	}
+	if (!s->perms[epoch])
+	{
+		if (!(s->perms[epoch] = malloc(sizeof(int32_t) * s->P)))
+			return pos;
+		epoch_perm(s->seed, epoch, s->P, s->perms[epoch]);
+	}
+	return s->perms[epoch][pos];
+}
+
+/* Estimated cost of one sub-epoch of model i. */
+static double
+est_cost(const mop_sched *s, const model_state *ms)
+{
+	if (ms->cost_n > 0)
+		return ms->cost_sum / ms->cost_n;
+	if (s->all_cost_n > 0)
+		return s->all_cost_sum / s->all_cost_n;
+	return 1.0;
+}
+
+/* Sub-epochs a model still has to train. */
+static int64_t
+remaining(const mop_sched *s, const model_state *ms)
+{
+	if (ms->stopped || ms->done >= ms->target)
+		return 0;
+	return (int64_t) (ms->target - ms->done) * s->P - ms->n_visited;
+}
+
+/* Partition of worker w that model i should train next, or -1. */
+static int32_t
+partition_for(mop_sched *s, int32_t i, int32_t w)
+{
+	model_state *ms = &s->m[i];
+
+	if (s->deterministic)
+	{
+		int32_t		p = mop_sched_order(s, i, ms->done, ms->n_visited);
+
+		return (p % s->W == w) ? p : -1;
+	}
+	for (int32_t p = w; p < s->P; p += s->W)
+		if (!ms->visited[p])
+			return p;
+	return -1;
+}
+
+/* Next task for idle worker w. */
+mop_next
+mop_sched_next(mop_sched *s, int32_t worker, mop_task *task)
+{
+	int32_t		best = -1,
+				best_p = -1;
+	double		best_key = 0;
+	uint64_t	ties = 0;
+	int			any_left = 0;
+
+	if (worker < 0 || worker >= s->W)
+		return MOP_DONE;
+	for (int32_t i = 0; i < s->n; i++)
+	{
+		model_state *ms = &s->m[i];
+		int32_t		p;
+		double		key;
+
+		if (remaining(s, ms) > 0 || ms->busy)
+			any_left = 1;
+		if (ms->busy || remaining(s, ms) == 0)
+			continue;
+		if ((p = partition_for(s, i, worker)) < 0)
+			continue;
+		switch (s->pick)
+		{
+			case MOP_PICK_LONGEST:
+				key = (double) remaining(s, ms) * est_cost(s, ms);
+				break;
+			case MOP_PICK_PRIORITY:
+				key = ms->priority;
+				break;
+			default:
+				key = 0;
+				break;
+		}
+		if (best < 0 || key > best_key)
+		{
+			best = i;
+			best_p = p;
+			best_key = key;
+			ties = 1;
+		}
+		else if (key == best_key)
+		{
+			/* reservoir sampling: each tied candidate equally likely */
+			ties++;
+			if (below(next_rand(s), ties) == 0)
+			{
+				best = i;
+				best_p = p;
+			}
+		}
+	}
+	if (best < 0)
+		return any_left ? MOP_WAIT : MOP_DONE;
+	/* in random mode, also pick uniformly among the worker's unvisited partitions */
+	if (!s->deterministic && s->W < s->P)
+	{
+		int32_t		cnt = 0;
+
+		for (int32_t p = worker; p < s->P; p += s->W)
+			if (!s->m[best].visited[p] && below(next_rand(s), ++cnt) == 0)
+				best_p = p;
+	}
+	s->m[best].busy = 1;
+	task->model = best;
+	task->partition = best_p;
+	task->epoch = s->m[best].done;
+	task->last_of_epoch = s->m[best].n_visited == s->P - 1;
+	return MOP_ASSIGNED;
+}
+
+/* Record a finished task; returns 1 if it completed the model's epoch. */
+int
+mop_sched_complete(mop_sched *s, const mop_task *t, double cost)
+{
+	model_state *ms;
+
+	if (t->model < 0 || t->model >= s->n)
+		return 0;
+	ms = &s->m[t->model];
+	ms->busy = 0;
+	if (t->partition < 0 || t->partition >= s->P || ms->visited[t->partition] ||
+		t->epoch != ms->done)
+		return 0;
+	ms->visited[t->partition] = 1;
+	ms->n_visited++;
+	if (cost > 0)
+	{
+		ms->cost_sum += cost;
+		ms->cost_n++;
+		s->all_cost_sum += cost;
+		s->all_cost_n++;
+	}
+	if (ms->n_visited == s->P)
+	{
+		ms->done++;
+		ms->n_visited = 0;
+		memset(ms->visited, 0, s->P);
+		return 1;
+	}
+	return 0;
+}
+
+/* Release a model whose task failed; nothing was visited. */
+void
+mop_sched_abort(mop_sched *s, const mop_task *t)
+{
+	if (t->model >= 0 && t->model < s->n)
+		s->m[t->model].busy = 0;
+}
+
+/* Restore a model's progress (resume). */
+void
+mop_sched_restore(mop_sched *s, int32_t model, int32_t epochs_done,
+				  const int32_t *visited, int32_t n_visited)
+{
+	model_state *ms;
+
+	if (model < 0 || model >= s->n)
+		return;
+	ms = &s->m[model];
+	ms->done = epochs_done;
+	ms->n_visited = 0;
+	memset(ms->visited, 0, s->P);
+	for (int32_t i = 0; i < n_visited; i++)
+		if (visited[i] >= 0 && visited[i] < s->P && !ms->visited[visited[i]])
+		{
+			ms->visited[visited[i]] = 1;
+			ms->n_visited++;
+		}
+}
+
+int32_t
+mop_sched_epochs_done(const mop_sched *s, int32_t model)
+{
+	return s->m[model].done;
+}
+
+int32_t
+mop_sched_visited(const mop_sched *s, int32_t model)
+{
+	return s->m[model].n_visited;
+}
+
+int
+mop_sched_busy(const mop_sched *s, int32_t model)
+{
+	return s->m[model].busy;
+}
+
+/* No work left and nothing running. */
+int
+mop_sched_finished(const mop_sched *s)
+{
+	for (int32_t i = 0; i < s->n; i++)
+		if (s->m[i].busy || remaining(s, &s->m[i]) > 0)
+			return 0;
+	return 1;
+}

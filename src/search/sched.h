@@ -1,0 +1,105 @@
+/*
+ * sched.h -- the model hopper (MOP) scheduler core, pure C.
+ *
+ * The data is split into P partitions, owned by W workers (partition p
+ * belongs to worker p % W).  A task is "train model m on partition p for one
+ * sub-epoch".  The scheduler hands tasks to idle workers so that:
+ *   - a model is on at most one worker at a time, a worker trains one model;
+ *   - in each epoch, a model visits every partition exactly once;
+ *   - a model's next epoch starts only after its current epoch is complete.
+ * Workers report completions; the caller (a PostgreSQL coordinator, a
+ * simulator, a test) decides what a task costs and when it finishes.
+ *
+ * Pick policies for an idle worker, among eligible models (not busy, epoch
+ * budget left, worker's partition not yet visited this epoch):
+ *   MOP_PICK_RANDOM   Cerebro's randomized scheduler: uniform at random;
+ *   MOP_PICK_LONGEST  the model with the most estimated remaining work first
+ *                     (ties at random) -- the classic LPT rule, which keeps
+ *                     long models from being left for the end;
+ *   MOP_PICK_PRIORITY the highest caller-set priority first (Hermes-style
+ *                     convergence-aware scheduling sets these).
+ * Deterministic mode fixes, from the seed alone, the order in which each
+ * model visits the partitions in each epoch; a model is only given the
+ * partition that is next in its order.  Its result then depends on nothing
+ * but the seed, whatever the timing.
+ *
+ * Models may be added, stopped, or given more epochs at any time (search
+ * algorithms do this); restoring from recorded hops resumes a run.
+ */
+#ifndef MOP_SCHED_H
+#define MOP_SCHED_H
+
+#include <stdint.h>
+
+typedef enum mop_pick
+{
+	MOP_PICK_RANDOM = 0,
+	MOP_PICK_LONGEST = 1,
+	MOP_PICK_PRIORITY = 2
+} mop_pick;
+
+typedef struct mop_task
+{
+	int32_t		model;
+	int32_t		partition;
+	int32_t		epoch;			/* 0-based epoch this sub-epoch belongs to */
+	int32_t		last_of_epoch;	/* 1: completing it completes the epoch */
+} mop_task;
+
+typedef enum mop_next
+{
+	MOP_ASSIGNED = 0,			/* *task filled */
+	MOP_WAIT = 1,				/* nothing now; ask again after a completion */
+	MOP_DONE = 2				/* nothing will ever be left for this worker */
+} mop_next;
+
+typedef struct mop_sched mop_sched;
+
+/* New scheduler; NULL on bad arguments or out of memory. */
+mop_sched  *mop_sched_new(int n_workers, int n_partitions, uint64_t seed,
+						  int deterministic, mop_pick pick);
+void		mop_sched_free(mop_sched *s);
+
+/* Add a model with an epoch budget; returns its index, or -1. */
+int32_t		mop_sched_add_model(mop_sched *s, int32_t epochs);
+
+int32_t		mop_sched_n_models(const mop_sched *s);
+
+/* Set a model's epoch budget (more or fewer: promotions, early stops). */
+void		mop_sched_set_epochs(mop_sched *s, int32_t model, int32_t epochs);
+
+/* Stop a model: never scheduled again (a busy one finishes its task). */
+void		mop_sched_stop(mop_sched *s, int32_t model);
+
+/* Set a model's priority (MOP_PICK_PRIORITY). */
+void		mop_sched_set_priority(mop_sched *s, int32_t model, double priority);
+
+/* Next task for an idle worker. */
+mop_next	mop_sched_next(mop_sched *s, int32_t worker, mop_task *task);
+
+/*
+ * A task finished after `cost` units of time (used to estimate remaining
+ * work).  Returns 1 if it completed the model's epoch.
+ */
+int			mop_sched_complete(mop_sched *s, const mop_task *task, double cost);
+
+/* A task failed or was abandoned: the model is free again, nothing visited. */
+void		mop_sched_abort(mop_sched *s, const mop_task *task);
+
+/* Restore progress: epochs completed, and partitions visited in the next. */
+void		mop_sched_restore(mop_sched *s, int32_t model, int32_t epochs_done,
+							  const int32_t *visited, int32_t n_visited);
+
+/* Progress of a model. */
+int32_t		mop_sched_epochs_done(const mop_sched *s, int32_t model);
+int32_t		mop_sched_visited(const mop_sched *s, int32_t model);	/* this epoch */
+int			mop_sched_busy(const mop_sched *s, int32_t model);
+
+/* 1 when no model has work left and none is busy. */
+int			mop_sched_finished(const mop_sched *s);
+
+/* Partition order of a model in an epoch (deterministic mode's schedule). */
+int32_t		mop_sched_order(const mop_sched *s, int32_t model, int32_t epoch,
+							int32_t k);
+
+#endif							/* MOP_SCHED_H */

@@ -1,0 +1,197 @@
+/*
+ * test_sched.c -- the MOP scheduler core: invariants of the schedules it
+ * produces under simulated timing, determinism, dynamic budgets, restore.
+ */
+#include "harness.h"
+#include "../../src/search/sched.h"
+#include "../../src/search/sim.h"
+
+/* Check MOP's invariants on a simulated schedule. */
+static void
+check_invariants(const mop_sim_result *r, int W, int P, int n, const int32_t *epochs)
+{
+	int64_t		expect = 0;
+	int		   *seen = calloc((size_t) n * 64 * P, sizeof(int));
+
+	for (int i = 0; i < n; i++)
+		expect += (int64_t) epochs[i] * P;
+	CHECKF(r->n_hops == expect, "%lld hops, expected %lld", (long long) r->n_hops,
+		   (long long) expect);
+	CHECK(!r->deadlock);
+	for (int64_t a = 0; a < r->n_hops; a++)
+	{
+		const mop_sim_hop *h = &r->hops[a];
+
+		/* each (model, epoch, partition) exactly once; the worker owns it */
+		CHECK(h->epoch < 64);
+		seen[((size_t) h->model * 64 + h->epoch) * P + h->partition]++;
+		CHECK(h->partition % W == h->worker);
+		for (int64_t b = a + 1; b < r->n_hops; b++)
+		{
+			const mop_sim_hop *k = &r->hops[b];
+			int			overlap = h->start < k->finish && k->start < h->finish;
+
+			if (overlap && (k->model == h->model || k->worker == h->worker))
+			{
+				CHECKF(0, "overlap: model %d/%d worker %d/%d", h->model, k->model,
+					   h->worker, k->worker);
+				goto out;
+			}
+			/* a model's epoch e+1 starts after its epoch e is over */
+			if (k->model == h->model && k->epoch < h->epoch && k->finish > h->start)
+				CHECKF(0, "model %d epoch %d started before epoch %d ended", h->model,
+					   h->epoch, k->epoch);
+		}
+	}
+	for (int i = 0; i < n; i++)
+		for (int e = 0; e < epochs[i]; e++)
+			for (int p = 0; p < P; p++)
+				CHECKF(seen[((size_t) i * 64 + e) * P + p] == 1,
+					   "model %d epoch %d partition %d visited %d times", i, e, p,
+					   seen[((size_t) i * 64 + e) * P + p]);
+out:
+	free(seen);
+}
+
+static void
+run_case(int W, int P, int n, int deterministic, mop_pick pick, uint64_t seed)
+{
+	int32_t		epochs[40];
+	double		cost[40],
+				pf[16];
+	mop_sim_result r;
+
+	for (int i = 0; i < n; i++)
+	{
+		epochs[i] = 1 + (int) ((seed + i * 7) % 3);
+		cost[i] = 1.0 + (double) ((i * 37 + seed) % 11);
+	}
+	for (int p = 0; p < P; p++)
+		pf[p] = 1.0 + 0.1 * (p % 3);
+	CHECK(mop_sim_run(W, P, n, epochs, cost, pf, seed, deterministic, pick, 1, &r) == 0);
+	check_invariants(&r, W, P, n, epochs);
+	CHECK(r.makespan >= r.lower_bound - 1e-9);
+	free(r.hops);
+}
+
+TEST(sched_invariants_random)
+{
+	run_case(4, 4, 10, 0, MOP_PICK_RANDOM, 1);
+	run_case(3, 7, 12, 0, MOP_PICK_RANDOM, 2);
+	run_case(1, 1, 5, 0, MOP_PICK_RANDOM, 3);
+	run_case(8, 8, 3, 0, MOP_PICK_RANDOM, 4);	/* fewer models than workers */
+}
+
+TEST(sched_invariants_longest_and_priority)
+{
+	run_case(4, 4, 16, 0, MOP_PICK_LONGEST, 5);
+	run_case(2, 6, 9, 0, MOP_PICK_PRIORITY, 6);
+}
+
+TEST(sched_invariants_deterministic)
+{
+	run_case(4, 4, 16, 1, MOP_PICK_RANDOM, 7);
+	run_case(3, 5, 7, 1, MOP_PICK_LONGEST, 8);
+}
+
+/* Per-model partition sequences of a simulated run. */
+static void
+sequences(int W, int P, int n, const double *cost, uint64_t seed, int32_t *seq)
+{
+	int32_t		epochs[8];
+	mop_sim_result r;
+	int			pos[8] = {0};
+
+	for (int i = 0; i < n; i++)
+		epochs[i] = 2;
+	mop_sim_run(W, P, n, epochs, cost, NULL, seed, 1, MOP_PICK_RANDOM, 1, &r);
+	/* hops are recorded in completion order; per model that is visit order */
+	for (int64_t h = 0; h < r.n_hops; h++)
+	{
+		int			m = r.hops[h].model;
+
+		seq[m * 2 * P + pos[m]++] = r.hops[h].partition;
+	}
+	free(r.hops);
+}
+
+TEST(sched_deterministic_ignores_timing)
+{
+	double		c1[6] = {1, 2, 3, 4, 5, 6},
+				c2[6] = {6, 1, 5, 2, 4, 3};
+	int32_t		s1[6 * 2 * 4],
+				s2[6 * 2 * 4],
+				s3[6 * 2 * 4];
+
+	sequences(4, 4, 6, c1, 42, s1);
+	sequences(4, 4, 6, c2, 42, s2);
+	sequences(4, 4, 6, c1, 43, s3);
+	CHECK(memcmp(s1, s2, sizeof(s1)) == 0);	/* same seed, other timing: same orders */
+	CHECK(memcmp(s1, s3, sizeof(s1)) != 0);	/* another seed: other orders */
+}
+
+TEST(sched_never_double_books)
+{
+	mop_sched  *s = mop_sched_new(2, 2, 1, 0, MOP_PICK_RANDOM);
+	mop_task	a,
+				b;
+
+	mop_sched_add_model(s, 1);
+	CHECK(mop_sched_next(s, 0, &a) == MOP_ASSIGNED);
+	CHECK(a.model == 0 && a.partition == 0 && a.epoch == 0 && !a.last_of_epoch);
+	CHECK(mop_sched_next(s, 1, &b) == MOP_WAIT);	/* the only model is busy */
+	CHECK(mop_sched_complete(s, &a, 1.0) == 0);
+	CHECK(mop_sched_next(s, 0, &b) == MOP_WAIT);	/* partition 0 already visited */
+	CHECK(mop_sched_next(s, 1, &b) == MOP_ASSIGNED && b.partition == 1 && b.last_of_epoch);
+	CHECK(mop_sched_complete(s, &b, 1.0) == 1);	/* epoch complete */
+	CHECK(mop_sched_epochs_done(s, 0) == 1);
+	CHECK(mop_sched_finished(s));
+	CHECK(mop_sched_next(s, 0, &b) == MOP_DONE);
+	/* more budget: work again */
+	mop_sched_set_epochs(s, 0, 2);
+	CHECK(!mop_sched_finished(s));
+	CHECK(mop_sched_next(s, 1, &b) == MOP_ASSIGNED && b.epoch == 1);
+	/* an aborted task frees the model without counting the visit */
+	mop_sched_abort(s, &b);
+	CHECK(mop_sched_visited(s, 0) == 0 && !mop_sched_busy(s, 0));
+	mop_sched_stop(s, 0);
+	CHECK(mop_sched_next(s, 1, &b) == MOP_DONE);
+	mop_sched_free(s);
+	CHECK(mop_sched_new(3, 2, 0, 0, MOP_PICK_RANDOM) == NULL);	/* W > P */
+}
+
+TEST(sched_restore_resumes)
+{
+	mop_sched  *s = mop_sched_new(3, 3, 9, 0, MOP_PICK_RANDOM);
+	int32_t		visited[2] = {2, 0};
+	mop_task	t;
+	int			got = 0;
+
+	mop_sched_add_model(s, 3);
+	mop_sched_restore(s, 0, 1, visited, 2);
+	CHECK(mop_sched_epochs_done(s, 0) == 1 && mop_sched_visited(s, 0) == 2);
+	/* only partition 1 is left in epoch 1 */
+	for (int w = 0; w < 3; w++)
+		if (mop_sched_next(s, w, &t) == MOP_ASSIGNED)
+		{
+			got++;
+			CHECK(w == 1 && t.partition == 1 && t.epoch == 1 && t.last_of_epoch);
+		}
+	CHECK(got == 1);
+	mop_sched_free(s);
+}
+
+TEST(sched_priority_policy_prefers_high)
+{
+	mop_sched  *s = mop_sched_new(1, 1, 3, 0, MOP_PICK_PRIORITY);
+	mop_task	t;
+
+	for (int i = 0; i < 5; i++)
+		mop_sched_add_model(s, 1);
+	mop_sched_set_priority(s, 3, 10.0);
+	mop_sched_set_priority(s, 1, 5.0);
+	CHECK(mop_sched_next(s, 0, &t) == MOP_ASSIGNED && t.model == 3);
+	mop_sched_complete(s, &t, 1);
+	CHECK(mop_sched_next(s, 0, &t) == MOP_ASSIGNED && t.model == 1);
+	mop_sched_free(s);
+}
