@@ -47,3 +47,17 @@ SELECT g, (r).rows, (r).status FROM (
 -- no buffers: NULL
 SELECT mop.train_agg(m.state, b.x, b.y) IS NULL AS empty_is_null
   FROM m, mop.buffers b WHERE false;
+
+-- the backend's buffer cache (for out-of-line buffers such as those of "bars") changes nothing
+SHOW mop.buffer_cache_mb;
+SELECT mop.buffer_cache_reset() >= 0 AS reset;
+\set bcfg '{"model": [{"type": "conv2d", "filters": 2, "kernel_size": 3, "activation": "relu"}, {"type": "flatten"}, {"type": "dense", "units": 2}], "batch_size": 8, "seed": 4}'
+SELECT mop_train('bars', :'bcfg', 2) AS cached_a \gset
+SELECT mop_train('bars', :'bcfg', 2) AS cached_b \gset
+SET mop.buffer_cache_mb = 0;
+SELECT mop_train('bars', :'bcfg', 2) AS uncached \gset
+RESET mop.buffer_cache_mb;
+SELECT a.state = b.state AS cache_hit_same, a.state = c.state AS no_cache_same
+  FROM mop.models a, mop.models b, mop.models c
+ WHERE a.id = :cached_a AND b.id = :cached_b AND c.id = :uncached;
+SELECT mop.buffer_cache_reset() > 0 AS had_cached_buffers;

@@ -174,9 +174,15 @@ CREATE POLICY own_buffers ON mop.buffers
 	USING (EXISTS (SELECT 1 FROM mop.datasets d
 				   WHERE d.id OPERATOR(pg_catalog.=) dataset_id));
 CREATE POLICY own_runs ON mop.runs
-	USING (owner OPERATOR(pg_catalog.=) CURRENT_USER);
+	USING (owner OPERATOR(pg_catalog.=) CURRENT_USER)
+	WITH CHECK (owner OPERATOR(pg_catalog.=) CURRENT_USER
+				AND EXISTS (SELECT 1 FROM mop.datasets d
+							WHERE d.id OPERATOR(pg_catalog.=) dataset_id));
 CREATE POLICY own_models ON mop.models
-	USING (owner OPERATOR(pg_catalog.=) CURRENT_USER);
+	USING (owner OPERATOR(pg_catalog.=) CURRENT_USER)
+	WITH CHECK (owner OPERATOR(pg_catalog.=) CURRENT_USER
+				AND EXISTS (SELECT 1 FROM mop.datasets d
+							WHERE d.id OPERATOR(pg_catalog.=) dataset_id));
 CREATE POLICY own_epochs ON mop.epochs
 	USING (EXISTS (SELECT 1 FROM mop.models m
 				   WHERE m.id OPERATOR(pg_catalog.=) model_id));
@@ -241,6 +247,12 @@ CREATE AGGREGATE mop.eval_agg(state bytea, x bytea, y bytea) (
 	PARALLEL = UNSAFE
 );
 COMMENT ON AGGREGATE mop.eval_agg(bytea, bytea, bytea) IS 'loss and metric sums of a model state over buffers';
+
+CREATE FUNCTION mop.buffer_cache_reset() RETURNS bigint
+	AS 'MODULE_PATHNAME', 'mop_buffer_cache_reset'
+	LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION mop.buffer_cache_reset()
+	IS 'empty this backend''s cache of detoasted buffers (see mop.buffer_cache_mb); returns the bytes released';
 
 -- user-facing functions -------------------------------------------------------
 

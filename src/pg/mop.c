@@ -11,6 +11,8 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
+
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
@@ -36,6 +38,13 @@ _PG_init(void)
 							&mop_blas_threads,
 							1, 1, 256,
 							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("mop.buffer_cache_mb",
+							"Memory for detoasted training buffers kept across epochs in each backend.",
+							"0 disables the cache.",
+							&mop_buffer_cache_mb,
+							256, 0, INT_MAX / 1024,
+							PGC_USERSET, GUC_UNIT_MB,
 							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("mop");
 }

@@ -22,6 +22,9 @@
 /* GUC mop.blas_threads: threads of the BLAS pool in this backend. */
 extern int	mop_blas_threads;
 
+/* GUC mop.buffer_cache_mb: backend-local cache of detoasted buffers. */
+extern int	mop_buffer_cache_mb;
+
 /* An nn_model owned by a memory context (freed when the context goes). */
 typedef struct ModelHandle
 {
@@ -120,6 +123,10 @@ extern void mop_rng_seed(MopRng *r, uint64 seed);
 extern uint64 mop_rng_next(MopRng *r);
 extern uint64 mop_rng_below(MopRng *r, uint64 n);
 extern void mop_shuffle_index(int64 *idx, int64 n, MopRng *r);
+
+/* bufcache.c */
+extern const char *mop_buffer_fetch(Datum d, Size *len);
+extern void mop_buffer_cache_clear(void);
 
 /* train_agg.c */
 extern void mop_train_rows(nn_model *m, const float *x, const float *y,

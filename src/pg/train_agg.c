@@ -84,30 +84,38 @@ mop_init_model(PG_FUNCTION_ARGS)
 	PG_RETURN_BYTEA_P(blob);
 }
 
-/* Check a buffer pair against the model; returns its row count. */
+/*
+ * Fetch the buffer pair of the current row (through the buffer cache) and
+ * check it against the model; returns its row count.
+ */
 static int64
-buffer_rows(nn_model *m, bytea *x, bytea *y)
+fetch_buffers(FunctionCallInfo fcinfo, nn_model *m, const float **x, const float **y)
 {
 	int64		in_dim = nn_model_in_dim(m);
 	int64		y_dim = nn_model_y_dim(m);
-	int64		xlen = VARSIZE_ANY_EXHDR(x);
-	int64		ylen = VARSIZE_ANY_EXHDR(y);
+	Size		xlen,
+				ylen;
 	int64		n;
 
+	if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("buffer x and y must not be null")));
+	*x = (const float *) mop_buffer_fetch(PG_GETARG_DATUM(2), &xlen);
+	*y = (const float *) mop_buffer_fetch(PG_GETARG_DATUM(3), &ylen);
 	if (ylen % (y_dim * (int64) sizeof(float)) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("label buffer of " INT64_FORMAT " bytes does not hold whole rows of %d floats",
+				 errmsg("label buffer of %zu bytes does not hold whole rows of %d floats",
 						ylen, (int) y_dim)));
 	n = ylen / (y_dim * (int64) sizeof(float));
-	if (xlen != n * in_dim * (int64) sizeof(float))
+	if ((int64) xlen != n * in_dim * (int64) sizeof(float))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("feature buffer of " INT64_FORMAT " bytes does not match " INT64_FORMAT " rows of %d features",
+				 errmsg("feature buffer of %zu bytes does not match " INT64_FORMAT " rows of %d features",
 						xlen, n, (int) in_dim),
 				 errhint("The model was made for a dataset with a different input shape.")));
-	if (((uintptr_t) VARDATA_ANY(x)) % sizeof(float) != 0 ||
-		((uintptr_t) VARDATA_ANY(y)) % sizeof(float) != 0)
+	if (((uintptr_t) *x) % sizeof(float) != 0 || ((uintptr_t) *y) % sizeof(float) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("misaligned buffer")));
@@ -217,30 +225,21 @@ mop_train_rows(nn_model *m, const float *x, const float *y, int64 n,
 Datum
 mop_train_agg_step(PG_FUNCTION_ARGS)
 {
-	MopAggState   *s = PG_ARGISNULL(0) ? NULL : (MopAggState *) PG_GETARG_POINTER(0);
-	bytea	   *x,
-			   *y;
+	MopAggState *s = PG_ARGISNULL(0) ? NULL : (MopAggState *) PG_GETARG_POINTER(0);
+	const float *xs,
+			   *ys;
 	int64		n,
 				in_dim;
 	MopRng		rng;
 
 	if (s == NULL)
 		s = agg_state_init(fcinfo, true);
-	if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("buffer x and y must not be null")));
 	if (s->diverged)
 		PG_RETURN_POINTER(s);
-	x = PG_GETARG_BYTEA_P(2);
-	y = PG_GETARG_BYTEA_P(3);
-	n = buffer_rows(s->h->model, x, y);
+	n = fetch_buffers(fcinfo, s->h->model, &xs, &ys);
 	in_dim = nn_model_in_dim(s->h->model);
 	if (n > 0)
 	{
-		const float *xs = (const float *) VARDATA_ANY(x);
-		const float *ys = (const float *) VARDATA_ANY(y);
-
 		scratch_reserve(fcinfo, s, n, in_dim);
 		for (int64 i = 0; i < n; i++)
 			s->perm[i] = i;
@@ -314,9 +313,7 @@ mop_train_agg_final(PG_FUNCTION_ARGS)
 Datum
 mop_eval_agg_step(PG_FUNCTION_ARGS)
 {
-	MopAggState   *s = PG_ARGISNULL(0) ? NULL : (MopAggState *) PG_GETARG_POINTER(0);
-	bytea	   *x,
-			   *y;
+	MopAggState *s = PG_ARGISNULL(0) ? NULL : (MopAggState *) PG_GETARG_POINTER(0);
 	int64		n,
 				in_dim;
 	const float *xs,
@@ -325,16 +322,8 @@ mop_eval_agg_step(PG_FUNCTION_ARGS)
 
 	if (s == NULL)
 		s = agg_state_init(fcinfo, false);
-	if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("buffer x and y must not be null")));
-	x = PG_GETARG_BYTEA_P(2);
-	y = PG_GETARG_BYTEA_P(3);
-	n = buffer_rows(s->h->model, x, y);
+	n = fetch_buffers(fcinfo, s->h->model, &xs, &ys);
 	in_dim = nn_model_in_dim(s->h->model);
-	xs = (const float *) VARDATA_ANY(x);
-	ys = (const float *) VARDATA_ANY(y);
 	for (int64 off = 0; off < n; off += EVAL_SLICE)
 	{
 		int64		cnt = Min((int64) EVAL_SLICE, n - off);

@@ -1,0 +1,135 @@
+/*
+ * bufcache.c -- a backend-local cache of detoasted training buffers.
+ *
+ * mop.buffers stores x and y uncompressed out of line (TOAST, 2 kB chunks).
+ * Reading a 6 MB buffer means thousands of index lookups; done every epoch
+ * this costs a noticeable fraction of training time.  A training backend
+ * (mop_train, and later each MOP worker, which owns its partitions) reads the
+ * same buffers epoch after epoch, so it keeps them in memory.
+ *
+ * The key is the TOAST pointer (toast relation, value OID) plus the value's
+ * size.  TOAST values are immutable: a rewritten buffer gets a new value OID,
+ * so a cached value is never stale.  The cache fills up to mop.buffer_cache_mb
+ * and then stops admitting: epochs scan buffers cyclically, and for a cyclic
+ * scan larger than the cache "keep what you have" beats LRU, which would
+ * evict every buffer just before it is needed again.  Values stored inline
+ * (small buffers) are simply detoasted.  mop.buffer_cache_reset() empties it.
+ */
+#include "postgres.h"
+
+#include "access/detoast.h"
+#include "fmgr.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "mop.h"
+
+PG_FUNCTION_INFO_V1(mop_buffer_cache_reset);
+
+/* GUC mop.buffer_cache_mb */
+int			mop_buffer_cache_mb = 256;
+
+typedef struct BufKey
+{
+	Oid			toastrelid;
+	Oid			valueid;
+	int32		extsize;
+} BufKey;
+
+typedef struct BufEntry
+{
+	BufKey		key;
+	Size		len;
+	char	   *data;			/* in cache_cxt, MAXALIGNed */
+} BufEntry;
+
+static HTAB *cache = NULL;
+static MemoryContext cache_cxt = NULL;
+static Size cache_bytes = 0;
+
+/* Create the (empty) cache. */
+static void
+cache_init(void)
+{
+	HASHCTL		ctl;
+
+	cache_cxt = AllocSetContextCreate(TopMemoryContext, "mop buffer cache",
+									  ALLOCSET_DEFAULT_SIZES);
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(BufKey);
+	ctl.entrysize = sizeof(BufEntry);
+	ctl.hcxt = cache_cxt;
+	cache = hash_create("mop buffer cache", 1024, &ctl,
+						HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	cache_bytes = 0;
+}
+
+/* Drop every cached buffer. */
+void
+mop_buffer_cache_clear(void)
+{
+	if (cache_cxt)
+		MemoryContextDelete(cache_cxt);
+	cache_cxt = NULL;
+	cache = NULL;
+	cache_bytes = 0;
+}
+
+/*
+ * The bytes of bytea datum d and their length.  The pointer is 4-byte
+ * aligned and stays valid at least until the current memory context is
+ * reset (cached values live until mop.buffer_cache_reset()).
+ */
+const char *
+mop_buffer_fetch(Datum d, Size *len)
+{
+	struct varlena *v = (struct varlena *) DatumGetPointer(d);
+	struct varatt_external tp;
+	BufKey		key;
+	BufEntry   *e;
+	bool		found;
+	bytea	   *b;
+
+	if (!VARATT_IS_EXTERNAL_ONDISK(v) || mop_buffer_cache_mb <= 0)
+	{
+		b = DatumGetByteaP(d);
+		*len = VARSIZE(b) - VARHDRSZ;
+		return VARDATA(b);
+	}
+	VARATT_EXTERNAL_GET_POINTER(tp, v);
+	memset(&key, 0, sizeof(key));
+	key.toastrelid = tp.va_toastrelid;
+	key.valueid = tp.va_valueid;
+	key.extsize = VARATT_EXTERNAL_GET_EXTSIZE(tp);
+	if (cache == NULL)
+		cache_init();
+	e = hash_search(cache, &key, HASH_FIND, NULL);
+	if (e != NULL)
+	{
+		*len = e->len;
+		return e->data;
+	}
+
+	b = DatumGetByteaP(d);
+	*len = VARSIZE(b) - VARHDRSZ;
+	if (cache_bytes + *len > (Size) mop_buffer_cache_mb * 1024 * 1024)
+		return VARDATA(b);		/* full: no admission */
+
+	e = hash_search(cache, &key, HASH_ENTER, &found);
+	e->len = *len;
+	e->data = MemoryContextAllocHuge(cache_cxt, Max(*len, 1));
+	memcpy(e->data, VARDATA(b), *len);
+	cache_bytes += *len;
+	pfree(b);
+	return e->data;
+}
+
+/* mop.buffer_cache_reset() -> bigint: bytes released */
+Datum
+mop_buffer_cache_reset(PG_FUNCTION_ARGS)
+{
+	int64		bytes = (int64) cache_bytes;
+
+	mop_buffer_cache_clear();
+	PG_RETURN_INT64(bytes);
+}
