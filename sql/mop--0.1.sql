@@ -299,6 +299,14 @@ CREATE FUNCTION @extschema@.mop_predict(model_id bigint, features float8[])
 COMMENT ON FUNCTION @extschema@.mop_predict(bigint, float8[])
 	IS 'predicted label (class text) or value (regression) of a model';
 
+CREATE FUNCTION @extschema@.mop_predict(model_id bigint, features float8[], as_type anyelement)
+	RETURNS anyelement
+	AS 'MODULE_PATHNAME', 'mop_predict_typed'
+	LANGUAGE C CALLED ON NULL INPUT STABLE PARALLEL RESTRICTED
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_predict(bigint, float8[], anyelement)
+	IS 'prediction in the type of the third argument, e.g. mop_predict(m, f, NULL::int)';
+
 CREATE FUNCTION @extschema@.mop_predict_proba(model_id bigint, features float8[])
 	RETURNS float8[]
 	AS 'MODULE_PATHNAME', 'mop_predict_proba'

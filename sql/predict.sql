@@ -20,6 +20,12 @@ SELECT round(avg((mop_predict(:blobs_model, ARRAY[a, b, c]::float8[]) = species)
 -- integer labels come back as their text
 SELECT DISTINCT mop_predict(:digits_model, ARRAY[f1, f2]) AS predicted FROM digits ORDER BY 1;
 
+-- or in the original type, given as a typed NULL
+SELECT mop_predict(:digits_model, ARRAY[f1, f2], NULL::int) AS predicted, pg_typeof(mop_predict(:digits_model, ARRAY[f1, f2], NULL::int))
+  FROM digits ORDER BY 1 LIMIT 1;
+SELECT mop_predict(:flags_model, ARRAY[1.0, 1.0], NULL::boolean) AS flag,
+       round(mop_predict(:house_model, ARRAY[0.5, 0.2], NULL::float8)) AS price;
+
 -- images
 SELECT round(avg((mop_predict(:bars_model, pixels::float8[]) = orientation)::int), 1) >= 0.9 AS accurate
   FROM bars;

@@ -22,11 +22,13 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
 #include "mop.h"
 
 PG_FUNCTION_INFO_V1(mop_predict);
+PG_FUNCTION_INFO_V1(mop_predict_typed);
 PG_FUNCTION_INFO_V1(mop_predict_proba);
 PG_FUNCTION_INFO_V1(mop_evaluate);
 
@@ -126,9 +128,9 @@ predict_one(PredictCache *c, ArrayType *a)
 		mop_nn_error(st, &err, "prediction failed");
 }
 
-/* mop_predict(model_id bigint, features float8[]) -> text label or value */
-Datum
-mop_predict(PG_FUNCTION_ARGS)
+/* The predicted label (class) or value (regression) as a C string. */
+static char *
+predict_label(FunctionCallInfo fcinfo)
 {
 	PredictCache *c = predict_cache(fcinfo, PG_GETARG_INT64(0));
 	const MopDataset *ds = c->ds;
@@ -138,10 +140,8 @@ mop_predict(PG_FUNCTION_ARGS)
 	if (ds->target_kind == MOP_TARGET_REGRESSION)
 	{
 		/* the model computes in float32: print its shortest exact form */
-		char	   *v = DatumGetCString(DirectFunctionCall1(float4out,
-															Float4GetDatum(c->out[0])));
-
-		PG_RETURN_TEXT_P(cstring_to_text(v));
+		return DatumGetCString(DirectFunctionCall1(float4out,
+												   Float4GetDatum(c->out[0])));
 	}
 	if (c->out_dim == 1)
 		best = c->out[0] >= 0.5f ? 1 : 0;
@@ -153,7 +153,37 @@ mop_predict(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("model output %d has no label in dataset \"%s\"", best, ds->name)));
-	PG_RETURN_TEXT_P(cstring_to_text(ds->labels[best]));
+	return ds->labels[best];
+}
+
+/* mop_predict(model_id bigint, features float8[]) -> text label or value */
+Datum
+mop_predict(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TEXT_P(cstring_to_text(predict_label(fcinfo)));
+}
+
+/*
+ * mop_predict(model_id bigint, features float8[], as anyelement) -> anyelement:
+ * the prediction converted to the type of the third argument (usually a
+ * typed NULL such as NULL::int), through that type's input function.
+ */
+Datum
+mop_predict_typed(PG_FUNCTION_ARGS)
+{
+	Oid			rettype = get_fn_expr_rettype(fcinfo->flinfo);
+	Oid			typinput,
+				typioparam;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		PG_RETURN_NULL();
+	if (!OidIsValid(rettype))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDETERMINATE_DATATYPE),
+				 errmsg("could not determine the result type of mop_predict")));
+	getTypeInputInfo(rettype, &typinput, &typioparam);
+	PG_RETURN_DATUM(OidInputFunctionCall(typinput, predict_label(fcinfo),
+										 typioparam, -1));
 }
 
 /*
