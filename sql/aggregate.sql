@@ -44,6 +44,13 @@ SELECT g, (r).rows, (r).status FROM (
    WHERE b.dataset_id = :ds AND b.split = 'train' AND b.partition = 1
    GROUP BY g) s ORDER BY g;
 
+-- expanding the composite evaluates the aggregate once
+SELECT rows, status, length(state) > 0 AS has_state
+  FROM (SELECT (mop.train_agg(m.state, b.x, b.y ORDER BY b.buffer_no)).*
+          FROM m, mop.buffers b
+         WHERE b.dataset_id = :ds AND b.split = 'train' AND b.partition = 2) s;
+SELECT (mop.eval_agg(m.state, b.x, b.y)).* FROM m, mop.buffers b WHERE false;
+
 -- no buffers: NULL
 SELECT mop.train_agg(m.state, b.x, b.y) IS NULL AS empty_is_null
   FROM m, mop.buffers b WHERE false;

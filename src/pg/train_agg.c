@@ -270,6 +270,8 @@ mop_train_agg_final(PG_FUNCTION_ARGS)
 
 	if (s == NULL)
 		PG_RETURN_NULL();
+	if (s->h->model == NULL)
+		elog(ERROR, "mop.train_agg: final function called twice");
 	if (get_call_result_type(fcinfo, NULL, &td) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "mop.train_agg must return a composite");
 	memset(&res, 0, sizeof(res));
@@ -349,6 +351,8 @@ mop_eval_agg_final(PG_FUNCTION_ARGS)
 
 	if (s == NULL)
 		PG_RETURN_NULL();
+	if (s->h->model == NULL)
+		elog(ERROR, "mop.eval_agg: final function called twice");
 	if (get_call_result_type(fcinfo, NULL, &td) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "mop.eval_agg must return a composite");
 	values[0] = Float8GetDatum(s->res.loss_sum);
