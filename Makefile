@@ -8,9 +8,9 @@
 #
 # GPU code (gpu/, a later issue) must never be added to OBJS: PGXS emits LLVM
 # bitcode for every object in OBJS when the server was built --with-llvm
-# (Debian's is, using clang-14), and nvcc objects cannot go through that step.
-# The GPU part is to be built as its own shared object by its own rule (see the
-# gpu targets at the end) and loaded at run time.
+# (Debian's is, with clang-14, which postgresql-server-dev-15 pulls in), and
+# nvcc objects cannot go through that step.  The GPU part is its own shared
+# object with its own rule (at the end).
 
 EXTENSION = mop
 MODULE_big = mop
@@ -21,7 +21,8 @@ NN_SRCS = $(sort $(wildcard src/nn/*.c) $(wildcard src/search/*.c))
 PG_SRCS = $(sort $(wildcard src/pg/*.c))
 OBJS = $(NN_SRCS:.c=.o) $(PG_SRCS:.c=.o)
 
-PG_CPPFLAGS = -Isrc/nn -Isrc/search -Isrc/pg
+# (no -Isrc/search: its sched.h would shadow the system <sched.h>)
+PG_CPPFLAGS = -Isrc/nn -Isrc/pg -Isrc
 # -O3 for the engine's inner loops (PGXS puts PG_CFLAGS after its own -O2);
 # no FMA contraction and no errno from libm, as in the engine's unit tests,
 # so the extension computes exactly what the tests check.
@@ -37,11 +38,21 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-# The engine must not see PostgreSQL headers' macros by accident: it only
-# includes its own header, but it is compiled with the same flags.
-
-.PHONY: gpu
-# gpu: placeholder for the CUDA shared object of a later issue; built with
-# nvcc into gpu/mop_gpu.so, outside OBJS and the bitcode step.
-gpu:
-	@if [ -d gpu ] && [ -f gpu/Makefile ]; then $(MAKE) -C gpu; else echo "no gpu/ sources yet"; fi
+# Optional CUDA part (the GPU issue): gpu/*.cu -> gpu/mop_gpu.so, built by
+# nvcc only when both nvcc and CUDA sources exist, installed next to mop.so
+# and loaded at run time.  It is deliberately not in OBJS, so PGXS never
+# tries to emit LLVM bitcode for it, and a machine without CUDA builds and
+# tests everything else unchanged.
+NVCC ?= $(shell command -v nvcc 2>/dev/null)
+GPU_SRCS = $(sort $(wildcard gpu/*.cu))
+ifneq ($(and $(NVCC),$(GPU_SRCS)),)
+GPU_LIB = gpu/mop_gpu.so
+all: $(GPU_LIB)
+$(GPU_LIB): $(GPU_SRCS) $(wildcard gpu/*.h) src/nn/nn.h
+	$(NVCC) -O3 -Xcompiler -fPIC -shared -Isrc/nn -o $@ $(GPU_SRCS)
+install: install-gpu
+.PHONY: install-gpu
+install-gpu: $(GPU_LIB)
+	$(INSTALL_SHLIB) $(GPU_LIB) '$(DESTDIR)$(pkglibdir)/mop_gpu.so'
+EXTRA_CLEAN += $(GPU_LIB)
+endif
