@@ -33,6 +33,9 @@ SHLIB_LINK = -ldl -lm
 REGRESS = install prepare train aggregate predict errors
 REGRESS_OPTS = --inputdir=.
 
+# the optional GPU object (see the end); pgxs reads EXTRA_CLEAN when included
+EXTRA_CLEAN = gpu/mop_gpu.so
+
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -54,5 +57,4 @@ install: install-gpu
 .PHONY: install-gpu
 install-gpu: $(GPU_LIB)
 	$(INSTALL_SHLIB) $(GPU_LIB) '$(DESTDIR)$(pkglibdir)/mop_gpu.so'
-EXTRA_CLEAN += $(GPU_LIB)
 endif
