@@ -17,6 +17,13 @@ SELECT array_length(p, 1) AS n, round((p[1] + p[2] + p[3])::numeric, 4) AS total
 SELECT round(avg((mop_predict(:blobs_model, ARRAY[a, b, c]::float8[]) = species)::int), 1) >= 0.9 AS accurate
   FROM blobs;
 
+-- several models in one query (each loaded once per call site)
+SELECT m.id = :blobs_model AS first, count(*) AS rows,
+       round(avg((mop_predict(m.id, ARRAY[b.a, b.b, b.c]::float8[]) = b.species)::int), 1) >= 0.9 AS accurate
+  FROM blobs b, mop.models m JOIN mop.datasets d ON d.id = m.dataset_id
+ WHERE d.name = 'blobs' AND m.status = 'done' AND m.epochs_done >= 8
+ GROUP BY 1 ORDER BY 1;
+
 -- integer labels come back as their text
 SELECT DISTINCT mop_predict(:digits_model, ARRAY[f1, f2]) AS predicted FROM digits ORDER BY 1;
 

@@ -4,9 +4,9 @@
  * Prediction applies the dataset's stored standardisation to the given
  * features, runs the model's latest checkpoint (mop.models.state) and maps
  * the output back to the original label: the class text for class and
- * binary targets, the value for regression.  The deserialized model is
- * cached in fn_extra for the rest of the query, so predicting over a table
- * deserializes it once per model, not once per row.
+ * binary targets, the value for regression.  Deserialized models are cached
+ * in fn_extra (a few per call site) for the rest of the query, so predicting
+ * over a table deserializes each model once, not once per row.
  *
  * mop_evaluate reads a table or view with the dataset's feature and target
  * columns (as the caller, NULL rows rejected as in mop_prepare), maps labels
@@ -34,7 +34,7 @@ PG_FUNCTION_INFO_V1(mop_evaluate);
 
 #define EVAL_SLICE 1024
 
-/* Per-call-site cache of a loaded model. */
+/* One loaded model of a call site's cache. */
 typedef struct PredictCache
 {
 	int64		model_id;
@@ -46,43 +46,68 @@ typedef struct PredictCache
 	MemoryContext cxt;
 } PredictCache;
 
+/*
+ * Models cached per call site (fn_extra), so that predicting with a few
+ * models over a table, e.g. comparing them, does not reload per row.
+ */
+#define PREDICT_CACHE_SLOTS 8
+
+typedef struct PredictSlots
+{
+	PredictCache *slot[PREDICT_CACHE_SLOTS];
+	int			next;			/* round-robin victim */
+} PredictSlots;
+
 /* The cached model for model_id (loading it on a miss). */
 static PredictCache *
 predict_cache(FunctionCallInfo fcinfo, int64 model_id)
 {
-	PredictCache *c = (PredictCache *) fcinfo->flinfo->fn_extra;
-	MemoryContext old;
+	PredictSlots *slots = (PredictSlots *) fcinfo->flinfo->fn_extra;
+	PredictCache *c;
+	MemoryContext cxt,
+				old;
 	bytea	   *state;
+	int			i;
 
-	if (c != NULL && c->model_id == model_id)
-		return c;
-	if (c != NULL)
-		MemoryContextDelete(c->cxt);	/* frees the old model too */
-	fcinfo->flinfo->fn_extra = NULL;
-
+	if (slots == NULL)
 	{
-		MemoryContext cxt = AllocSetContextCreate(fcinfo->flinfo->fn_mcxt,
-												  "mop_predict model",
-												  ALLOCSET_SMALL_SIZES);
-
-		old = MemoryContextSwitchTo(cxt);
-		c = palloc0(sizeof(PredictCache));
-		c->cxt = cxt;
-		c->model_id = model_id;
-		c->ds = mop_dataset_of_model(model_id, &state);
-		c->h = mop_model_from_blob(state, cxt);
-		pfree(state);
-		c->out_dim = nn_model_out_dim(c->h->model);
-		if (nn_model_in_dim(c->h->model) != c->ds->nfeatures)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("model " INT64_FORMAT " expects %d features but its dataset has %d",
-							model_id, nn_model_in_dim(c->h->model), c->ds->nfeatures)));
-		c->x = palloc(sizeof(float) * c->ds->nfeatures);
-		c->out = palloc(sizeof(float) * Max(c->out_dim, 2));
-		MemoryContextSwitchTo(old);
+		slots = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(PredictSlots));
+		fcinfo->flinfo->fn_extra = slots;
 	}
-	fcinfo->flinfo->fn_extra = c;
+	for (i = 0; i < PREDICT_CACHE_SLOTS; i++)
+		if (slots->slot[i] != NULL && slots->slot[i]->model_id == model_id)
+			return slots->slot[i];
+
+	/* a miss: take a free slot, or evict round-robin */
+	for (i = 0; i < PREDICT_CACHE_SLOTS && slots->slot[i] != NULL; i++)
+		;
+	if (i == PREDICT_CACHE_SLOTS)
+	{
+		i = slots->next;
+		slots->next = (slots->next + 1) % PREDICT_CACHE_SLOTS;
+		MemoryContextDelete(slots->slot[i]->cxt);	/* frees its model too */
+		slots->slot[i] = NULL;
+	}
+
+	cxt = AllocSetContextCreate(fcinfo->flinfo->fn_mcxt, "mop_predict model",
+								ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	c = palloc0(sizeof(PredictCache));
+	c->cxt = cxt;
+	c->model_id = model_id;
+	c->ds = mop_dataset_of_model(model_id, &state);
+	c->h = mop_model_from_blob(state, cxt);
+	pfree(state);
+	c->out_dim = nn_model_out_dim(c->h->model);
+	if (nn_model_in_dim(c->h->model) != c->ds->nfeatures)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("model " INT64_FORMAT " expects %d features but its dataset has %d",
+						model_id, nn_model_in_dim(c->h->model), c->ds->nfeatures)));
+	c->x = palloc(sizeof(float) * c->ds->nfeatures);
+	c->out = palloc(sizeof(float) * Max(c->out_dim, 2));
+	MemoryContextSwitchTo(old);
+	slots->slot[i] = c;
 	return c;
 }
 
