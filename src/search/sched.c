@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched.h"
+#include "mop_sched.h"
 
 typedef struct model_state
 {

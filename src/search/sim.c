@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim.h"
+#include "mop_sim.h"
 
 /* Run the simulation. */
 int

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "sched.h"
-#include "sim.h"
+#include "mop_sched.h"
+#include "mop_sim.h"
 
 static uint64_t
 rnd(uint64_t *s)

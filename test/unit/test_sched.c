@@ -3,8 +3,8 @@
  * produces under simulated timing, determinism, dynamic budgets, restore.
  */
 #include "harness.h"
-#include "../../src/search/sched.h"
-#include "../../src/search/sim.h"
+#include "../../src/search/mop_sched.h"
+#include "../../src/search/mop_sim.h"
 
 /* Check MOP's invariants on a simulated schedule. */
 static void

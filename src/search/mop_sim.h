@@ -1,12 +1,12 @@
 /*
- * sim.h -- discrete-event simulation of the MOP scheduler: W workers, a cost
+ * mop_sim.h -- discrete-event simulation of the MOP scheduler: W workers, a cost
  * per model per sub-epoch, no server.  Used by the unit tests (invariants,
  * determinism) and by the scale benchmark (makespan against its lower bound).
  */
 #ifndef MOP_SIM_H
 #define MOP_SIM_H
 
-#include "sched.h"
+#include "mop_sched.h"
 
 typedef struct mop_sim_hop
 {

@@ -1,5 +1,5 @@
 /*
- * sched.h -- the model hopper (MOP) scheduler core, pure C.
+ * mop_sched.h -- the model hopper (MOP) scheduler core, pure C.
  *
  * The data is split into P partitions, owned by W workers (partition p
  * belongs to worker p % W).  A task is "train model m on partition p for one
