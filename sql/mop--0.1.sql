@@ -333,3 +333,16 @@ CREATE FUNCTION @extschema@.mop_drop_dataset(dataset text) RETURNS boolean
 	END;
 COMMENT ON FUNCTION @extschema@.mop_drop_dataset(text)
 	IS 'delete a dataset with its buffers, runs, models, epochs and hops';
+
+-- pg_dump: the catalog holds user data, so dump its rows (and the identity
+-- sequences' positions) with the database
+SELECT pg_catalog.pg_extension_config_dump('mop.datasets', '');
+SELECT pg_catalog.pg_extension_config_dump('mop.buffers', '');
+SELECT pg_catalog.pg_extension_config_dump('mop.runs', '');
+SELECT pg_catalog.pg_extension_config_dump('mop.models', '');
+SELECT pg_catalog.pg_extension_config_dump('mop.epochs', '');
+SELECT pg_catalog.pg_extension_config_dump('mop.hops', '');
+SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mop.datasets', 'id'), '');
+SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mop.runs', 'id'), '');
+SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mop.models', 'id'), '');
+SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mop.hops', 'id'), '');
