@@ -55,7 +55,7 @@ SELECT epoch, round(train_loss::numeric, 4) AS train_loss, round(train_metric::n
        round(valid_loss::numeric, 4) AS valid_loss, round(valid_metric::numeric, 4) AS valid_accuracy,
        round(seconds::numeric, 1) AS seconds
   FROM mop.epochs WHERE model_id = :model_id ORDER BY epoch;
-SELECT 'validation accuracy: ' || round(best_valid_metric::numeric, 4) AS result
+SELECT 'best validation accuracy: ' || round(best_valid_metric::numeric, 4) || ' (epoch ' || best_epoch || ')' AS result
   FROM mop.models WHERE id = :model_id;
 SELECT 'test accuracy (10,000 images): ' || round(metric::numeric, 4) AS result
   FROM mop_evaluate(:model_id, 'fashion_test');
