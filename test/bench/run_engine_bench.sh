@@ -32,8 +32,8 @@ PY=/usr/bin/python3   # Debian's python3-torch lives in the system interpreter
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
 echo "# mop engine benchmark  $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-echo "host: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cpus; $(uname -sr)"
-echo "cpu MHz: $(lscpu | sed -n 's/^CPU max MHz: *//p;s/^CPU MHz: *//p' | head -1)"
+echo "host: $(lscpu | sed -n 's/^Model name: *//p') (family $(lscpu | sed -n 's/^CPU family: *//p') model $(lscpu | sed -n 's/^Model: *//p')), $(getconf _NPROCESSORS_ONLN) cpus, $(sed -n 's/^cpu MHz[^:]*: *//p' /proc/cpuinfo | head -1) MHz nominal; $(uname -sr)"
+echo "cpu flags: $(grep -o -w -E 'avx2|fma|avx512f' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 echo "compiler: $($CC --version | head -1); CFLAGS: $CFLAGS; link: -ldl -lm"
 echo "git: $(git rev-parse --short HEAD 2>/dev/null || echo none) $(git status --porcelain src/nn 2>/dev/null | wc -l) uncommitted src/nn files"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (a shared machine: other work competes)"

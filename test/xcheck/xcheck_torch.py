@@ -65,8 +65,10 @@ CASES = [
      dict(opt="sgd", lr=0.05, momentum=0.9, nesterov=1)),
     ("mlp/adamw", "784", "mlp", 32, dict(opt="adamw", lr=1e-3, wd=0.05)),
     ("mlp/rmsprop", "784", "mlp", 32, dict(opt="rmsprop", lr=1e-3, rho=0.9)),
+    # (with lr=5e-4, rho=0.99 PyTorch float32 itself drifts 1e-2 from its
+    # float64 run within 50 steps while mop stays within 1e-4 of float64)
     ("mlp/rmsprop+mom", "784", "mlp", 32,
-     dict(opt="rmsprop", lr=5e-4, rho=0.99, momentum=0.5)),
+     dict(opt="rmsprop", lr=2e-4, rho=0.9, momentum=0.5)),
     ("mlp/adam+l2+clip", "784", "mlp", 32,
      dict(opt="adam", lr=1e-3, l2=1e-2, clip=1.0)),
     ("mlp/sgd+l2+clip", "784", "mlp", 32,
