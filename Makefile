@@ -21,7 +21,7 @@ NN_SRCS = $(sort $(wildcard src/nn/*.c) $(wildcard src/search/*.c))
 PG_SRCS = $(sort $(wildcard src/pg/*.c))
 OBJS = $(NN_SRCS:.c=.o) $(PG_SRCS:.c=.o)
 
-# (no -Isrc/search: its sched.h would shadow the system <sched.h>)
+# src/search headers are named mop_*.h so they never shadow system headers
 PG_CPPFLAGS = -Isrc/nn -Isrc/pg -Isrc
 # -O3 for the engine's inner loops (PGXS puts PG_CFLAGS after its own -O2);
 # no FMA contraction and no errno from libm, as in the engine's unit tests,
@@ -30,7 +30,7 @@ PG_CFLAGS = -O3 -ffp-contract=off -fno-math-errno
 SHLIB_LINK = -ldl -lm
 
 # pg_regress: tests in sql/, expected output in expected/.
-REGRESS = install prepare train aggregate predict errors
+REGRESS = install prepare train aggregate predict errors search
 REGRESS_OPTS = --inputdir=.
 
 # the optional GPU object (see the end); pgxs reads EXTRA_CLEAN when included

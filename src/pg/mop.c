@@ -19,6 +19,7 @@
 #include "utils/memutils.h"
 
 #include "mop.h"
+#include "run.h"
 
 PG_MODULE_MAGIC;
 
@@ -46,6 +47,7 @@ _PG_init(void)
 							256, 0, INT_MAX / 1024,
 							PGC_USERSET, GUC_UNIT_MB,
 							NULL, NULL, NULL);
+	mop_run_define_gucs();
 	MarkGUCPrefixReserved("mop");
 }
 

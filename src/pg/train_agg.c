@@ -34,6 +34,7 @@
 #include "utils/memutils.h"
 
 #include "mop.h"
+#include "run.h"
 
 PG_FUNCTION_INFO_V1(mop_init_model);
 PG_FUNCTION_INFO_V1(mop_train_agg_step);
@@ -218,6 +219,8 @@ mop_train_rows(nn_model *m, const float *x, const float *y, int64 n,
 		}
 		if (st != NN_OK)
 			mop_nn_error(st, &err, "training failed");
+		if (mop_progress_rows)
+			*mop_progress_rows += cnt;
 	}
 }
 

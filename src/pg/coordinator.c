@@ -1,0 +1,691 @@
+/*
+ * coordinator.c -- the coordinator of a model-selection run.
+ *
+ * A background worker started by the caller of mop_grid_search (and
+ * friends) and connected as the caller's role.  It is the "launcher that
+ * commits on its own": the caller's transaction cannot commit while the
+ * call runs, and workers see only committed rows, so the coordinator
+ * creates the run and its models in its own transaction and commits them
+ * before any worker starts.  Then it starts the training workers and runs
+ * the MOP scheduler (src/search/sched.c) over their slots in shared memory:
+ * whenever a worker is idle it gets a model that is not busy and has not yet
+ * visited that worker's partition in the current epoch.  Checkpoints travel
+ * through mop.models.state, committed by the worker after every sub-epoch,
+ * so a hop moves the full model state (weights, optimizer moments, RNG) and
+ * a crash loses at most the sub-epochs in flight.
+ *
+ * Failures are contained: a task's ERROR fails only its model; a worker
+ * that dies is restarted (a few times) and its task re-run; an ERROR in the
+ * coordinator itself marks the run failed with its message in a fresh
+ * transaction, so the failure is recorded even though the failing
+ * transaction rolled back.  Cancellation (from the blocking caller, or
+ * mop_cancel from any session) terminates the workers -- each stops within
+ * one minibatch, its transaction rolls back -- and marks the run cancelled;
+ * mop_resume continues it from the committed checkpoints.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "storage/dsm.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "mop.h"
+#include "run.h"
+#include "search/mop_sched.h"
+
+#define MAX_RESTARTS 3
+
+static MopRunShared *run;
+static dsm_segment *run_seg;
+
+/* Per-worker bookkeeping kept by the coordinator. */
+typedef struct WorkerInfo
+{
+	BackgroundWorkerHandle *handle;
+	bool		busy;
+	mop_task	task;
+	int			restarts;
+} WorkerInfo;
+
+/* Per-model bookkeeping. */
+typedef struct ModelInfo
+{
+	int64		id;
+	int32		target;			/* epochs */
+} ModelInfo;
+
+static WorkerInfo workers[MOP_MAX_WORKERS];
+static int	n_workers;
+static ModelInfo *models;
+static int	n_models;
+static int	n_partitions;
+static int64 resumed_hops;	/* sub-epochs already done when resuming */
+
+/* SPI statement or ERROR. */
+static void
+exec_sql(const char *sql, int nargs, Oid *types, Datum *vals, int expect)
+{
+	int			rc = SPI_execute_with_args(sql, nargs, types, vals, NULL, false, 0);
+
+	if (rc != expect)
+		elog(ERROR, "mop coordinator: query failed (%s): %s", SPI_result_code_string(rc), sql);
+}
+
+static void
+begin_tx(void)
+{
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+}
+
+static void
+commit_tx(void)
+{
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
+/* The n-th NUL-separated string of the payload. */
+static const char *
+payload_str(int n)
+{
+	const char *p = run->payload;
+
+	for (int i = 0; i < n; i++)
+		p += strlen(p) + 1;
+	return p;
+}
+
+/* Create the run and its models (new run), committed. */
+static void
+create_run(void)
+{
+	const char *kind = payload_str(0);
+	const char *dsname = payload_str(1);
+	const char *space = payload_str(2);
+	MopDataset *ds;
+	Oid			t[8];
+	Datum		v[8];
+	bool		isnull;
+	int64		run_id;
+	char		opts[256];
+
+	begin_tx();
+	ds = mop_dataset_lookup(dsname, true);
+	if (ds == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("dataset \"%s\" is not visible to the run's workers", dsname),
+				 errhint("Background workers see only committed data: commit mop_prepare() before starting a search.")));
+	n_partitions = ds->partitions;
+	snprintf(opts, sizeof(opts),
+			 "{\"deterministic\": %s, \"scheduler\": \"%s\", \"blas_threads\": %d}",
+			 run->deterministic ? "true" : "false",
+			 run->pick == MOP_PICK_LONGEST ? "longest" :
+			 run->pick == MOP_PICK_PRIORITY ? "priority" : "random",
+			 run->blas_threads);
+	t[0] = TEXTOID;
+	v[0] = CStringGetTextDatum(kind);
+	t[1] = INT8OID;
+	v[1] = Int64GetDatum(ds->id);
+	t[2] = JSONBOID;
+	v[2] = DirectFunctionCall1(jsonb_in, CStringGetDatum(space));
+	t[3] = INT4OID;
+	v[3] = Int32GetDatum(run->epochs);
+	t[4] = INT4OID;
+	v[4] = Int32GetDatum(run->n_workers);
+	t[5] = INT4OID;
+	v[5] = Int32GetDatum(run->seed);
+	t[6] = INT8OID;
+	v[6] = Int64GetDatum((int64) dsm_segment_handle(run_seg));
+	t[7] = JSONBOID;
+	v[7] = DirectFunctionCall1(jsonb_in, CStringGetDatum(opts));
+	exec_sql("INSERT INTO mop.runs (kind, dataset_id, space, epochs, workers, seed, status, "
+			 "shm_handle, options) VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8) RETURNING id",
+			 8, t, v, SPI_OK_INSERT_RETURNING);
+	run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+
+	models = MemoryContextAllocZero(TopMemoryContext, sizeof(ModelInfo) * run->n_models);
+	n_models = run->n_models;
+	for (int i = 0; i < n_models; i++)
+	{
+		const char *cfg = payload_str(3 + i);
+		Jsonb	   *config = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(cfg)));
+		nn_spec		spec;
+		ModelHandle *h;
+		nn_error	err;
+		nn_status	st;
+
+		mop_config_to_spec(config, ds, &spec);
+		mop_blas_ensure();
+		h = mop_model_handle(CurrentMemoryContext);
+		if ((st = nn_model_create(&spec, &h->model, &err)) != NN_OK)
+			mop_nn_error(st, &err, "could not create model");
+		t[0] = INT8OID;
+		v[0] = Int64GetDatum(run_id);
+		t[1] = INT8OID;
+		v[1] = Int64GetDatum(ds->id);
+		t[2] = JSONBOID;
+		v[2] = JsonbPGetDatum(config);
+		t[3] = BYTEAOID;
+		v[3] = PointerGetDatum(mop_model_to_blob(h->model));
+		t[4] = TEXTOID;
+		v[4] = CStringGetTextDatum(nn_metric_name(spec.metric));
+		t[5] = BOOLOID;
+		v[5] = BoolGetDatum(nn_metric_higher_is_better(spec.metric));
+		mop_model_release(h);
+		exec_sql("INSERT INTO mop.models (run_id, dataset_id, config, status, state, metric, "
+				 "higher_is_better) VALUES ($1, $2, $3, 'training', $4, $5, $6) RETURNING id",
+				 6, t, v, SPI_OK_INSERT_RETURNING);
+		models[i].id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+												   SPI_tuptable->tupdesc, 1, &isnull));
+		models[i].target = run->epochs;
+		if (i == 0)
+			run->higher_is_better = nn_metric_higher_is_better(spec.metric);
+	}
+	commit_tx();
+	SpinLockAcquire(&run->mutex);
+	run->run_id = run_id;
+	SpinLockRelease(&run->mutex);
+}
+
+/* Load an existing run for resumption; fills the scheduler state later. */
+static void
+load_run(void)
+{
+	Oid			t[2] = {INT8OID, INT8OID};
+	Datum		v[2];
+	bool		isnull;
+	char	   *status;
+
+	begin_tx();
+	v[0] = Int64GetDatum(run->resume_run_id);
+	exec_sql("SELECT r.status, d.partitions, r.epochs, r.seed, "
+			 "COALESCE((r.options->>'deterministic')::boolean, false), "
+			 "COALESCE(r.options->>'scheduler', 'random') "
+			 "FROM mop.runs r JOIN mop.datasets d ON d.id OPERATOR(pg_catalog.=) r.dataset_id "
+			 "WHERE r.id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF r",
+			 1, t, v, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("run %lld does not exist", (long long) run->resume_run_id)));
+	status = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	if (strcmp(status, "done") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld has already finished", (long long) run->resume_run_id)));
+	n_partitions = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	run->epochs = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+	run->seed = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
+	run->deterministic = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull));
+	{
+		char	   *pick = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
+															 SPI_tuptable->tupdesc, 6, &isnull));
+
+		run->pick = strcmp(pick, "longest") == 0 ? MOP_PICK_LONGEST :
+			strcmp(pick, "priority") == 0 ? MOP_PICK_PRIORITY : MOP_PICK_RANDOM;
+	}
+	v[1] = Int64GetDatum((int64) dsm_segment_handle(run_seg));
+	exec_sql("UPDATE mop.runs SET status = 'running', error = NULL, finished_at = NULL, "
+			 "shm_handle = $2 WHERE id OPERATOR(pg_catalog.=) $1", 2, t, v, SPI_OK_UPDATE);
+	commit_tx();
+	SpinLockAcquire(&run->mutex);
+	run->run_id = run->resume_run_id;
+	SpinLockRelease(&run->mutex);
+}
+
+/* Add the run's models to the scheduler, restoring progress from hops. */
+static void
+restore_models(mop_sched *s)
+{
+	Oid			t[1] = {INT8OID};
+	Datum		v[1];
+	bool		isnull;
+
+	resumed_hops = 0;
+	begin_tx();
+	v[0] = Int64GetDatum(run->run_id);
+	exec_sql("SELECT m.id, m.epochs_done, m.status, m.higher_is_better, "
+			 "(SELECT pg_catalog.array_agg(h.partition) FROM mop.hops h "
+			 " WHERE h.model_id OPERATOR(pg_catalog.=) m.id "
+			 " AND h.epoch OPERATOR(pg_catalog.=) (m.epochs_done OPERATOR(pg_catalog.+) 1)) "
+			 "FROM mop.models m WHERE m.run_id OPERATOR(pg_catalog.=) $1 ORDER BY m.id",
+			 1, t, v, SPI_OK_SELECT);
+	n_models = (int) SPI_processed;
+	models = MemoryContextAllocZero(TopMemoryContext, sizeof(ModelInfo) * Max(n_models, 1));
+	for (int i = 0; i < n_models; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	td = SPI_tuptable->tupdesc;
+		int32		done = DatumGetInt32(SPI_getbinval(tup, td, 2, &isnull));
+		char	   *status = TextDatumGetCString(SPI_getbinval(tup, td, 3, &isnull));
+		bool		no_visits;
+		Datum		arr = SPI_getbinval(tup, td, 5, &no_visits);
+		int32		idx;
+
+		models[i].id = DatumGetInt64(SPI_getbinval(tup, td, 1, &isnull));
+		models[i].target = strcmp(status, "training") == 0 ? run->epochs : done;
+		idx = mop_sched_add_model(s, models[i].target);
+		if (i == 0)
+			run->higher_is_better = DatumGetBool(SPI_getbinval(tup, td, 4, &isnull));
+		if (!no_visits)
+		{
+			ArrayType  *a = DatumGetArrayTypeP(arr);
+			int32	   *parts = (int32 *) ARR_DATA_PTR(a);
+			int			n = ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a));
+
+			mop_sched_restore(s, idx, done, parts, n);
+		}
+		else
+			mop_sched_restore(s, idx, done, NULL, 0);
+		if (strcmp(status, "training") != 0)
+			mop_sched_stop(s, idx);
+		resumed_hops += (int64) done * n_partitions + mop_sched_visited(s, idx);
+	}
+	commit_tx();
+	run->n_models = n_models;
+}
+
+/* Start worker i; returns false if it could not be started. */
+static bool
+start_worker(int i)
+{
+	BackgroundWorker w;
+	pid_t		pid;
+
+	memset(&w, 0, sizeof(w));
+	w.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	w.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	w.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(w.bgw_library_name, BGW_MAXLEN, "mop");
+	snprintf(w.bgw_function_name, BGW_MAXLEN, "mop_worker_main");
+	snprintf(w.bgw_name, BGW_MAXLEN, "mop worker %d of run %lld", i, (long long) run->run_id);
+	snprintf(w.bgw_type, BGW_MAXLEN, "mop worker");
+	w.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(run_seg));
+	w.bgw_notify_pid = MyProcPid;
+	memcpy(w.bgw_extra, &i, sizeof(int));
+	SpinLockAcquire(&run->mutex);
+	run->slots[i].state = MOP_SLOT_STARTING;
+	run->slots[i].latch = NULL;
+	SpinLockRelease(&run->mutex);
+	if (!RegisterDynamicBackgroundWorker(&w, &workers[i].handle))
+		return false;
+	if (WaitForBackgroundWorkerStartup(workers[i].handle, &pid) != BGWH_STARTED)
+		return false;
+	return true;
+}
+
+/* Ask every worker to exit (terminate: SIGTERM, stopping mid-task) and wait. */
+static void
+stop_workers(bool terminate)
+{
+	for (int i = 0; i < n_workers; i++)
+	{
+		Latch	   *latch;
+
+		SpinLockAcquire(&run->mutex);
+		if (run->slots[i].state != MOP_SLOT_GONE)
+			run->slots[i].state = MOP_SLOT_EXIT;
+		latch = run->slots[i].latch;
+		SpinLockRelease(&run->mutex);
+		if (terminate && workers[i].handle)
+			TerminateBackgroundWorker(workers[i].handle);
+		else if (latch)
+			SetLatch(latch);
+	}
+	for (int i = 0; i < n_workers; i++)
+		if (workers[i].handle)
+			WaitForBackgroundWorkerShutdown(workers[i].handle);
+}
+
+/* Was the hop of task t committed (worker died after commit)? */
+static bool
+hop_committed(const mop_task *t)
+{
+	Oid			ty[3] = {INT8OID, INT4OID, INT4OID};
+	Datum		v[3];
+	bool		found;
+
+	begin_tx();
+	v[0] = Int64GetDatum(models[t->model].id);
+	v[1] = Int32GetDatum(t->epoch + 1);
+	v[2] = Int32GetDatum(t->partition);
+	exec_sql("SELECT 1 FROM mop.hops WHERE model_id OPERATOR(pg_catalog.=) $1 "
+			 "AND epoch OPERATOR(pg_catalog.=) $2 AND partition OPERATOR(pg_catalog.=) $3",
+			 3, ty, v, SPI_OK_SELECT);
+	found = SPI_processed > 0;
+	commit_tx();
+	return found;
+}
+
+/* Fold a finished task into the scheduler and the progress counters. */
+static void
+task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, double vm)
+{
+	mop_task   *t = &workers[w].task;
+
+	workers[w].busy = false;
+	if (outcome == MOP_TASK_OK)
+	{
+		bool		epoch_done = mop_sched_complete(s, t, seconds);
+
+		SpinLockAcquire(&run->mutex);
+		run->hops_done++;
+		if (epoch_done && isfinite(vm) &&
+			(isnan(run->best_metric) ||
+			 (run->higher_is_better ? vm > run->best_metric : vm < run->best_metric)))
+			run->best_metric = vm;
+		if (epoch_done && mop_sched_epochs_done(s, t->model) >= models[t->model].target)
+			run->models_done++;
+		SpinLockRelease(&run->mutex);
+	}
+	else
+	{
+		/* diverged or failed: the model stops, the run goes on */
+		mop_sched_abort(s, t);
+		mop_sched_stop(s, t->model);
+		SpinLockAcquire(&run->mutex);
+		run->models_done++;
+		SpinLockRelease(&run->mutex);
+	}
+}
+
+/* The scheduling loop; returns true if cancelled. */
+static bool
+schedule(mop_sched *s)
+{
+	for (;;)
+	{
+		bool		cancel;
+
+		CHECK_FOR_INTERRUPTS();
+		for (int w = 0; w < n_workers; w++)
+		{
+			MopSlot		copy;
+			pid_t		pid;
+
+			SpinLockAcquire(&run->mutex);
+			copy = run->slots[w];
+			SpinLockRelease(&run->mutex);
+
+			if (copy.state == MOP_SLOT_DONE)
+			{
+				task_finished(s, w, copy.outcome, copy.seconds, copy.valid_metric);
+				SpinLockAcquire(&run->mutex);
+				run->slots[w].state = MOP_SLOT_IDLE;
+				SpinLockRelease(&run->mutex);
+				copy.state = MOP_SLOT_IDLE;
+			}
+			if (copy.state == MOP_SLOT_GONE ||
+				(copy.state != MOP_SLOT_EXIT &&
+				 GetBackgroundWorkerPid(workers[w].handle, &pid) == BGWH_STOPPED))
+			{
+				/* the worker died: settle its task, start a new one */
+				if (workers[w].busy)
+				{
+					if (hop_committed(&workers[w].task))
+						task_finished(s, w, MOP_TASK_OK, 0, NAN);
+					else
+					{
+						mop_sched_abort(s, &workers[w].task);
+						workers[w].busy = false;
+					}
+				}
+				if (++workers[w].restarts > MAX_RESTARTS || !start_worker(w))
+					ereport(ERROR,
+							(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+							 errmsg("mop worker %d of run %lld died and could not be restarted",
+									w, (long long) run->run_id),
+							 errhint("See the server log for its last error; mop_resume(%lld) continues the run.",
+									 (long long) run->run_id)));
+				elog(LOG, "mop run %lld: restarted worker %d", (long long) run->run_id, w);
+				continue;
+			}
+			if (copy.state == MOP_SLOT_IDLE && !workers[w].busy)
+			{
+				mop_task	t;
+
+				SpinLockAcquire(&run->mutex);
+				cancel = run->cancel_requested;
+				SpinLockRelease(&run->mutex);
+				if (cancel || mop_sched_next(s, w, &t) != MOP_ASSIGNED)
+					continue;
+				workers[w].busy = true;
+				workers[w].task = t;
+				SpinLockAcquire(&run->mutex);
+				run->slots[w].model_index = t.model;
+				run->slots[w].model_id = models[t.model].id;
+				run->slots[w].partition = t.partition;
+				run->slots[w].epoch = t.epoch + 1;
+				run->slots[w].last_of_epoch = t.last_of_epoch;
+				run->slots[w].final_epoch = t.last_of_epoch &&
+					t.epoch + 1 >= models[t.model].target;
+				run->slots[w].rows_done = 0;
+				run->slots[w].rows_total = 0;
+				run->slots[w].started_at = GetCurrentTimestamp();
+				run->slots[w].state = MOP_SLOT_ASSIGNED;
+				SpinLockRelease(&run->mutex);
+				if (copy.latch)
+					SetLatch(copy.latch);
+			}
+		}
+		if (mop_sched_finished(s))
+			return false;
+		SpinLockAcquire(&run->mutex);
+		cancel = run->cancel_requested;
+		SpinLockRelease(&run->mutex);
+		if (cancel)
+			return true;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 1000L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+/* Record the run's final status in the catalog (own transaction). */
+static void
+record_status(const char *status, const char *error)
+{
+	Oid			t[3] = {INT8OID, TEXTOID, TEXTOID};
+	Datum		v[3];
+	char		nulls[3] = {' ', ' ', error ? ' ' : 'n'};
+
+	if (run->run_id == 0)
+		return;
+	begin_tx();
+	v[0] = Int64GetDatum(run->run_id);
+	v[1] = CStringGetTextDatum(status);
+	v[2] = error ? CStringGetTextDatum(error) : (Datum) 0;
+	if (SPI_execute_with_args("UPDATE mop.runs SET status = $2, error = $3, "
+							  "finished_at = pg_catalog.clock_timestamp(), shm_handle = NULL "
+							  "WHERE id OPERATOR(pg_catalog.=) $1",
+							  3, t, v, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record the status of run %lld", (long long) run->run_id);
+	commit_tx();
+}
+
+/* Publish the final state to the shared segment and wake the caller. */
+static void
+publish_done(const char *status, const char *error)
+{
+	Latch	   *latch;
+
+	SpinLockAcquire(&run->mutex);
+	strlcpy(run->status, status, sizeof(run->status));
+	if (error)
+		strlcpy(run->error, error, sizeof(run->error));
+	run->phase = MOP_PHASE_DONE;
+	latch = run->caller_latch;
+	SpinLockRelease(&run->mutex);
+	if (latch)
+		SetLatch(latch);
+}
+
+/* On exit, even by FATAL: never leave the caller or workers waiting. */
+static void
+coordinator_detach(dsm_segment *seg, Datum arg)
+{
+	Latch	   *latches[MOP_MAX_WORKERS + 1];
+	int			n = 0;
+
+	SpinLockAcquire(&run->mutex);
+	if (run->phase != MOP_PHASE_DONE)
+	{
+		strlcpy(run->status, "failed", sizeof(run->status));
+		if (run->error[0] == '\0')
+			strlcpy(run->error, "the run's coordinator exited", sizeof(run->error));
+		run->phase = MOP_PHASE_DONE;
+	}
+	run->coordinator_latch = NULL;
+	for (int i = 0; i < MOP_MAX_WORKERS; i++)
+		if (run->slots[i].latch)
+		{
+			run->slots[i].state = MOP_SLOT_EXIT;
+			latches[n++] = run->slots[i].latch;
+		}
+	if (run->caller_latch)
+		latches[n++] = run->caller_latch;
+	SpinLockRelease(&run->mutex);
+	for (int i = 0; i < n; i++)
+		SetLatch(latches[i]);
+}
+
+/* Background worker entry point. */
+void
+mop_coordinator_main(Datum arg)
+{
+	mop_sched  *s = NULL;
+	bool		cancelled;
+
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	CurrentResourceOwner = ResourceOwnerCreate(NULL, "mop coordinator");
+	run_seg = dsm_attach(DatumGetUInt32(arg));
+	if (run_seg == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("mop coordinator could not attach to its run's shared memory")));
+	dsm_pin_mapping(run_seg);
+	run = dsm_segment_address(run_seg);
+	if (run->magic != MOP_RUN_MAGIC)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("mop coordinator found a bad run segment")));
+	on_dsm_detach(run_seg, coordinator_detach, (Datum) 0);
+	BackgroundWorkerInitializeConnectionByOid(run->database, run->user, 0);
+	pgstat_report_appname("mop coordinator");
+	mop_blas_threads = run->blas_threads;
+
+	SpinLockAcquire(&run->mutex);
+	run->coordinator_pid = MyProcPid;
+	run->coordinator_latch = MyLatch;
+	SpinLockRelease(&run->mutex);
+
+	PG_TRY();
+	{
+		if (run->resume_run_id)
+			load_run();
+		else
+			create_run();
+		n_workers = Min(run->n_workers, n_partitions);
+		s = mop_sched_new(n_workers, n_partitions, (uint64) run->seed, run->deterministic,
+						  (mop_pick) run->pick);
+		if (s == NULL)
+			elog(ERROR, "could not create the scheduler (%d workers, %d partitions)",
+				 n_workers, n_partitions);
+		if (run->resume_run_id)
+			restore_models(s);
+		else
+			for (int i = 0; i < n_models; i++)
+				mop_sched_add_model(s, models[i].target);
+
+		SpinLockAcquire(&run->mutex);
+		run->n_models = n_models;
+		run->hops_total = (int64) n_models * run->epochs * n_partitions;
+		run->hops_done = resumed_hops;
+		run->phase = MOP_PHASE_RUNNING;
+		run->started_at = GetCurrentTimestamp();
+		SpinLockRelease(&run->mutex);
+		if (run->caller_latch)
+			SetLatch(run->caller_latch);
+
+		for (int i = 0; i < n_workers; i++)
+			if (!start_worker(i))
+			{
+				if (i == 0)
+					ereport(ERROR,
+							(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+							 errmsg("could not start any mop worker"),
+							 errhint("Raise max_worker_processes (now %d); each run needs a coordinator and one worker per partition group.",
+									 max_worker_processes)));
+				/* fewer workers than asked: rebuild the scheduler for them */
+				n_workers = i;
+				mop_sched_free(s);
+				s = mop_sched_new(n_workers, n_partitions, (uint64) run->seed,
+								  run->deterministic, (mop_pick) run->pick);
+				if (run->resume_run_id)
+					restore_models(s);
+				else
+					for (int k = 0; k < n_models; k++)
+						mop_sched_add_model(s, models[k].target);
+				elog(LOG, "mop run %lld: only %d workers could be started",
+					 (long long) run->run_id, n_workers);
+				break;
+			}
+		run->workers_started = n_workers;
+
+		cancelled = schedule(s);
+		stop_workers(cancelled);
+		record_status(cancelled ? "cancelled" : "done", NULL);
+		publish_done(cancelled ? "cancelled" : "done", NULL);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *ed;
+		char		msg[512];
+
+		MemoryContextSwitchTo(TopMemoryContext);
+		ed = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		strlcpy(msg, ed->message ? ed->message : "unknown error", sizeof(msg));
+		elog(LOG, "mop run %lld failed: %s", (long long) run->run_id, msg);
+		stop_workers(true);
+		SpinLockAcquire(&run->mutex);
+		strlcpy(run->error, msg, sizeof(run->error));
+		SpinLockRelease(&run->mutex);
+		PG_TRY();
+		{
+			record_status("failed", msg);
+		}
+		PG_CATCH();
+		{
+			FlushErrorState();
+			AbortCurrentTransaction();
+		}
+		PG_END_TRY();
+		publish_done("failed", msg);
+	}
+	PG_END_TRY();
+	mop_sched_free(s);
+	proc_exit(0);
+}

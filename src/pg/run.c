@@ -1,0 +1,743 @@
+/*
+ * run.c -- SQL functions that start, wait for, cancel, resume and watch
+ * model-selection runs executed with model hopper parallelism.
+ *
+ *   mop_grid_search(dataset, space, epochs, workers, seed, deterministic,
+ *                   scheduler, wait)
+ *   mop_random_search(dataset, space, trials, epochs, ...)
+ *   mop_resume(run_id, workers, wait)
+ *   mop_wait(run_id), mop_cancel(run_id), mop_progress() (the view mop.progress)
+ *
+ * The caller's side of a run (see run.h for the whole picture): everything
+ * that can be checked is checked here, in the caller's transaction, so bad
+ * input fails at once with a clear error and nothing is started: the
+ * dataset, every expanded configuration (with the field it names), the
+ * worker count.  Then a dynamic shared memory segment carries the request
+ * to a coordinator background worker, which commits the run on its own.  In
+ * the blocking form the caller waits on its latch, printing a NOTICE as
+ * epochs complete; a query cancel (pg_cancel_backend, statement_timeout)
+ * asks the coordinator to cancel the run, waits until the workers have
+ * stopped (within a minibatch), and re-throws.  The ranked result comes
+ * from mop.models, which the caller sees as soon as the workers commit
+ * (READ COMMITTED takes a new snapshot per query).
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "storage/dsm.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/guc.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "mop.h"
+#include "run.h"
+#include "search/mop_sched.h"
+#include "space.h"
+
+PG_FUNCTION_INFO_V1(mop_grid_search);
+PG_FUNCTION_INFO_V1(mop_random_search);
+PG_FUNCTION_INFO_V1(mop_resume);
+PG_FUNCTION_INFO_V1(mop_wait);
+PG_FUNCTION_INFO_V1(mop_cancel);
+PG_FUNCTION_INFO_V1(mop_progress);
+
+int			mop_workers = 2;
+
+/* Define the GUCs of runs (called from _PG_init). */
+void
+mop_run_define_gucs(void)
+{
+	DefineCustomIntVariable("mop.workers",
+							"Default number of training workers of a model-selection run.",
+							"Capped by the dataset's partitions and by max_worker_processes.",
+							&mop_workers,
+							2, 1, MOP_MAX_WORKERS,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+}
+
+/* Ranked results of a run. */
+#define RESULT_SQL \
+	"SELECT m.run_id, m.id, (pg_catalog.row_number() OVER (ORDER BY " \
+	"  (m.status OPERATOR(pg_catalog.=) ANY ('{done,training}'::text[])) DESC, " \
+	"  CASE WHEN m.higher_is_better THEN OPERATOR(pg_catalog.-) m.best_valid_metric " \
+	"       ELSE m.best_valid_metric END ASC NULLS LAST, m.id))::int AS rank, " \
+	"  m.status, m.metric, m.best_valid_metric, m.best_valid_loss, m.best_epoch, " \
+	"  m.epochs_done, m.config " \
+	"FROM mop.models m WHERE m.run_id OPERATOR(pg_catalog.=) $1 ORDER BY 3"
+
+/* Parse the scheduler option. */
+static mop_pick
+parse_pick(const char *s)
+{
+	if (strcmp(s, "random") == 0)
+		return MOP_PICK_RANDOM;
+	if (strcmp(s, "longest") == 0)
+		return MOP_PICK_LONGEST;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid value for \"scheduler\": \"%s\"", s),
+			 errhint("Use 'random' (Cerebro's randomized scheduler) or 'longest' (longest remaining work first).")));
+	pg_unreachable();
+}
+
+/* Workers to use: requested (or mop.workers), capped; ERROR if impossible. */
+static int
+choose_workers(bool isnull, int requested, int partitions)
+{
+	int			w = isnull ? mop_workers : requested;
+	int			cap = max_worker_processes - 1;	/* one for the coordinator */
+
+	if (!isnull && (requested < 1 || requested > MOP_MAX_WORKERS))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"workers\": %d", requested),
+				 errhint("Use 1 to %d workers.", MOP_MAX_WORKERS)));
+	if (cap < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("max_worker_processes (%d) leaves no room for mop's workers",
+						max_worker_processes),
+				 errhint("A run needs one coordinator and at least one worker; raise max_worker_processes.")));
+	w = Min(w, partitions);
+	w = Min(w, cap);
+	return Max(w, 1);
+}
+
+/* Create the run segment with the payload and start the coordinator. */
+static dsm_segment *
+launch(const char *kind, const char *dataset, const char *space, List *configs,
+	   int workers, int epochs, int seed, bool deterministic, mop_pick pick,
+	   int64 resume_run_id, BackgroundWorkerHandle **handle)
+{
+	Size		payload = strlen(kind) + strlen(dataset) + strlen(space) + 3;
+	ListCell   *lc;
+	dsm_segment *seg;
+	MopRunShared *run;
+	char	   *p;
+	BackgroundWorker bgw;
+	pid_t		pid;
+
+	foreach(lc, configs)
+		payload += strlen((char *) lfirst(lc)) + 1;
+	seg = dsm_create(offsetof(MopRunShared, payload) + payload, 0);
+	run = dsm_segment_address(seg);
+	memset(run, 0, offsetof(MopRunShared, payload));
+	run->magic = MOP_RUN_MAGIC;
+	SpinLockInit(&run->mutex);
+	run->database = MyDatabaseId;
+	run->user = GetUserId();
+	run->caller_latch = MyLatch;
+	run->resume_run_id = resume_run_id;
+	run->n_workers = workers;
+	run->epochs = epochs;
+	run->seed = seed;
+	run->deterministic = deterministic;
+	run->pick = pick;
+	run->blas_threads = mop_blas_threads;
+	run->n_models = list_length(configs);
+	run->best_metric = NAN;
+	run->payload_len = payload;
+	p = run->payload;
+	strcpy(p, kind);
+	p += strlen(kind) + 1;
+	strcpy(p, dataset);
+	p += strlen(dataset) + 1;
+	strcpy(p, space);
+	p += strlen(space) + 1;
+	foreach(lc, configs)
+	{
+		strcpy(p, (char *) lfirst(lc));
+		p += strlen((char *) lfirst(lc)) + 1;
+	}
+
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "mop");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "mop_coordinator_main");
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "mop coordinator");
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "mop coordinator");
+	bgw.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(seg));
+	bgw.bgw_notify_pid = MyProcPid;
+	if (!RegisterDynamicBackgroundWorker(&bgw, handle))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("could not start the coordinator of a mop run"),
+				 errdetail("No background worker slot is free."),
+				 errhint("Raise max_worker_processes (now %d); a run needs a coordinator and one process per worker.",
+						 max_worker_processes)));
+	if (WaitForBackgroundWorkerStartup(*handle, &pid) != BGWH_STARTED)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("the coordinator of a mop run did not start"),
+				 errhint("See the server log.")));
+	return seg;
+}
+
+/* Wait until the coordinator has committed the run (or failed). */
+static int64
+wait_started(MopRunShared *run, BackgroundWorkerHandle *handle)
+{
+	for (;;)
+	{
+		MopRunPhase phase;
+		int64		run_id;
+		pid_t		pid;
+
+		SpinLockAcquire(&run->mutex);
+		phase = run->phase;
+		run_id = run->run_id;
+		SpinLockRelease(&run->mutex);
+		if (phase == MOP_PHASE_DONE && strcmp(run->status, "failed") == 0 &&
+			run->run_id == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+					 errmsg("mop run could not start: %s", run->error)));
+		if (phase != MOP_PHASE_STARTING && run_id != 0)
+			return run_id;
+		if (phase == MOP_PHASE_DONE)
+			return run_id;
+		if (GetBackgroundWorkerPid(handle, &pid) == BGWH_STOPPED && run->phase == MOP_PHASE_STARTING)
+			ereport(ERROR,
+					(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+					 errmsg("the coordinator of the mop run exited before starting: %s",
+							run->error[0] ? run->error : "see the server log")));
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 200L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* Ask the run to cancel and wait (bounded, not interruptible) for it. */
+static void
+cancel_and_wait(MopRunShared *run, int max_seconds)
+{
+	Latch	   *latch;
+
+	SpinLockAcquire(&run->mutex);
+	run->cancel_requested = true;
+	latch = run->coordinator_latch;
+	SpinLockRelease(&run->mutex);
+	if (latch)
+		SetLatch(latch);
+	for (int i = 0; i < max_seconds * 100 && run->phase != MOP_PHASE_DONE; i++)
+		pg_usleep(10000L);
+}
+
+/* Format seconds as "1h02m", "3m05s" or "12s". */
+static char *
+fmt_duration(double s)
+{
+	if (!isfinite(s) || s < 0)
+		return pstrdup("?");
+	if (s >= 3600)
+		return psprintf("%dh%02dm", (int) (s / 3600), ((int) s % 3600) / 60);
+	if (s >= 60)
+		return psprintf("%dm%02ds", (int) (s / 60), (int) s % 60);
+	return psprintf("%ds", (int) s);
+}
+
+/* Block until the run is done, with NOTICE progress; cancel on interrupt. */
+static void
+wait_done(MopRunShared *run, bool notices)
+{
+	int64		last_hops = -1;
+	TimestampTz last_notice = 0;
+
+	PG_TRY();
+	{
+		for (;;)
+		{
+			MopRunPhase phase;
+			int64		hops,
+						total;
+			int32		mdone,
+						nmodels;
+			double		best;
+			TimestampTz started,
+						now = GetCurrentTimestamp();
+
+			SpinLockAcquire(&run->mutex);
+			phase = run->phase;
+			hops = run->hops_done;
+			total = run->hops_total;
+			mdone = run->models_done;
+			nmodels = run->n_models;
+			best = run->best_metric;
+			started = run->started_at;
+			SpinLockRelease(&run->mutex);
+			if (phase == MOP_PHASE_DONE)
+				break;
+			if (notices && hops != last_hops && hops > 0 &&
+				TimestampDifferenceExceeds(last_notice, now, 5000))
+			{
+				double		elapsed = (double) (now - started) / 1e6;
+				double		eta = elapsed * (double) (total - hops) / (double) hops;
+
+				ereport(NOTICE,
+						(errmsg("run %lld: %lld of %lld sub-epochs, %d of %d models finished, best validation metric %s, elapsed %s, eta %s",
+								(long long) run->run_id, (long long) hops, (long long) total,
+								mdone, nmodels,
+								isnan(best) ? "n/a" : psprintf("%.4f", best),
+								fmt_duration(elapsed), fmt_duration(eta))));
+				last_hops = hops;
+				last_notice = now;
+			}
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 1000L, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	PG_CATCH();
+	{
+		/* cancel or error while waiting: stop the run's workers first */
+		cancel_and_wait(run, 60);
+		SpinLockAcquire(&run->mutex);
+		run->caller_latch = NULL;
+		SpinLockRelease(&run->mutex);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+}
+
+/* Return the ranked models of run_id as the function's result set. */
+static void
+return_results(FunctionCallInfo fcinfo, int64 run_id)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Oid			t = INT8OID;
+	Datum		v = Int64GetDatum(run_id);
+	MemoryContext old;
+
+	InitMaterializedSRF(fcinfo, 0);
+	SPI_connect();
+	/* read-write mode: a fresh snapshot that sees what the workers committed */
+	if (SPI_execute_with_args(RESULT_SQL, 1, &t, &v, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the results of run %lld", (long long) run_id);
+	old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		Datum		vals[10];
+		bool		nulls[10];
+
+		heap_deform_tuple(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, vals, nulls);
+		/* copy pass-by-reference values out of SPI memory */
+		for (int c = 0; c < 10; c++)
+			if (!nulls[c])
+				vals[c] = datumCopy(vals[c],
+									TupleDescAttr(SPI_tuptable->tupdesc, c)->attbyval,
+									TupleDescAttr(SPI_tuptable->tupdesc, c)->attlen);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, vals, nulls);
+	}
+	MemoryContextSwitchTo(old);
+	SPI_finish();
+}
+
+/* Common tail of the search functions: launch, optionally wait, return. */
+static Datum
+run_search(FunctionCallInfo fcinfo, const char *kind, const char *dataset,
+		   Jsonb *space, List *configs_jsonb, int epochs, int workers, int seed,
+		   bool deterministic, mop_pick pick, bool wait, int64 resume_run_id)
+{
+	List	   *configs = NIL;
+	ListCell   *lc;
+	dsm_segment *seg;
+	MopRunShared *run;
+	BackgroundWorkerHandle *handle;
+	int64		run_id;
+
+	if (wait && IsolationUsesXactSnapshot())
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("a blocking mop run needs the READ COMMITTED isolation level"),
+				 errdetail("The run's results are committed by background workers, which a REPEATABLE READ or SERIALIZABLE snapshot cannot see."),
+				 errhint("Run it at READ COMMITTED, or pass wait => false and read mop.models later.")));
+	foreach(lc, configs_jsonb)
+	{
+		Jsonb	   *j = (Jsonb *) lfirst(lc);
+
+		configs = lappend(configs, JsonbToCString(NULL, &j->root, VARSIZE(j)));
+	}
+	seg = launch(kind, dataset,
+				 space ? JsonbToCString(NULL, &space->root, VARSIZE(space)) : "null",
+				 configs, workers, epochs, seed, deterministic, pick, resume_run_id,
+				 &handle);
+	run = dsm_segment_address(seg);
+	run_id = wait_started(run, handle);
+	if (wait)
+	{
+		wait_done(run, true);
+		if (strcmp(run->status, "failed") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+					 errmsg("mop run %lld failed: %s", (long long) run_id, run->error),
+					 errhint("Models and checkpoints committed so far are kept; mop_resume(%lld) continues the run.",
+							 (long long) run_id)));
+		if (strcmp(run->status, "cancelled") == 0)
+			ereport(NOTICE,
+					(errmsg("mop run %lld was cancelled", (long long) run_id),
+					 errhint("mop_resume(%lld) continues it.", (long long) run_id)));
+	}
+	SpinLockAcquire(&run->mutex);
+	run->caller_latch = NULL;
+	SpinLockRelease(&run->mutex);
+	dsm_detach(seg);
+	return_results(fcinfo, run_id);
+	return (Datum) 0;
+}
+
+/* Validate every configuration against the dataset; errors name it. */
+static void
+validate_configs(List *configs, MopDataset *ds)
+{
+	ListCell   *lc;
+	int			i = 0;
+
+	foreach(lc, configs)
+	{
+		nn_spec		spec;
+		nn_error	err;
+		nn_status	st;
+		Jsonb	   *cfg = (Jsonb *) lfirst(lc);
+
+		i++;
+		mop_config_to_spec(cfg, ds, &spec);
+		if ((st = nn_spec_validate(&spec, &err)) != NN_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("configuration %d of the search space is invalid: %s", i, err.msg),
+					 errdetail("configuration: %s", JsonbToCString(NULL, &cfg->root, VARSIZE(cfg)))));
+	}
+}
+
+/* Arguments common to the search functions. */
+static void
+common_args(FunctionCallInfo fcinfo, int first, char **dataset, Jsonb **space,
+			int *epochs)
+{
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dataset and space must not be null")));
+	*dataset = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	*space = PG_GETARG_JSONB_P(1);
+	*epochs = PG_ARGISNULL(first) ? 10 : PG_GETARG_INT32(first);
+	if (*epochs < 1 || *epochs > 100000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"epochs\": %d", *epochs),
+				 errhint("Train at least 1 epoch.")));
+}
+
+/*
+ * mop_grid_search(dataset text, space jsonb, epochs int, workers int,
+ *                 seed int, deterministic bool, scheduler text, wait bool)
+ */
+Datum
+mop_grid_search(PG_FUNCTION_ARGS)
+{
+	char	   *dataset;
+	Jsonb	   *space;
+	int			epochs;
+	MopDataset *ds;
+	List	   *configs;
+
+	common_args(fcinfo, 2, &dataset, &space, &epochs);
+	ds = mop_dataset_lookup(dataset, false);
+	configs = mop_space_grid(space);
+	validate_configs(configs, ds);
+	return run_search(fcinfo, "grid", dataset, space, configs, epochs,
+					  choose_workers(PG_ARGISNULL(3), PG_ARGISNULL(3) ? 0 : PG_GETARG_INT32(3),
+									 ds->partitions),
+					  PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4),
+					  PG_ARGISNULL(5) ? false : PG_GETARG_BOOL(5),
+					  PG_ARGISNULL(6) ? MOP_PICK_RANDOM : parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(6))),
+					  PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7), 0);
+}
+
+/*
+ * mop_random_search(dataset text, space jsonb, trials int, epochs int,
+ *                   workers int, seed int, deterministic bool,
+ *                   scheduler text, wait bool)
+ */
+Datum
+mop_random_search(PG_FUNCTION_ARGS)
+{
+	char	   *dataset;
+	Jsonb	   *space;
+	int			epochs;
+	int			trials = PG_ARGISNULL(2) ? 0 : PG_GETARG_INT32(2);
+	int			seed = PG_ARGISNULL(5) ? 0 : PG_GETARG_INT32(5);
+	MopDataset *ds;
+	List	   *configs;
+
+	common_args(fcinfo, 3, &dataset, &space, &epochs);
+	if (trials < 1 || trials > 100000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"trials\": %d", trials),
+				 errhint("Ask for 1 to 100000 trials.")));
+	ds = mop_dataset_lookup(dataset, false);
+	configs = mop_space_random(space, trials, (uint64) seed);
+	validate_configs(configs, ds);
+	return run_search(fcinfo, "random", dataset, space, configs, epochs,
+					  choose_workers(PG_ARGISNULL(4), PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4),
+									 ds->partitions),
+					  seed,
+					  PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6),
+					  PG_ARGISNULL(7) ? MOP_PICK_RANDOM : parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(7))),
+					  PG_ARGISNULL(8) ? true : PG_GETARG_BOOL(8), 0);
+}
+
+/* The run's row: status, dataset name, partitions, shm handle; ERROR if absent. */
+static void
+run_row(int64 run_id, char **status, char **dataset, int *partitions, int64 *handle,
+		bool *has_handle)
+{
+	Oid			t = INT8OID;
+	Datum		v = Int64GetDatum(run_id);
+	bool		isnull;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	SPI_connect();
+	if (SPI_execute_with_args("SELECT r.status, d.name, d.partitions, r.shm_handle "
+							  "FROM mop.runs r JOIN mop.datasets d "
+							  "ON d.id OPERATOR(pg_catalog.=) r.dataset_id "
+							  "WHERE r.id OPERATOR(pg_catalog.=) $1",
+							  1, &t, &v, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read mop.runs");
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("run %lld does not exist", (long long) run_id),
+				 errhint("Runs are listed in mop.runs (each role sees its own).")));
+	{
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	td = SPI_tuptable->tupdesc;
+
+		*status = TextDatumGetCString(SPI_getbinval(tup, td, 1, &isnull));
+		*dataset = TextDatumGetCString(SPI_getbinval(tup, td, 2, &isnull));
+		*partitions = DatumGetInt32(SPI_getbinval(tup, td, 3, &isnull));
+		*handle = DatumGetInt64(SPI_getbinval(tup, td, 4, &isnull));
+		*has_handle = !isnull;
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+}
+
+/* Attach to a live run's segment, or NULL if it is not running. */
+static dsm_segment *
+attach_run(int64 run_id, int64 handle)
+{
+	dsm_segment *seg = dsm_attach((dsm_handle) handle);
+	MopRunShared *run;
+
+	if (seg == NULL)
+		return NULL;
+	run = dsm_segment_address(seg);
+	if (dsm_segment_map_length(seg) < offsetof(MopRunShared, payload) ||
+		run->magic != MOP_RUN_MAGIC || run->run_id != run_id)
+	{
+		dsm_detach(seg);
+		return NULL;
+	}
+	return seg;
+}
+
+/* mop_resume(run_id bigint, workers int, wait bool): continue a run. */
+Datum
+mop_resume(PG_FUNCTION_ARGS)
+{
+	int64		run_id = PG_GETARG_INT64(0);
+	char	   *status,
+			   *dataset;
+	int			partitions;
+	int64		handle;
+	bool		has_handle;
+	dsm_segment *seg;
+
+	run_row(run_id, &status, &dataset, &partitions, &handle, &has_handle);
+	if (strcmp(status, "done") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld has already finished", (long long) run_id)));
+	if (has_handle && (seg = attach_run(run_id, handle)) != NULL)
+	{
+		bool		live = ((MopRunShared *) dsm_segment_address(seg))->phase != MOP_PHASE_DONE;
+
+		dsm_detach(seg);
+		if (live)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("run %lld is still running", (long long) run_id),
+					 errhint("Wait for it with mop_wait(%lld) or stop it with mop_cancel(%lld).",
+							 (long long) run_id, (long long) run_id)));
+	}
+	return run_search(fcinfo, "resume", dataset, NULL, NIL, 0,
+					  choose_workers(PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1),
+									 partitions),
+					  0, false, MOP_PICK_RANDOM,
+					  PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), run_id);
+}
+
+/* Final status of a run: wait on its segment if it is live. */
+static text *
+wait_or_cancel(int64 run_id, bool cancel)
+{
+	char	   *status,
+			   *dataset;
+	int			partitions;
+	int64		handle;
+	bool		has_handle;
+	dsm_segment *seg = NULL;
+
+	run_row(run_id, &status, &dataset, &partitions, &handle, &has_handle);
+	if (has_handle)
+		seg = attach_run(run_id, handle);
+	if (seg == NULL)
+	{
+		if (cancel && strcmp(status, "running") == 0)
+		{
+			/* orphaned by a crash: no process runs it any more */
+			Oid			t = INT8OID;
+			Datum		v = Int64GetDatum(run_id);
+
+			SPI_connect();
+			SPI_execute_with_args("UPDATE mop.runs SET status = 'cancelled', shm_handle = NULL, "
+								  "finished_at = pg_catalog.clock_timestamp() "
+								  "WHERE id OPERATOR(pg_catalog.=) $1", 1, &t, &v, NULL, false, 0);
+			SPI_finish();
+			return cstring_to_text("cancelled");
+		}
+		if (cancel)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("run %lld is not running (status %s)", (long long) run_id, status)));
+		return cstring_to_text(status);
+	}
+	{
+		MopRunShared *run = dsm_segment_address(seg);
+		text	   *result;
+
+		if (cancel)
+		{
+			Latch	   *latch;
+
+			SpinLockAcquire(&run->mutex);
+			run->cancel_requested = true;
+			latch = run->coordinator_latch;
+			SpinLockRelease(&run->mutex);
+			if (latch)
+				SetLatch(latch);
+		}
+		while (run->phase != MOP_PHASE_DONE)
+		{
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 100L, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
+		result = cstring_to_text(run->status);
+		dsm_detach(seg);
+		return result;
+	}
+}
+
+/* mop_wait(run_id bigint) returns text: block until the run ends. */
+Datum
+mop_wait(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TEXT_P(wait_or_cancel(PG_GETARG_INT64(0), false));
+}
+
+/* mop_cancel(run_id bigint) returns text: stop a run, keep its checkpoints. */
+Datum
+mop_cancel(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_TEXT_P(wait_or_cancel(PG_GETARG_INT64(0), true));
+}
+
+/*
+ * mop.progress_rows(): one row per worker of each live run of the current
+ * role: run, worker, pid, model, epoch, partition, rows done of total.
+ */
+Datum
+mop_progress(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int64	   *ids,
+			   *handles;
+	int			n;
+
+	InitMaterializedSRF(fcinfo, 0);
+	SPI_connect();
+	if (SPI_execute("SELECT id, shm_handle FROM mop.runs WHERE status OPERATOR(pg_catalog.=) 'running' "
+					"AND shm_handle IS NOT NULL ORDER BY id", false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read mop.runs");
+	n = (int) SPI_processed;
+	ids = palloc(sizeof(int64) * Max(n, 1));
+	handles = palloc(sizeof(int64) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+		handles[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	SPI_finish();
+	for (int i = 0; i < n; i++)
+	{
+		dsm_segment *seg = attach_run(ids[i], handles[i]);
+		MopRunShared *run;
+
+		if (seg == NULL)
+			continue;
+		run = dsm_segment_address(seg);
+		for (int w = 0; w < run->workers_started && w < MOP_MAX_WORKERS; w++)
+		{
+			MopSlot		s;
+			Datum		v[9];
+			bool		nulls[9] = {0};
+
+			SpinLockAcquire(&run->mutex);
+			s = run->slots[w];
+			SpinLockRelease(&run->mutex);
+			v[0] = Int64GetDatum(ids[i]);
+			v[1] = Int32GetDatum(w);
+			v[2] = Int32GetDatum(s.pid);
+			if (s.state == MOP_SLOT_ASSIGNED)
+			{
+				v[3] = Int64GetDatum(s.model_id);
+				v[4] = Int32GetDatum(s.epoch);
+				v[5] = Int32GetDatum(s.partition);
+				v[6] = Int64GetDatum(s.rows_done);
+				v[7] = Int64GetDatum(s.rows_total);
+				v[8] = TimestampTzGetDatum(s.started_at);
+			}
+			else
+				for (int c = 3; c < 9; c++)
+					nulls[c] = true;
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+		}
+		dsm_detach(seg);
+	}
+	return (Datum) 0;
+}

@@ -1,0 +1,139 @@
+/*
+ * run.h -- shared state of a model-selection run executed by background
+ * workers (model hopper parallelism).
+ *
+ * Processes of a run:
+ *   the caller     validates the request, creates the run's dynamic shared
+ *                  memory segment (this struct), starts the coordinator, and
+ *                  (blocking form) waits, printing progress;
+ *   the coordinator a background worker connected as the caller's role: it
+ *                  commits the run and its models in its own transactions
+ *                  (so workers can see them), starts the training workers,
+ *                  and runs the MOP scheduler (src/search/sched.c), handing
+ *                  one task at a time to each worker through its slot;
+ *   the workers    background workers, also connected as the caller's role,
+ *                  one per group of partitions; each task is one sub-epoch
+ *                  through the narrow waist (mop.train_agg) and commits the
+ *                  model's checkpoint with its mop.hops row.
+ * Slots and the run header are protected by the run's spinlock; processes
+ * wake each other with SetLatch.  The segment's handle is stored in
+ * mop.runs.shm_handle so that other sessions (mop_cancel, mop_wait,
+ * mop.progress) can attach to it; the magic and run id guard against a
+ * recycled handle.
+ */
+#ifndef MOP_RUN_H
+#define MOP_RUN_H
+
+#include "postgres.h"
+
+#include "storage/latch.h"
+#include "storage/spin.h"
+
+#define MOP_RUN_MAGIC 0x4D4F5052	/* "MOPR" */
+#define MOP_MAX_WORKERS 64
+
+typedef enum MopRunPhase
+{
+	MOP_PHASE_STARTING = 0,		/* coordinator not yet running */
+	MOP_PHASE_RUNNING,			/* run row committed, training */
+	MOP_PHASE_DONE,				/* finished: see status */
+} MopRunPhase;
+
+typedef enum MopSlotState
+{
+	MOP_SLOT_STARTING = 0,		/* worker process not attached yet */
+	MOP_SLOT_IDLE,				/* waiting for a task */
+	MOP_SLOT_ASSIGNED,			/* task written by the coordinator */
+	MOP_SLOT_DONE,				/* task finished: result fields valid */
+	MOP_SLOT_EXIT,				/* asked to exit */
+	MOP_SLOT_GONE				/* worker has exited */
+} MopSlotState;
+
+typedef enum MopTaskOutcome
+{
+	MOP_TASK_OK = 0,
+	MOP_TASK_DIVERGED,			/* model marked diverged, keeps last checkpoint */
+	MOP_TASK_FAILED				/* error in the task: model marked failed */
+} MopTaskOutcome;
+
+/* One worker's mailbox. */
+typedef struct MopSlot
+{
+	MopSlotState state;
+	pid_t		pid;
+	Latch	   *latch;			/* the worker's latch */
+	/* task, written by the coordinator */
+	int32		model_index;	/* scheduler's model index */
+	int64		model_id;
+	int32		partition;
+	int32		epoch;			/* 1-based epoch of this sub-epoch */
+	bool		last_of_epoch;	/* validate after training */
+	bool		final_epoch;	/* last epoch of the model's budget */
+	/* progress, written by the worker while it trains */
+	int64		rows_done;
+	int64		rows_total;
+	TimestampTz started_at;
+	/* result, written by the worker */
+	MopTaskOutcome outcome;
+	double		seconds;
+	double		valid_metric;	/* NaN if not validated */
+	char		error[256];
+} MopSlot;
+
+/* The run's shared segment. */
+typedef struct MopRunShared
+{
+	uint32		magic;
+	slock_t		mutex;
+	Oid			database;
+	Oid			user;
+	Latch	   *caller_latch;	/* NULL once the caller stops waiting */
+	Latch	   *coordinator_latch;
+	pid_t		coordinator_pid;
+
+	/* request */
+	int64		run_id;			/* 0 until the coordinator has created it */
+	int64		resume_run_id;	/* non-zero: resume this run */
+	int32		n_workers;		/* requested (capped) */
+	int32		epochs;
+	int32		seed;
+	bool		deterministic;
+	int32		pick;			/* mop_pick */
+	int32		blas_threads;
+
+	/* state */
+	MopRunPhase phase;
+	bool		cancel_requested;
+	int32		workers_started;
+	char		status[16];		/* final status: done, failed, cancelled */
+	char		error[512];
+
+	/* progress */
+	int32		n_models;
+	int64		hops_total;
+	int64		hops_done;
+	int32		models_done;
+	int32		epochs_done_min;
+	double		best_metric;	/* NaN until known */
+	bool		higher_is_better;
+	TimestampTz started_at;
+
+	MopSlot		slots[MOP_MAX_WORKERS];
+
+	/* request payload: dataset name and configs as JSON text, NUL-separated */
+	Size		payload_len;
+	char		payload[FLEXIBLE_ARRAY_MEMBER];
+} MopRunShared;
+
+/* coordinator.c / worker.c entry points (bgw_function_name) */
+extern PGDLLEXPORT void mop_coordinator_main(Datum arg);
+extern PGDLLEXPORT void mop_worker_main(Datum arg);
+
+/* run.c */
+extern int	mop_workers;
+extern void mop_run_define_gucs(void);
+
+/* progress hook: the training aggregate adds rows here when set */
+extern volatile int64 *mop_progress_rows;
+
+#endif							/* MOP_RUN_H */
