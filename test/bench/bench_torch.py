@@ -4,7 +4,9 @@ batch size and optimizer as bench_engine.c, on one thread.
 
 A plain, tight training loop over pre-made tensors (contiguous slices of the
 whole training set, no DataLoader, no shuffle), F.cross_entropy,
-optimizer.zero_grad(set_to_none=True), Adam(lr=1e-3).
+optimizer.zero_grad(set_to_none=True), Adam(lr=1e-3, foreach=True) (the
+multi-tensor implementation: measured ~7% faster than the default
+single-tensor loop for the MLP here; --no-foreach selects the default).
 
 Usage: bench_torch.py --model mlp|lenet [--batch 128] [--rows N] [--warmup STEPS]
                       [--reps R] [--data DIR] [--info]
@@ -46,6 +48,7 @@ def main():
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--data", default=os.path.join(HERE, ".cache"))
     ap.add_argument("--info", action="store_true")
+    ap.add_argument("--no-foreach", action="store_true")
     args = ap.parse_args()
 
     torch.set_num_threads(1)
@@ -60,14 +63,15 @@ def main():
     y = torch.from_numpy(Y.astype(np.int64))
     model, macs, macs_first = make_model(args.model)
     flops_row = 6.0 * macs - 2.0 * macs_first  # as bench_engine.c
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, foreach=not args.no_foreach)
     B = args.batch
     # pre-made minibatches (views, contiguous)
     batches = [(x[r:r + B], y[r:r + B]) for r in range(0, rows, B)]
 
     if args.info:
         print(f"INFO fw=torch version={torch.__version__} threads={torch.get_num_threads()} "
-              f"interop={torch.get_num_interop_threads()} mkldnn={torch.backends.mkldnn.is_available()}")
+              f"interop={torch.get_num_interop_threads()} mkldnn={torch.backends.mkldnn.is_available()} "
+              f"adam_foreach={not args.no_foreach}")
 
     def step(xb, yb):
         opt.zero_grad(set_to_none=True)

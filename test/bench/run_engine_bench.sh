@@ -8,8 +8,8 @@
 #   5. summarises (medians, ratios, GFLOP/s, memory, allocation checks).
 # Everything goes to stdout and to test/bench/.cache/engine_bench.log.
 #
-# Environment knobs: CC (gcc), CFLAGS (-O3 -std=gnu11), MLP_REPS (5),
-# CNN_REPS (3), CNN_ROWS (12800 = 100 steps of 128), SKIP_XCHECK=1,
+# Environment knobs: CC (gcc), CFLAGS (-O3 -std=gnu11), MLP_REPS (7),
+# CNN_REPS (5), CNN_ROWS (12800 = 100 steps of 128), SKIP_XCHECK=1,
 # TASKSET="taskset -c 1" to pin every run to one core.
 # Exit status: non-zero if the cross-check or the allocation check failed.
 set -u
@@ -24,8 +24,8 @@ exec > >(tee -a "$LOG") 2>&1
 
 CC=${CC:-gcc}
 CFLAGS=${CFLAGS:--O3 -std=gnu11}
-MLP_REPS=${MLP_REPS:-5}
-CNN_REPS=${CNN_REPS:-3}
+MLP_REPS=${MLP_REPS:-7}
+CNN_REPS=${CNN_REPS:-5}
 CNN_ROWS=${CNN_ROWS:-12800}
 TASKSET=${TASKSET:-}
 PY=/usr/bin/python3   # Debian's python3-torch lives in the system interpreter
