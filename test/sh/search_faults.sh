@@ -1,0 +1,100 @@
+#!/bin/bash
+# search_faults.sh -- model hopper runs survive faults:
+#   1. pg_cancel_backend on a blocking mop_grid_search stops its workers
+#      within a minibatch and marks the run cancelled; committed hops stay;
+#   2. a worker killed mid-run (pg_terminate_backend) is replaced and the
+#      run completes with every MOP invariant intact;
+#   3. an immediate server stop mid-run loses no committed checkpoint, and
+#      mop_resume completes the run with exactly the models of an
+#      uninterrupted deterministic run.
+# Uses its own cluster (it restarts the server).  Prints ok / not ok lines.
+set -u
+cd "$(dirname "$0")"
+. ./lib_cluster.sh
+trap cluster_cleanup EXIT
+PSQL="psql -X -q -v ON_ERROR_STOP=1 -At"
+export PGOPTIONS="-c client_min_messages=warning"
+fail() { echo "not ok $1"; cluster_log 30; exit 1; }
+
+cluster_init "" || { echo "not ok faults: cluster did not start"; exit 1; }
+$PSQL >/dev/null <<'SQL' || fail "faults: setup"
+CREATE EXTENSION mop;
+CREATE TABLE big AS
+SELECT (i % 10)::text AS label,
+       ARRAY(SELECT ((i % 10) * 0.1 + sin(i * 7 + j))::real FROM generate_series(1, 64) j) AS v
+  FROM generate_series(1, 12000) i;
+SELECT dataset_name FROM mop_prepare('big', 'label', ARRAY['v'], partitions => 2, buffer_rows => 512);
+SQL
+SPACE='{"model": {"layers": [{"type": "dense", "units": 256, "activation": "relu"}, {"type": "dense", "units": 10}]}, "learning_rate": [0.001, 0.0005], "batch_size": [16, 32], "seed": 3}'
+
+hops() { $PSQL -c "SELECT count(*) FROM mop.hops WHERE run_id = $1"; }
+wait_hops() {	# run, minimum
+	for _ in $(seq 1 600); do
+		[ "$(hops $1)" -ge "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+invariants() {	# run, epochs, models -> prints "ok" if MOP's invariants hold
+	$PSQL <<SQL
+SELECT CASE WHEN
+  (SELECT count(*) FROM mop.hops WHERE run_id = $1) = $2 * $3 * 2
+  AND (SELECT bool_and(n = 2 AND p = 2) FROM (SELECT count(*) n, count(DISTINCT partition) p
+        FROM mop.hops WHERE run_id = $1 GROUP BY model_id, epoch) s)
+  AND NOT EXISTS (SELECT 1 FROM mop.hops a JOIN mop.hops b ON a.id < b.id AND a.run_id = b.run_id
+        AND (a.model_id = b.model_id OR a.worker = b.worker)
+        AND tstzrange(a.started_at, a.finished_at) && tstzrange(b.started_at, b.finished_at)
+        WHERE a.run_id = $1)
+  AND (SELECT bool_and(status = 'done' AND epochs_done = $2) FROM mop.models WHERE run_id = $1)
+THEN 'ok' ELSE 'broken' END;
+SQL
+}
+
+# 1. cancel a blocking search
+$PSQL -c "SET application_name = 'mop_search_victim'" \
+	-c "SELECT count(*) FROM mop_grid_search('big', '$SPACE', epochs => 50, workers => 2)" \
+	>"$CL_DIR/victim.out" 2>&1 &
+VICTIM=$!
+for _ in $(seq 1 300); do
+	r=$($PSQL -c "SELECT max(id) FROM mop.runs WHERE status = 'running'")
+	[ -n "$r" ] && break
+	sleep 0.1
+done
+[ -n "$r" ] && wait_hops "$r" 2 || fail "faults: the search never trained"
+t0=$(date +%s.%N)
+$PSQL -c "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'mop_search_victim'" >/dev/null
+wait $VICTIM
+t1=$(date +%s.%N)
+grep -q "canceling statement due to user request" "$CL_DIR/victim.out" || fail "faults: cancel: unexpected output: $(cat "$CL_DIR/victim.out")"
+status=$($PSQL -c "SELECT status FROM mop.runs WHERE id = $r")
+workers=$($PSQL -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type IN ('mop worker', 'mop coordinator')")
+[ "$status" = "cancelled" ] && [ "$workers" = "0" ] || fail "faults: cancel: status $status, $workers mop processes left"
+echo "ok faults: pg_cancel_backend stopped the run and its workers in $(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }") s; $(hops $r) committed sub-epochs kept"
+$PSQL -c "UPDATE mop.runs SET status = 'failed' WHERE id = $r" >/dev/null
+
+# 2. a worker dies mid-run: it is replaced and the run completes
+r=$($PSQL -c "SELECT DISTINCT run_id FROM mop_grid_search('big', '$SPACE', epochs => 2, workers => 2, wait => false)")
+wait_hops "$r" 2 || fail "faults: kill: the run never trained"
+$PSQL -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'mop worker' LIMIT 1" >/dev/null
+st=$($PSQL -c "SELECT mop_wait($r)")
+inv=$(invariants "$r" 2 4)
+[ "$st" = "done" ] && [ "$inv" = "ok" ] || fail "faults: kill: status $st, invariants $inv"
+grep -q "restarted worker" "$CL_DIR/server.log" || fail "faults: kill: no worker restart logged"
+echo "ok faults: a killed worker was replaced and the run completed with MOP's invariants"
+
+# 3. immediate stop mid-run, restart, resume: nothing committed is lost
+ref=$($PSQL -c "SELECT DISTINCT run_id FROM mop_grid_search('big', '$SPACE', epochs => 2, workers => 2, seed => 5, deterministic => true)")
+r=$($PSQL -c "SELECT DISTINCT run_id FROM mop_grid_search('big', '$SPACE', epochs => 2, workers => 2, seed => 5, deterministic => true, wait => false)")
+wait_hops "$r" 5 || fail "faults: crash: the run never trained"
+$PSQL -c "SELECT model_id || ':' || epoch || ':' || partition FROM mop.hops WHERE run_id = $r ORDER BY 1" >"$CL_DIR/before"
+cluster_stop immediate || fail "faults: crash: immediate stop failed"
+cluster_start || fail "faults: crash: restart failed"
+$PSQL -c "SELECT model_id || ':' || epoch || ':' || partition FROM mop.hops WHERE run_id = $r ORDER BY 1" >"$CL_DIR/after"
+lost=$(comm -23 "$CL_DIR/before" "$CL_DIR/after" | wc -l)
+[ "$lost" = "0" ] || fail "faults: crash: $lost committed sub-epochs lost"
+st=$($PSQL -c "SELECT status FROM mop.runs WHERE id = $r")
+$PSQL -c "SELECT count(*) FROM mop_resume($r)" >/dev/null || fail "faults: crash: mop_resume failed"
+inv=$(invariants "$r" 2 4)
+same=$($PSQL -c "SELECT count(*) FILTER (WHERE a.state = b.state) || '/' || count(*) FROM mop.models a JOIN mop.models b ON a.config = b.config WHERE a.run_id = $ref AND b.run_id = $r")
+[ "$inv" = "ok" ] && [ "$same" = "4/4" ] || fail "faults: crash: invariants $inv, identical models $same"
+echo "ok faults: after an immediate stop ($(wc -l <"$CL_DIR/before") sub-epochs committed, run left '$st'), mop_resume completed the run; models bit-identical to an uninterrupted run ($same)"
