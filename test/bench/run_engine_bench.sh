@@ -10,6 +10,8 @@
 #
 # Environment knobs: CC (gcc), CFLAGS (-O3 -std=gnu11), MLP_REPS (7),
 # CNN_REPS (5), CNN_ROWS (12800 = 100 steps of 128), SKIP_XCHECK=1,
+# NN_SRC (src/nn: the engine sources to build; point it at a patched copy
+# for an A/B comparison),
 # TASKSET="taskset -c 1" to pin every run to one core.
 # Exit status: non-zero if the cross-check or the allocation check failed.
 set -u
@@ -23,6 +25,7 @@ RES=$CACHE/engine_bench.results   # machine-readable lines, written synchronousl
 exec > >(tee -a "$LOG") 2>&1
 
 CC=${CC:-gcc}
+NN_SRC=${NN_SRC:-src/nn}
 CFLAGS=${CFLAGS:--O3 -std=gnu11}
 MLP_REPS=${MLP_REPS:-7}
 CNN_REPS=${CNN_REPS:-5}
@@ -35,15 +38,15 @@ echo "# mop engine benchmark  $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 echo "host: $(lscpu | sed -n 's/^Model name: *//p') (family $(lscpu | sed -n 's/^CPU family: *//p') model $(lscpu | sed -n 's/^Model: *//p')), $(getconf _NPROCESSORS_ONLN) cpus, $(sed -n 's/^cpu MHz[^:]*: *//p' /proc/cpuinfo | head -1) MHz nominal; $(uname -sr)"
 echo "cpu flags: $(grep -o -w -E 'avx2|fma|avx512f' /proc/cpuinfo | sort -u | tr '\n' ' ')"
 echo "compiler: $($CC --version | head -1); CFLAGS: $CFLAGS; link: -ldl -lm"
-echo "git: $(git rev-parse --short HEAD 2>/dev/null || echo none) $(git status --porcelain src/nn 2>/dev/null | wc -l) uncommitted src/nn files"
+echo "git: $(git rev-parse --short HEAD 2>/dev/null || echo none) $(git status --porcelain src/nn 2>/dev/null | wc -l) uncommitted src/nn files; engine sources: $NN_SRC"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (a shared machine: other work competes)"
 echo "threads: OPENBLAS_NUM_THREADS=1, nn_blas_init(1), torch.set_num_threads(1)${TASKSET:+, pinned: $TASKSET}"
 
 # ---- build -------------------------------------------------------------
 $PY test/bench/fmnist_convert.py "$CACHE" || exit 2
 set -e
-$CC $CFLAGS -I. -o $CACHE/nn_xcheck test/xcheck/nn_xcheck.c src/nn/*.c -ldl -lm
-$CC $CFLAGS -I. -o $CACHE/bench_engine test/bench/bench_engine.c src/nn/*.c -ldl -lm
+$CC $CFLAGS -I. -o $CACHE/nn_xcheck test/xcheck/nn_xcheck.c "$NN_SRC"/*.c -ldl -lm
+$CC $CFLAGS -I. -o $CACHE/bench_engine test/bench/bench_engine.c "$NN_SRC"/*.c -ldl -lm
 $CC -O2 -std=gnu11 -o $CACHE/sgemm_peak test/bench/sgemm_peak.c -ldl
 set +e
 
