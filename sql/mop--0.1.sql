@@ -444,3 +444,10 @@ CREATE VIEW mop.best WITH (security_invoker = true) AS
 	   AND l.best_valid_metric IS NOT NULL
 	 ORDER BY l.run_id, l.rank, l.model_id;
 COMMENT ON VIEW mop.best IS 'the winning configuration of each run (never a diverged or failed model)';
+
+CREATE FUNCTION mop.average_states(states bytea[]) RETURNS bytea
+	AS 'MODULE_PATHNAME', 'mop_average_states'
+	LANGUAGE C STRICT IMMUTABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION mop.average_states(bytea[])
+	IS 'model averaging: mean weights and optimizer state of same-architecture model states';

@@ -184,3 +184,13 @@ SELECT mop_drop_dataset('alice_blobs');
 RESET ROLE;
 REVOKE SELECT ON blobs FROM mop_search_alice;
 DROP ROLE mop_search_alice;
+
+-- model averaging (the baseline MOP is compared with)
+SELECT mop.average_states(ARRAY[m.state, m.state]) = m.state AS mean_of_same_is_same
+  FROM mop.models m WHERE m.run_id = :r1 ORDER BY m.id LIMIT 1;
+SELECT length(mop.average_states(array_agg(m.state))) = max(length(m.state)) AS averaged
+  FROM mop.models m WHERE m.run_id = :r1;
+SELECT pg_temp.err($$SELECT mop.average_states(ARRAY[]::bytea[])$$);
+SELECT pg_temp.err($$SELECT mop.average_states(ARRAY['\x00'::bytea])$$);
+SELECT pg_temp.err(format($$SELECT mop.average_states(ARRAY[(SELECT state FROM mop.models WHERE run_id = %s LIMIT 1),
+       mop.init_model('blobs', '{"model": [{"type": "dense", "units": 3}]}')])$$, :r1));

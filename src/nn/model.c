@@ -186,6 +186,41 @@ nn_model_clone(const nn_model *src, nn_model **out, nn_error *err)
 	return NN_OK;
 }
 
+/* dst := elementwise mean of src[0..n-1] (weights and optimizer state). */
+nn_status
+nn_model_average(nn_model *dst, nn_model *const *src, int n, nn_error *err)
+{
+	int64_t		P = dst->plan.n_params,
+				O = dst->plan.n_opt;
+
+	if (n < 1)
+		return nn_fail(err, NN_ERR_INVALID, "nothing to average");
+	for (int k = 0; k < n; k++)
+		if (src[k]->plan.n_params != P || src[k]->plan.n_opt != O ||
+			src[k]->spec.n_layers != dst->spec.n_layers ||
+			memcmp(src[k]->spec.layers, dst->spec.layers,
+				   sizeof(nn_layer_spec) * dst->spec.n_layers) != 0)
+			return nn_fail(err, NN_ERR_SHAPE, "model %d of %d has another architecture or optimizer",
+						   k + 1, n);
+	for (int64_t i = 0; i < P; i++)
+	{
+		double		s = 0;
+
+		for (int k = 0; k < n; k++)
+			s += src[k]->params[i];
+		dst->params[i] = (float) (s / n);
+	}
+	for (int64_t i = 0; i < O; i++)
+	{
+		double		s = 0;
+
+		for (int k = 0; k < n; k++)
+			s += src[k]->opt[i];
+		dst->opt[i] = (float) (s / n);
+	}
+	return NN_OK;
+}
+
 const nn_spec *
 nn_model_spec(const nn_model *m)
 {

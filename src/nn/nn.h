@@ -209,6 +209,15 @@ nn_status	nn_model_create(const nn_spec *spec, nn_model **out, nn_error *err);
 /* Free a model (NULL is fine). */
 void		nn_model_free(nn_model *m);
 
+/*
+ * Model averaging: set dst's weights and optimizer state to the elementwise
+ * mean of those of the n models in src (same architecture and optimizer;
+ * dst may be one of them).  Counters and RNG of dst are kept.  This is the
+ * baseline MOP is compared with (each worker trains a copy, then average).
+ */
+nn_status	nn_model_average(nn_model *dst, nn_model *const *src, int n,
+							 nn_error *err);
+
 /* Deep copy: same weights, optimizer state, RNG and counters. */
 nn_status	nn_model_clone(const nn_model *m, nn_model **out, nn_error *err);
 

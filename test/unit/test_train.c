@@ -594,3 +594,32 @@ TEST(blas_info_reports_threads)
 	CHECK(strstr(nn_blas_info(), "1 thread") != NULL);
 	CHECK(nn_blas_init(0, &err) == NN_ERR_INVALID);
 }
+
+TEST(model_average)
+{
+	nn_spec		s;
+	nn_model   *a,
+			   *b,
+			   *c;
+	nn_error	err;
+	nn_model   *both[2];
+
+	mlp_spec(&s, 6, 3, 20);
+	CHECK_OK(nn_model_create(&s, &a, &err));
+	s.seed = 21;
+	CHECK_OK(nn_model_create(&s, &b, &err));
+	CHECK_OK(nn_model_clone(a, &c, &err));
+	both[0] = a;
+	both[1] = b;
+	CHECK_OK(nn_model_average(c, both, 2, &err));
+	for (int i = 0; i < 10; i++)
+		CHECK(fabsf(c->params[i] - 0.5f * (a->params[i] + b->params[i])) < 1e-6f);
+	nn_model_free(b);
+	s.layers[0].units = 17;
+	CHECK_OK(nn_model_create(&s, &b, &err));
+	both[1] = b;
+	CHECK(nn_model_average(c, both, 2, &err) == NN_ERR_SHAPE);
+	nn_model_free(a);
+	nn_model_free(b);
+	nn_model_free(c);
+}
