@@ -1,0 +1,70 @@
+"""Helpers shared by the mop benchmark scripts (run_mop_bench.sh)."""
+import datetime
+import json
+import os
+import subprocess
+import time
+
+import psycopg2
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+OUTD = os.path.join(ROOT, "test", "bench", ".cache", "mop_bench")
+os.makedirs(OUTD, exist_ok=True)
+
+MLP_A = {"layers": [{"type": "dense", "units": 256, "activation": "relu"},
+                    {"type": "dense", "units": 128, "activation": "relu"},
+                    {"type": "dense", "units": 10}]}
+MLP_B = {"layers": [{"type": "dense", "units": 512, "activation": "relu"},
+                    {"type": "dense", "units": 10}]}
+
+
+def arch_name(model):
+    layers = model["layers"] if isinstance(model, dict) else model
+    return "784-" + "-".join(str(l["units"]) for l in layers if l["type"] == "dense")
+
+
+def connect():
+    c = psycopg2.connect(host=os.environ.get("PGHOST", "/tmp/mopbench"),
+                         port=int(os.environ.get("PGPORT", "55432")),
+                         user="postgres", dbname="postgres")
+    c.autocommit = True
+    cur = c.cursor()
+    cur.execute("SET client_min_messages = warning")
+    return c
+
+
+def wait_quiet():
+    """Wait until no other heavy benchmark (another engineer's) is running."""
+    said = False
+    while True:
+        r = subprocess.run(["pgrep", "-f", "bench_engine|bench_torch|xcheck"],
+                           capture_output=True, text=True)
+        pids = [p for p in r.stdout.split() if int(p) != os.getpid()]
+        if not pids:
+            return
+        if not said:
+            print(f"  (waiting for other benchmarks: pids {pids})", flush=True)
+            said = True
+        time.sleep(5)
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def utcnow():
+    return datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    if n == 0:
+        return float("nan")
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+
+
+def save(name, obj):
+    with open(os.path.join(OUTD, name), "w") as f:
+        json.dump(obj, f, indent=1, default=str)

@@ -1,0 +1,53 @@
+#!/bin/bash
+# mop_bench_lib.sh -- shared settings for run_mop_bench.sh (issue 3 and 4
+# benchmarks): a private throwaway cluster on its own port and socket dir.
+# Source it.  Knobs: MOPB_DIR (/tmp/mopbench), MOPB_PORT (55432).
+MOPB_DIR=${MOPB_DIR:-/tmp/mopbench}
+MOPB_PORT=${MOPB_PORT:-55432}
+PGBIN=$(pg_config --bindir)
+export PGHOST=$MOPB_DIR PGPORT=$MOPB_PORT PGUSER=postgres PGDATABASE=postgres
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+PY=/usr/bin/python3
+PSQL="psql -X -q -v ON_ERROR_STOP=1"
+AS_PG="runuser -u postgres --"
+
+mopb_cluster_up() {
+	if [ -f "$MOPB_DIR/data/postmaster.pid" ] && $PSQL -c 'select 1' >/dev/null 2>&1; then
+		return 0
+	fi
+	if [ ! -d "$MOPB_DIR/data" ]; then
+		mkdir -p "$MOPB_DIR" && chown postgres "$MOPB_DIR"
+		$AS_PG "$PGBIN/initdb" -D "$MOPB_DIR/data" -A trust -U postgres >"$MOPB_DIR/initdb.log" 2>&1 || {
+			cat "$MOPB_DIR/initdb.log"; return 1; }
+		cat >>"$MOPB_DIR/data/postgresql.conf" <<CONF
+port = $MOPB_PORT
+listen_addresses = ''
+unix_socket_directories = '$MOPB_DIR'
+max_worker_processes = 16
+shared_buffers = 1GB
+max_wal_size = 4GB
+CONF
+	fi
+	$AS_PG "$PGBIN/pg_ctl" -D "$MOPB_DIR/data" -l "$MOPB_DIR/server.log" -w -t 60 start >/dev/null
+}
+
+mopb_cluster_down() {
+	$AS_PG "$PGBIN/pg_ctl" -D "$MOPB_DIR/data" -m fast -w -t 60 stop >/dev/null
+}
+
+# wait until no other heavy benchmark runs (another engineer's engine bench)
+mopb_wait_quiet() {
+	local n=0
+	while pgrep -f 'bench_engine|bench_torch|xcheck' >/dev/null; do
+		[ $n -eq 0 ] && echo "  (waiting for other benchmarks: $(pgrep -fa 'bench_engine|bench_torch|xcheck' | head -2 | tr '\n' ';'))" >&2
+		n=$((n + 1)); sleep 5
+	done
+}
+
+mopb_env_line() {
+	echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'); host: $(lscpu | sed -n 's/^Model name: *//p'), $(getconf _NPROCESSORS_ONLN) cpus; $(uname -sr)"
+	echo "PostgreSQL: $($PSQL -tAc 'select version()' 2>/dev/null | cut -d, -f1); mop git $(git -C "$(dirname "${BASH_SOURCE[0]}")/../.." rev-parse --short HEAD)"
+	echo "BLAS: $(readlink -f /usr/lib/x86_64-linux-gnu/libopenblas.so.0 2>/dev/null) ($(dpkg-query -W -f='${Package} ${Version}' 'libopenblas0-pthread' 2>/dev/null || dpkg -l | awk '/libopenblas0/{print $2, $3; exit}')); mop.blas_threads=1"
+	echo "extension CFLAGS: $(pg_config --cflags | sed 's/ -f[a-z-]*prefix-map=[^ ]*//g') + PG_CFLAGS $(sed -n 's/^PG_CFLAGS *= *//p' "$(dirname "${BASH_SOURCE[0]}")/../../Makefile")"
+	echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+}

@@ -1,0 +1,70 @@
+#!/bin/bash
+# run_mop_bench.sh -- the benchmarks of issue 3 (extension) and issue 4 (MOP),
+# on Fashion-MNIST, in a private throwaway cluster (test/bench/mop_bench_lib.sh).
+#
+#   bash test/bench/run_mop_bench.sh [phase ...]
+#
+# phases (default: all, in this order):
+#   setup      build+install mop, start the cluster, load fashion_train/test
+#              (label text, pixels real[]), mop_prepare 'fashion' (2 partitions)
+#   overhead   3a: mop_train epoch time vs the bare engine (bare_engine.c)
+#   prepare    3b: mop_prepare throughput vs COPY (SELECT * ...) TO '/dev/null'
+#   converge   4.1: MOP vs sequential vs model averaging, 4 configs x 5 epochs
+#   throughput 4.2: 16-config grid, 1 epoch, W=1 vs W=2, random / longest
+#   torch      4.3: mop end to end vs psycopg2 + PyTorch, sequential and 2 procs
+#   sim        4.4: scheduler simulation (sim_sched.c)
+# Knobs: OVH_REPS (5), PREP_REPS (3), TP_REPS (2), MOPB_DIR, MOPB_PORT.
+# Output: stdout and test/bench/.cache/mop_bench/<phase>.log (+ .json results).
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+source test/bench/mop_bench_lib.sh
+OUTD=test/bench/.cache/mop_bench
+mkdir -p "$OUTD"
+PHASES=${*:-setup overhead prepare converge throughput torch sim}
+OVH_REPS=${OVH_REPS:-5}
+PREP_REPS=${PREP_REPS:-3}
+TP_REPS=${TP_REPS:-2}
+
+phase_setup() {
+	make -s && make -s install || return 1
+	mopb_cluster_up || return 1
+	if [ "$($PSQL -tAc "select count(*) from pg_class where relname = 'fashion_test'")" != 1 ]; then
+		$PSQL <<'SQL'
+CREATE EXTENSION IF NOT EXISTS mop;
+CREATE TABLE fashion_train (label text NOT NULL, pixels real[] NOT NULL);
+CREATE TABLE fashion_test (label text NOT NULL, pixels real[] NOT NULL);
+SQL
+		$PY scripts/load_fashion_mnist.py train | $PSQL -c "COPY fashion_train FROM STDIN"
+		$PY scripts/load_fashion_mnist.py test | $PSQL -c "COPY fashion_test FROM STDIN"
+		$PSQL -c "VACUUM ANALYZE fashion_train" -c "VACUUM ANALYZE fashion_test"
+	fi
+	if [ "$($PSQL -tAc "select count(*) from mop.datasets where name = 'fashion'")" != 1 ]; then
+		$PSQL -c "SELECT * FROM mop_prepare('fashion_train', 'label', ARRAY['pixels'], 'fashion',
+		            partitions => 2, validation => 0.1, shape => ARRAY[28, 28, 1], seed => 1)"
+	fi
+	$PSQL -c "SELECT name, partitions, train_rows, valid_rows FROM mop.datasets"
+}
+
+run_phase() {
+	local p=$1
+	echo "==== phase $p  $(date -u '+%H:%M:%S')"
+	case $p in
+		setup) phase_setup ;;
+		overhead) mopb_wait_quiet; (cd test/bench && $PY mop_overhead.py --reps "$OVH_REPS") ;;
+		prepare) mopb_wait_quiet; $PY test/bench/mop_prepare_bench.py --reps "$PREP_REPS" ;;
+		converge) mopb_wait_quiet; $PY test/bench/mop_converge.py ;;
+		throughput) mopb_wait_quiet; $PY test/bench/mop_throughput.py --reps "$TP_REPS" ;;
+		torch) mopb_wait_quiet; $PY test/bench/mop_vs_torch.py ;;
+		sim) gcc -O2 -Isrc/search test/bench/sim_sched.c src/search/sched.c src/search/sim.c -o "$OUTD/sim_sched" -lm && "$OUTD/sim_sched" ;;
+		*) echo "unknown phase $p"; return 2 ;;
+	esac
+}
+
+mopb_env_line
+RC=0
+for p in $PHASES; do
+	run_phase "$p" 2>&1 | tee "$OUTD/$p.log"
+	[ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
+done
+exit $RC
