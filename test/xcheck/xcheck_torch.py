@@ -73,6 +73,8 @@ CASES = [
      dict(opt="adam", lr=1e-3, l2=1e-2, clip=1.0)),
     ("mlp/sgd+l2+clip", "784", "mlp", 32,
      dict(opt="sgd", lr=0.1, momentum=0.9, nesterov=0, l2=5e-3, clip=0.5)),
+    ("mlp-tanh-gelu-sigm/adam", "784", "dense:64:tanh,dense:48:gelu,dense:32:sigmoid,dense:10", 32,
+     dict(opt="adam", lr=1e-3)),
     ("cnn/adam", "28x28x1", "cnn_small", 32, dict(opt="adam", lr=1e-3)),
     ("cnn/sgd+nesterov+l2+clip", "28x28x1", "cnn_small", 32,
      dict(opt="sgd", lr=0.05, momentum=0.9, nesterov=1, l2=1e-3, clip=1.0)),
