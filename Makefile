@@ -41,6 +41,10 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# PGXS tracks no header dependencies: rebuild every object when a header
+# changes (a stale object with an old struct layout is a silent disaster).
+$(OBJS): $(wildcard src/nn/*.h src/pg/*.h src/search/*.h)
+
 # Optional CUDA part (the GPU issue): gpu/*.cu -> gpu/mop_gpu.so, built by
 # nvcc only when both nvcc and CUDA sources exist, installed next to mop.so
 # and loaded at run time.  It is deliberately not in OBJS, so PGXS never

@@ -401,6 +401,17 @@ CREATE FUNCTION @extschema@.mop_resume(run_id bigint, workers int DEFAULT NULL,
 COMMENT ON FUNCTION @extschema@.mop_resume(bigint, int, boolean)
 	IS 'continue a cancelled, failed or interrupted run from its committed checkpoints';
 
+CREATE FUNCTION @extschema@.mop_replay(run_id bigint, workers int DEFAULT NULL,
+	wait boolean DEFAULT true)
+	RETURNS TABLE (run_id bigint, model_id bigint, rank int, status text, metric text,
+				   best_valid_metric float8, best_valid_loss float8, best_epoch int,
+				   epochs_done int, config jsonb)
+	AS 'MODULE_PATHNAME', 'mop_replay'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_replay(bigint, int, boolean)
+	IS 'train a finished run''s configurations again along its recorded schedule: bit-identical models';
+
 CREATE FUNCTION @extschema@.mop_wait(run_id bigint) RETURNS text
 	AS 'MODULE_PATHNAME', 'mop_wait'
 	LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE

@@ -114,6 +114,18 @@ SELECT (SELECT array_agg(config ORDER BY model_id) FROM rs) =
     "batch_size": {"int": [8, 32]}, "seed": 2}',
   trials => 4, epochs => 1, seed => 11)) AS same_seed_same_configs;
 
+-- replay: an asynchronous (timing-dependent) run's recorded schedule
+-- reproduces its models bit for bit
+SELECT DISTINCT run_id AS r5 FROM mop_grid_search('blobs',
+  '{"model": {"layers": [{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 3}]},
+    "optimizer": "adam", "learning_rate": [0.01, 0.003], "batch_size": [16, 32], "seed": 4}',
+  epochs => 2, workers => 2) \gset
+SELECT DISTINCT run_id AS r6 FROM mop_replay(:r5, workers => 3) \gset
+SELECT kind, status, (options->>'replay_of')::bigint = :r5 AS replay_of FROM mop.runs WHERE id = :r6;
+SELECT count(*) AS pairs, bool_and(a.state = b.state) AS identical_replay
+  FROM mop.models a JOIN mop.models b ON a.config = b.config
+ WHERE a.run_id = :r5 AND b.run_id = :r6;
+
 -- divergence: the exploding configuration is marked, keeps a finite checkpoint, never wins
 CREATE TEMP TABLE dv AS
 SELECT * FROM mop_grid_search('blobs',
@@ -161,6 +173,7 @@ SELECT pg_temp.err(format('SELECT * FROM mop_resume(%s)', :r1));
 SELECT pg_temp.err(format('SELECT mop_cancel(%s)', :r1));
 SELECT pg_temp.err($$SELECT mop_wait(999999)$$);
 SELECT pg_temp.err($$SELECT * FROM mop_resume(999999)$$);
+SELECT pg_temp.err($$SELECT * FROM mop_replay(999998)$$);
 BEGIN ISOLATION LEVEL REPEATABLE READ;
 SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}')$$);
 ROLLBACK;

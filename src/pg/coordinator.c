@@ -137,11 +137,13 @@ create_run(void)
 				 errhint("Background workers see only committed data: commit mop_prepare() before starting a search.")));
 	n_partitions = ds->partitions;
 	snprintf(opts, sizeof(opts),
-			 "{\"deterministic\": %s, \"scheduler\": \"%s\", \"blas_threads\": %d}",
+			 "{\"deterministic\": %s, \"scheduler\": \"%s\", \"blas_threads\": %d%s%s}",
 			 run->deterministic ? "true" : "false",
 			 run->pick == MOP_PICK_LONGEST ? "longest" :
 			 run->pick == MOP_PICK_PRIORITY ? "priority" : "random",
-			 run->blas_threads);
+			 run->blas_threads,
+			 run->replay_run_id ? ", \"replay_of\": " : "",
+			 run->replay_run_id ? psprintf(INT64_FORMAT, run->replay_run_id) : "");
 	t[0] = TEXTOID;
 	v[0] = CStringGetTextDatum(kind);
 	t[1] = INT8OID;
@@ -303,6 +305,49 @@ restore_models(mop_sched *s)
 	}
 	commit_tx();
 	run->n_models = n_models;
+}
+
+/*
+ * Replay: give every model the visiting sequence its counterpart (same
+ * position in id order) followed in the recorded run.
+ */
+static void
+load_sequences(mop_sched *s)
+{
+	Oid			t[1] = {INT8OID};
+	Datum		v[1];
+	bool		isnull;
+
+	begin_tx();
+	v[0] = Int64GetDatum(run->replay_run_id);
+	exec_sql("SELECT (SELECT pg_catalog.array_agg(h.partition ORDER BY h.epoch, h.started_at, h.id) "
+			 "FROM mop.hops h WHERE h.model_id OPERATOR(pg_catalog.=) m.id) "
+			 "FROM mop.models m WHERE m.run_id OPERATOR(pg_catalog.=) $1 ORDER BY m.id",
+			 1, t, v, SPI_OK_SELECT);
+	if ((int) SPI_processed != n_models)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld has %d models, its replay %d",
+						(long long) run->replay_run_id, (int) SPI_processed, n_models)));
+	for (int i = 0; i < n_models; i++)
+	{
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+		ArrayType  *a;
+
+		if (isnull)
+		{
+			mop_sched_set_sequence(s, i, NULL, 0);
+			continue;
+		}
+		a = DatumGetArrayTypeP(d);
+		if (mop_sched_set_sequence(s, i, (int32 *) ARR_DATA_PTR(a),
+								   ArrayGetNItems(ARR_NDIM(a), ARR_DIMS(a))) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("recorded schedule of run %lld does not fit its dataset",
+							(long long) run->replay_run_id)));
+	}
+	commit_tx();
 }
 
 /* Start worker i; returns false if it could not be started. */
@@ -617,6 +662,8 @@ mop_coordinator_main(Datum arg)
 		else
 			for (int i = 0; i < n_models; i++)
 				mop_sched_add_model(s, models[i].target);
+		if (run->replay_run_id)
+			load_sequences(s);
 
 		SpinLockAcquire(&run->mutex);
 		run->n_models = n_models;
@@ -647,6 +694,8 @@ mop_coordinator_main(Datum arg)
 				else
 					for (int k = 0; k < n_models; k++)
 						mop_sched_add_model(s, models[k].target);
+				if (run->replay_run_id)
+					load_sequences(s);
 				elog(LOG, "mop run %lld: only %d workers could be started",
 					 (long long) run->run_id, n_workers);
 				break;

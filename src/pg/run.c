@@ -50,6 +50,7 @@
 PG_FUNCTION_INFO_V1(mop_grid_search);
 PG_FUNCTION_INFO_V1(mop_random_search);
 PG_FUNCTION_INFO_V1(mop_resume);
+PG_FUNCTION_INFO_V1(mop_replay);
 PG_FUNCTION_INFO_V1(mop_wait);
 PG_FUNCTION_INFO_V1(mop_cancel);
 PG_FUNCTION_INFO_V1(mop_progress);
@@ -121,7 +122,7 @@ choose_workers(bool isnull, int requested, int partitions)
 static dsm_segment *
 launch(const char *kind, const char *dataset, const char *space, List *configs,
 	   int workers, int epochs, int seed, bool deterministic, mop_pick pick,
-	   int64 resume_run_id, BackgroundWorkerHandle **handle)
+	   int64 resume_run_id, int64 replay_run_id, BackgroundWorkerHandle **handle)
 {
 	Size		payload = strlen(kind) + strlen(dataset) + strlen(space) + 3;
 	ListCell   *lc;
@@ -142,6 +143,7 @@ launch(const char *kind, const char *dataset, const char *space, List *configs,
 	run->user = GetUserId();
 	run->caller_latch = MyLatch;
 	run->resume_run_id = resume_run_id;
+	run->replay_run_id = replay_run_id;
 	run->n_workers = workers;
 	run->epochs = epochs;
 	run->seed = seed;
@@ -354,7 +356,8 @@ return_results(FunctionCallInfo fcinfo, int64 run_id)
 static Datum
 run_search(FunctionCallInfo fcinfo, const char *kind, const char *dataset,
 		   Jsonb *space, List *configs_jsonb, int epochs, int workers, int seed,
-		   bool deterministic, mop_pick pick, bool wait, int64 resume_run_id)
+		   bool deterministic, mop_pick pick, bool wait, int64 resume_run_id,
+		   int64 replay_run_id)
 {
 	List	   *configs = NIL;
 	ListCell   *lc;
@@ -378,7 +381,7 @@ run_search(FunctionCallInfo fcinfo, const char *kind, const char *dataset,
 	seg = launch(kind, dataset,
 				 space ? JsonbToCString(NULL, &space->root, VARSIZE(space)) : "null",
 				 configs, workers, epochs, seed, deterministic, pick, resume_run_id,
-				 &handle);
+				 replay_run_id, &handle);
 	run = dsm_segment_address(seg);
 	run_id = wait_started(run, handle);
 	if (wait)
@@ -469,7 +472,7 @@ mop_grid_search(PG_FUNCTION_ARGS)
 					  PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4),
 					  PG_ARGISNULL(5) ? false : PG_GETARG_BOOL(5),
 					  PG_ARGISNULL(6) ? MOP_PICK_RANDOM : parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(6))),
-					  PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7), 0);
+					  PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7), 0, 0);
 }
 
 /*
@@ -503,7 +506,7 @@ mop_random_search(PG_FUNCTION_ARGS)
 					  seed,
 					  PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6),
 					  PG_ARGISNULL(7) ? MOP_PICK_RANDOM : parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(7))),
-					  PG_ARGISNULL(8) ? true : PG_GETARG_BOOL(8), 0);
+					  PG_ARGISNULL(8) ? true : PG_GETARG_BOOL(8), 0, 0);
 }
 
 /* The run's row: status, dataset name, partitions, shm handle; ERROR if absent. */
@@ -595,7 +598,69 @@ mop_resume(PG_FUNCTION_ARGS)
 					  choose_workers(PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1),
 									 partitions),
 					  0, false, MOP_PICK_RANDOM,
-					  PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), run_id);
+					  PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), run_id, 0);
+}
+
+/*
+ * mop_replay(run_id bigint, workers int, wait bool): train the configurations
+ * of a finished run again, each model visiting the partitions in exactly the
+ * order recorded in mop.hops; the new models are bit-identical to the old.
+ */
+Datum
+mop_replay(PG_FUNCTION_ARGS)
+{
+	int64		run_id = PG_GETARG_INT64(0);
+	char	   *status,
+			   *dataset;
+	int			partitions;
+	int64		handle;
+	bool		has_handle;
+	Oid			t = INT8OID;
+	Datum		v = Int64GetDatum(run_id);
+	List	   *configs = NIL;
+	Jsonb	   *space = NULL;
+	int			epochs = 0;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	run_row(run_id, &status, &dataset, &partitions, &handle, &has_handle);
+	if (strcmp(status, "done") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld is %s; only a finished run can be replayed", (long long) run_id, status),
+				 errhint("Finish it first with mop_resume(%lld).", (long long) run_id)));
+	SPI_connect();
+	if (SPI_execute_with_args("SELECT m.config, r.epochs, r.space FROM mop.models m "
+							  "JOIN mop.runs r ON r.id OPERATOR(pg_catalog.=) m.run_id "
+							  "WHERE m.run_id OPERATOR(pg_catalog.=) $1 ORDER BY m.id",
+							  1, &t, &v, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the models of run %lld", (long long) run_id);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		configs = lappend(configs, DatumGetJsonbPCopy(SPI_getbinval(SPI_tuptable->vals[i],
+																	SPI_tuptable->tupdesc, 1, &isnull)));
+		epochs = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+		if (i == 0)
+		{
+			Datum		sp = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3, &isnull);
+
+			if (!isnull)
+				space = DatumGetJsonbPCopy(sp);
+		}
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	if (configs == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld has no models to replay", (long long) run_id)));
+	return run_search(fcinfo, "replay", dataset, space, configs, Max(epochs, 1),
+					  choose_workers(PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1),
+									 partitions),
+					  0, false, MOP_PICK_RANDOM,
+					  PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), 0, run_id);
 }
 
 /* Final status of a run: wait on its segment if it is live. */

@@ -94,6 +94,7 @@ typedef struct MopRunShared
 	/* request */
 	int64		run_id;			/* 0 until the coordinator has created it */
 	int64		resume_run_id;	/* non-zero: resume this run */
+	int64		replay_run_id;	/* non-zero: replay this run's recorded schedule */
 	int32		n_workers;		/* requested (capped) */
 	int32		epochs;
 	int32		seed;

@@ -71,6 +71,14 @@ void		mop_sched_set_epochs(mop_sched *s, int32_t model, int32_t epochs);
 /* Stop a model: never scheduled again (a busy one finishes its task). */
 void		mop_sched_stop(mop_sched *s, int32_t model);
 
+/*
+ * Fix a model's whole visiting sequence (partitions over all its epochs,
+ * epoch after epoch) -- replaying a recorded run.  The model then visits
+ * exactly these partitions in this order and stops when the sequence ends.
+ */
+int			mop_sched_set_sequence(mop_sched *s, int32_t model, const int32_t *seq,
+								   int32_t len);
+
 /* Set a model's priority (MOP_PICK_PRIORITY). */
 void		mop_sched_set_priority(mop_sched *s, int32_t model, double priority);
 

@@ -26,6 +26,8 @@ typedef struct model_state
 	int64_t		cost_n;
 	double		priority;
 	uint8_t    *visited;		/* [P] */
+	int32_t    *seq;			/* fixed visiting sequence (replay), or NULL */
+	int32_t		seq_len;
 } model_state;
 
 struct mop_sched
@@ -98,7 +100,10 @@ mop_sched_free(mop_sched *s)
 	if (!s)
 		return;
 	for (int i = 0; i < s->n; i++)
+	{
 		free(s->m[i].visited);
+		free(s->m[i].seq);
+	}
 	free(s->m);
 	for (int i = 0; i < s->n_perms; i++)
 		free(s->perms[i]);
@@ -151,6 +156,27 @@ mop_sched_stop(mop_sched *s, int32_t model)
 {
 	if (model >= 0 && model < s->n)
 		s->m[model].stopped = 1;
+}
+
+/* Fix a model's visiting sequence; returns 0, or -1 on bad input. */
+int
+mop_sched_set_sequence(mop_sched *s, int32_t model, const int32_t *seq, int32_t len)
+{
+	int32_t    *copy;
+
+	if (model < 0 || model >= s->n || len < 0)
+		return -1;
+	for (int32_t i = 0; i < len; i++)
+		if (seq[i] < 0 || seq[i] >= s->P)
+			return -1;
+	copy = malloc(sizeof(int32_t) * (len ? len : 1));
+	if (!copy)
+		return -1;
+	memcpy(copy, seq, sizeof(int32_t) * len);
+	free(s->m[model].seq);
+	s->m[model].seq = copy;
+	s->m[model].seq_len = len;
+	return 0;
 }
 
 void
@@ -231,9 +257,19 @@ est_cost(const mop_sched *s, const model_state *ms)
 static int64_t
 remaining(const mop_sched *s, const model_state *ms)
 {
+	int64_t		r;
+
 	if (ms->stopped || ms->done >= ms->target)
 		return 0;
-	return (int64_t) (ms->target - ms->done) * s->P - ms->n_visited;
+	r = (int64_t) (ms->target - ms->done) * s->P - ms->n_visited;
+	if (ms->seq)
+	{
+		int64_t		left = ms->seq_len - ((int64_t) ms->done * s->P + ms->n_visited);
+
+		if (left < r)
+			r = left > 0 ? left : 0;
+	}
+	return r;
 }
 
 /* Partition of worker w that model i should train next, or -1. */
@@ -242,6 +278,16 @@ partition_for(mop_sched *s, int32_t i, int32_t w)
 {
 	model_state *ms = &s->m[i];
 
+	if (ms->seq)
+	{
+		int64_t		pos = (int64_t) ms->done * s->P + ms->n_visited;
+		int32_t		p;
+
+		if (pos >= ms->seq_len)
+			return -1;
+		p = ms->seq[pos];
+		return (p % s->W == w && !ms->visited[p]) ? p : -1;
+	}
 	if (s->deterministic)
 	{
 		int32_t		p = mop_sched_order(s, i, ms->done, ms->n_visited);
@@ -311,7 +357,7 @@ mop_sched_next(mop_sched *s, int32_t worker, mop_task *task)
 	if (best < 0)
 		return any_left ? MOP_WAIT : MOP_DONE;
 	/* in random mode, also pick uniformly among the worker's unvisited partitions */
-	if (!s->deterministic && s->W < s->P)
+	if (!s->deterministic && !s->m[best].seq && s->W < s->P)
 	{
 		int32_t		cnt = 0;
 

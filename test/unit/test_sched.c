@@ -195,3 +195,34 @@ TEST(sched_priority_policy_prefers_high)
 	CHECK(mop_sched_next(s, 0, &t) == MOP_ASSIGNED && t.model == 1);
 	mop_sched_free(s);
 }
+
+TEST(sched_replays_a_sequence)
+{
+	mop_sched  *s = mop_sched_new(2, 4, 1, 0, MOP_PICK_RANDOM);
+	int32_t		seq[6] = {3, 0, 2, 1, 1, 2};	/* epoch 1 complete, epoch 2 half */
+	int32_t		got[6];
+	int			n = 0;
+	mop_task	t;
+
+	mop_sched_add_model(s, 2);
+	CHECK(mop_sched_set_sequence(s, 0, seq, 6) == 0);
+	CHECK(mop_sched_set_sequence(s, 0, (int32_t[]) {7}, 1) == -1);	/* no partition 7 */
+	while (!mop_sched_finished(s) && n < 6)
+	{
+		int			assigned = 0;
+
+		for (int w = 0; w < 2; w++)
+			if (mop_sched_next(s, w, &t) == MOP_ASSIGNED)
+			{
+				CHECK(t.partition % 2 == w);
+				got[n++] = t.partition;
+				mop_sched_complete(s, &t, 1.0);
+				assigned = 1;
+			}
+		if (!assigned)
+			break;
+	}
+	CHECK(n == 6 && memcmp(got, seq, sizeof(seq)) == 0);
+	CHECK(mop_sched_finished(s));	/* the sequence ended: nothing left */
+	mop_sched_free(s);
+}
