@@ -78,12 +78,21 @@ nn_act_backward(int act, float alpha, const float *x, const float *y,
 	switch (act)
 	{
 		case NN_ACT_RELU:
+			/* load dy unconditionally so the loop vectorises */
 			for (int64_t i = 0; i < total; i++)
-				dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+			{
+				float		g = dy[i];
+
+				dx[i] = x[i] > 0.0f ? g : 0.0f;
+			}
 			break;
 		case NN_ACT_LEAKY_RELU:
 			for (int64_t i = 0; i < total; i++)
-				dx[i] = x[i] > 0.0f ? dy[i] : alpha * dy[i];
+			{
+				float		g = dy[i];
+
+				dx[i] = x[i] > 0.0f ? g : alpha * g;
+			}
 			break;
 		case NN_ACT_TANH:
 			for (int64_t i = 0; i < total; i++)
@@ -262,12 +271,16 @@ maxpool_forward(const nn_ilayer *L, const float *in, float *out, int32_t *argmax
 							continue;
 						pos = (iy * L->iw + ix) * c_n;
 						src = img + pos;
+						/* branch-free select (vectorises); NaN wins as in PyTorch */
 						for (int c = 0; c < c_n; c++)
-							if (src[c] > best[c] || src[c] != src[c])
-							{
-								best[c] = src[c];
-								arg[c] = pos + c;
-							}
+						{
+							float		v = src[c],
+										b = best[c];
+							int			take = (v > b) | (v != v);
+
+							best[c] = take ? v : b;
+							arg[c] = take ? pos + c : arg[c];
+						}
 					}
 				}
 			}
@@ -311,14 +324,19 @@ nn_layer_forward(nn_model *m, const nn_ilayer *L, const float *in, float *out,
 
 		case NN_LAYER_CONV2D:
 			{
-				int			rows = nb * L->oh * L->ow;
 				int			K = L->kh * L->kw * L->ic;
+				int64_t		img_rows = (int64_t) L->oh * L->ow;
 
-				im2col(L, in, m->col, nb);
 				if (b)
-					fill_rows(out, rows, L->oc, b);
-				nn_gemm(0, 0, rows, L->oc, K, 1.0f, m->col, K, W, L->oc,
-						b ? 1.0f : 0.0f, out, L->oc);
+					fill_rows(out, nb * img_rows, L->oc, b);
+				for (int n0 = 0; n0 < nb; n0 += L->chunk)
+				{
+					int			cn = nb - n0 < L->chunk ? nb - n0 : L->chunk;
+
+					im2col(L, in + (int64_t) n0 * L->in_size, m->col, cn);
+					nn_gemm(0, 0, (int) (cn * img_rows), L->oc, K, 1.0f, m->col, K, W, L->oc,
+							b ? 1.0f : 0.0f, out + n0 * img_rows * L->oc, L->oc);
+				}
 				break;
 			}
 
@@ -383,17 +401,26 @@ nn_layer_backward(nn_model *m, const nn_ilayer *L, const float *in,
 
 		case NN_LAYER_CONV2D:
 			{
-				int			rows = nb * L->oh * L->ow;
 				int			K = L->kh * L->kw * L->ic;
+				int64_t		img_rows = (int64_t) L->oh * L->ow;
 
-				im2col(L, in, m->col, nb);
-				nn_gemm(1, 0, K, L->oc, rows, 1.0f, m->col, K, dout, L->oc, 0.0f, dW, L->oc);
 				if (db)
-					sum_rows(dout, rows, L->oc, db);
-				if (din)
+					sum_rows(dout, nb * img_rows, L->oc, db);
+				for (int n0 = 0; n0 < nb; n0 += L->chunk)
 				{
-					nn_gemm(0, 1, rows, K, L->oc, 1.0f, dout, L->oc, W, L->oc, 0.0f, m->col, K);
-					col2im(L, m->col, din, nb);
+					int			cn = nb - n0 < L->chunk ? nb - n0 : L->chunk;
+					int			rows = (int) (cn * img_rows);
+					const float *dchunk = dout + n0 * img_rows * L->oc;
+
+					/* dW accumulates over chunks */
+					im2col(L, in + (int64_t) n0 * L->in_size, m->col, cn);
+					nn_gemm(1, 0, K, L->oc, rows, 1.0f, m->col, K, dchunk, L->oc,
+							n0 == 0 ? 0.0f : 1.0f, dW, L->oc);
+					if (din)
+					{
+						nn_gemm(0, 1, rows, K, L->oc, 1.0f, dchunk, L->oc, W, L->oc, 0.0f, m->col, K);
+						col2im(L, m->col, din + (int64_t) n0 * L->in_size, cn);
+					}
 				}
 				break;
 			}

@@ -25,7 +25,9 @@
  *   - All memory a model needs (weights, gradients, optimizer state, the
  *     activations of one minibatch) is allocated when it is created;
  *     nn_spec_memory() tells how much before anything is allocated.  The
- *     per-minibatch loop allocates nothing.
+ *     per-minibatch loop allocates nothing.  The one exception is shuffled
+ *     training: an index array of 8 bytes per row, grown when a buffer
+ *     larger than any before is fed (per buffer size, never per batch).
  */
 #ifndef MOP_NN_H
 #define MOP_NN_H

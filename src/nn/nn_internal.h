@@ -38,6 +38,7 @@ typedef struct nn_ilayer
 	int64_t		in_size;		/* ih*iw*ic */
 	int64_t		out_size;		/* oh*ow*oc */
 	int64_t		out_off;		/* activation buffer offset (floats), -1: aliases input */
+	int32_t		chunk;			/* conv: images per im2col chunk */
 	int64_t		aux_off;		/* dropout mask (floats) or pool argmax (int32), -1 none */
 } nn_ilayer;
 
@@ -107,6 +108,13 @@ struct nn_model
 
 	int64_t		allocs;
 };
+
+/*
+ * Largest im2col chunk, in floats: convolutions unfold at most this much of
+ * a batch at a time (at least one image), which bounds the workspace and
+ * keeps the unfolded rows in cache.  A variable so tests can force chunking.
+ */
+extern int64_t nn_col_chunk_floats;
 
 /* util.c */
 nn_status	nn_fail(nn_error *err, nn_status s, const char *fmt,...)

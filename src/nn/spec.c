@@ -15,6 +15,8 @@
 
 #include "nn_internal.h"
 
+int64_t		nn_col_chunk_floats = INT64_C(1) << 20;	/* 4 MB */
+
 /* Fill spec with defaults. */
 void
 nn_spec_init(nn_spec *spec)
@@ -484,8 +486,13 @@ nn_plan_build(const nn_spec *spec, nn_plan *p, nn_error *err)
 		}
 		if (L->type == NN_LAYER_CONV2D)
 		{
-			int64_t		col = (int64_t) B * L->oh * L->ow * L->kh * L->kw * L->ic;
+			int64_t		per_image = (int64_t) L->oh * L->ow * L->kh * L->kw * L->ic;
+			int64_t		chunk = nn_col_chunk_floats / per_image;
+			int64_t		col;
 
+			chunk = chunk < 1 ? 1 : (chunk > B ? B : chunk);
+			L->chunk = (int32_t) chunk;
+			col = chunk * per_image;
 			if (col > colmax)
 				colmax = col;
 		}

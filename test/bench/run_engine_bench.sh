@@ -8,7 +8,7 @@
 #   5. summarises (medians, ratios, GFLOP/s, memory, allocation checks).
 # Everything goes to stdout and to test/bench/.cache/engine_bench.log.
 #
-# Environment knobs: CC (gcc), CFLAGS (-O3 -std=gnu11), MLP_REPS (7),
+# Environment knobs: CC (gcc), CFLAGS (-O3 -std=gnu11 -fno-math-errno -ffp-contract=off), MLP_REPS (7),
 # CNN_REPS (5), CNN_ROWS (12800 = 100 steps of 128), SKIP_XCHECK=1,
 # NN_SRC (src/nn: the engine sources to build; point it at a patched copy
 # for an A/B comparison),
@@ -26,7 +26,7 @@ exec > >(tee -a "$LOG") 2>&1
 
 CC=${CC:-gcc}
 NN_SRC=${NN_SRC:-src/nn}
-CFLAGS=${CFLAGS:--O3 -std=gnu11}
+CFLAGS=${CFLAGS:--O3 -std=gnu11 -fno-math-errno -ffp-contract=off}  # as the extension (Makefile PG_CFLAGS)
 MLP_REPS=${MLP_REPS:-7}
 CNN_REPS=${CNN_REPS:-5}
 CNN_ROWS=${CNN_ROWS:-12800}

@@ -334,3 +334,44 @@ TEST(topk_metric)
 	nn_loss_eval(&s, 4, z, &y, 1, NULL, &ls, &ms);
 	CHECK(ms == 0.0);
 }
+
+TEST(conv_chunking_matches_whole_batch)
+{
+	/* im2col in chunks of one image gives the same outputs and gradients */
+	nn_spec		s;
+	nn_model   *a,
+			   *b;
+	nn_error	err;
+	float		x[5 * 6 * 6 * 2],
+				y[5] = {0, 1, 2, 0, 1};
+	double		la,
+				lb,
+				ma,
+				mb;
+	int64_t		saved = nn_col_chunk_floats;
+	double		worst = 0;
+
+	nn_spec_init(&s);
+	s.in_h = s.in_w = 6;
+	s.in_c = 2;
+	s.batch_size = 5;
+	add_conv(&s, 4, 3, 1, NN_PAD_SAME, NN_ACT_RELU);
+	add_conv(&s, 3, 3, 2, NN_PAD_VALID, NN_ACT_NONE);
+	add_layer(&s, NN_LAYER_FLATTEN);
+	add_dense(&s, 3, NN_ACT_NONE);
+	fill_uniform(x, sizeof(x) / sizeof(float), 5, -1, 1);
+	CHECK_OK(nn_model_create(&s, &a, &err));
+	nn_col_chunk_floats = 1;	/* one image per chunk */
+	CHECK_OK(nn_model_create(&s, &b, &err));
+	nn_col_chunk_floats = saved;
+	CHECK(a->plan.l[0].chunk == 5 && b->plan.l[0].chunk == 1);
+	CHECK(b->plan.ws_col < a->plan.ws_col);
+	CHECK_OK(nn_gradients(a, x, y, 5, &la, &ma, &err));
+	CHECK_OK(nn_gradients(b, x, y, 5, &lb, &mb, &err));
+	CHECK(fabs(la - lb) < 1e-6 * fabs(la));
+	for (int64_t i = 0; i < a->plan.n_params; i++)
+		worst = fmax(worst, fabs(a->grads[i] - b->grads[i]) / fmax(fabs(a->grads[i]), 1e-3));
+	CHECKF(worst < 1e-4, "worst relative gradient difference %.3g", worst);
+	nn_model_free(a);
+	nn_model_free(b);
+}
