@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Issue 4 benchmark 3: mop against what a user does today.
+
+The same 16-configuration grid as mop_throughput.py, 1 epoch, three ways,
+alternating per repetition:
+  mop         end to end: mop_prepare of fashion_train (2 partitions, 10%
+              validation, standardised, shuffled) + mop_grid_search(workers 2,
+              1 epoch, validation included); the scratch dataset is dropped
+              afterwards (not timed)
+  torch_seq   a Python script: SELECT label, pixels FROM fashion_train with
+              psycopg2, to numpy float32, shuffle (seed 1), 10% validation
+              split, standardise with the training mean/std, then train the 16
+              configurations one after the other with PyTorch on CPU
+              (torch.set_num_threads(1)), each 1 epoch + validation accuracy
+  torch_2p    the same, with the 16 trainings spread over 2 processes
+              (multiprocessing, fork after loading, each process 1 thread)
+PyTorch setup matching mop: nn.Linear + ReLU, cross-entropy, Adam(lr), l2
+added to the kernel gradients only (Adam weight_decay on the weight tensors;
+biases without), per-epoch shuffle, the last partial batch trained.
+"""
+import argparse
+import json
+import multiprocessing as mp
+import os
+import time
+
+import numpy as np
+import psycopg2
+import torch
+import torch.nn as tnn
+
+from mop_bench_common import (MLP_A, MLP_B, arch_name, connect, loadavg, median,
+                              save, utcnow, wait_quiet)
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--reps", type=int, default=1)
+args = ap.parse_args()
+torch.set_num_threads(1)
+SPACE = {"model": [MLP_A, MLP_B], "optimizer": "adam", "learning_rate": [1e-3, 1e-4],
+         "batch_size": [32, 256], "l2": [1e-4, 1e-6], "seed": 1}
+CONFIGS = [dict(model=m, learning_rate=lr, batch_size=bs, l2=l2)
+           for m in SPACE["model"] for lr in SPACE["learning_rate"]
+           for bs in SPACE["batch_size"] for l2 in SPACE["l2"]]
+
+
+def key(c):
+    return f"{arch_name(c['model'])} lr={c['learning_rate']:g} bs={c['batch_size']} l2={c['l2']:g}"
+
+
+def load():
+    """What the user's script does before training: read + preprocess."""
+    c = connect()
+    k = c.cursor()
+    k.execute("SELECT label, pixels FROM fashion_train")
+    rows = k.fetchall()
+    c.close()
+    labels = sorted(set(r[0] for r in rows))
+    idx = {l: i for i, l in enumerate(labels)}
+    x = np.asarray([r[1] for r in rows], dtype=np.float32)
+    y = np.asarray([idx[r[0]] for r in rows], dtype=np.int64)
+    perm = np.random.default_rng(1).permutation(len(y))
+    nv = int(round(0.1 * len(y)))
+    vx, vy, tx, ty = x[perm[:nv]], y[perm[:nv]], x[perm[nv:]], y[perm[nv:]]
+    mean = tx.mean(0)
+    std = tx.std(0)
+    std[std == 0] = 1
+    tx = (tx - mean) / std
+    vx = (vx - mean) / std
+    return torch.from_numpy(tx), torch.from_numpy(ty), torch.from_numpy(vx), torch.from_numpy(vy)
+
+
+DATA = None
+
+
+def train_one(c):
+    torch.set_num_threads(1)
+    tx, ty, vx, vy = DATA
+    torch.manual_seed(1)
+    layers, d = [], 784
+    for l in c["model"]["layers"]:
+        layers.append(tnn.Linear(d, l["units"]))
+        d = l["units"]
+        if l.get("activation") == "relu":
+            layers.append(tnn.ReLU())
+    net = tnn.Sequential(*layers)
+    w = [p for n, p in net.named_parameters() if n.endswith("weight")]
+    b = [p for n, p in net.named_parameters() if n.endswith("bias")]
+    opt = torch.optim.Adam([{"params": w, "weight_decay": c["l2"]}, {"params": b, "weight_decay": 0.0}],
+                           lr=c["learning_rate"], foreach=True)
+    lossf = tnn.CrossEntropyLoss()
+    t0 = time.time()
+    g = torch.Generator().manual_seed(1)
+    perm = torch.randperm(len(ty), generator=g)
+    bs = c["batch_size"]
+    net.train()
+    for off in range(0, len(ty), bs):
+        i = perm[off:off + bs]
+        opt.zero_grad(set_to_none=True)
+        loss = lossf(net(tx[i]), ty[i])
+        loss.backward()
+        opt.step()
+    net.eval()
+    with torch.no_grad():
+        acc = (net(vx).argmax(1) == vy).float().mean().item()
+    return key(c), acc, time.time() - t0
+
+
+def init_worker():
+    torch.set_num_threads(1)
+
+
+def run_torch(procs):
+    global DATA
+    t0 = time.time()
+    DATA = load()
+    tl = time.time() - t0
+    if procs == 1:
+        res = [train_one(c) for c in CONFIGS]
+    else:
+        with mp.get_context("fork").Pool(procs, initializer=init_worker) as pool:
+            res = list(pool.imap_unordered(train_one, CONFIGS))
+    DATA = None
+    return dict(wall=time.time() - t0, load=tl, acc={k: a for k, a, s in res}, train_s=sum(s for k, a, s in res))
+
+
+def run_mop():
+    c = connect()
+    k = c.cursor()
+    k.execute("SELECT mop_drop_dataset('e2e') FROM mop.datasets WHERE name = 'e2e'")
+    t0 = time.time()
+    k.execute("SELECT * FROM mop_prepare('fashion_train', 'label', ARRAY['pixels'], 'e2e', partitions => 2, "
+              "validation => 0.1, shape => ARRAY[28, 28, 1], seed => 1)")
+    tp = time.time() - t0
+    k.execute("SELECT model_id, best_valid_metric FROM mop_grid_search('e2e', %s::jsonb, epochs => 1, workers => 2, seed => 1)",
+              (json.dumps(SPACE),))
+    rr = k.fetchall()
+    wall = time.time() - t0
+    acc = {}
+    for mid, m in rr:
+        k.execute("SELECT config FROM mop.models WHERE id = %s", (mid,))
+        acc[key(k.fetchone()[0])] = m
+    k.execute("SELECT mop_drop_dataset('e2e')")
+    c.close()
+    return dict(wall=wall, load=tp, acc=acc)
+
+
+if __name__ == "__main__":
+    print(f"torch {torch.__version__}; {torch.__config__.show().count('BLAS')} BLAS lines: " +
+          "; ".join(l.strip() for l in torch.__config__.show().splitlines() if "BLAS_INFO" in l or "CPU capability" in l)[:200])
+    print(f"{args.reps} repetitions; {utcnow()}; load {loadavg()}")
+    R = {"mop": [], "torch_seq": [], "torch_2p": []}
+    for rep in range(1, args.reps + 1):
+        order = list(R) if rep % 2 else list(reversed(list(R)))
+        for who in order:
+            wait_quiet()
+            d = run_mop() if who == "mop" else run_torch(1 if who == "torch_seq" else 2)
+            R[who].append(d)
+            print(f"  rep {rep} {who}: wall {d['wall']:.2f}s (read+preprocess / mop_prepare {d['load']:.2f}s)", flush=True)
+    m = {k: median([d["wall"] for d in v]) for k, v in R.items()}
+    for k in ("torch_seq", "torch_2p"):
+        print(f"RESULT {k} / mop end-to-end time: {m[k]:.2f}s / {m['mop']:.2f}s = {m[k] / m['mop']:.2f}x")
+    print(f"RESULT medians: mop {m['mop']:.2f}s (mop_prepare {median([d['load'] for d in R['mop']]):.2f}s); torch_seq {m['torch_seq']:.2f}s "
+          f"(read+preprocess {median([d['load'] for d in R['torch_seq']]):.2f}s); torch_2p {m['torch_2p']:.2f}s "
+          f"(read+preprocess {median([d['load'] for d in R['torch_2p']]):.2f}s)")
+    print()
+    print("| config | mop valid acc | PyTorch valid acc (sequential run) | PyTorch valid acc (2 processes) | mop - PyTorch (points) |")
+    print("|---|---|---|---|---|")
+    diffs = []
+    for c in CONFIGS:
+        kk = key(c)
+        a, b, b2 = R["mop"][0]["acc"][kk], R["torch_seq"][0]["acc"][kk], R["torch_2p"][0]["acc"][kk]
+        diffs.append(a - b)
+        print(f"| {kk} | {a:.4f} | {b:.4f} | {b2:.4f} | {100 * (a - b):+.2f} |")
+    print(f"RESULT accuracy mop - PyTorch: mean {100 * sum(diffs) / len(diffs):+.2f} points, min {100 * min(diffs):+.2f}, max {100 * max(diffs):+.2f}")
+    print(f"finished {utcnow()}; load {loadavg()}")
+    save("torch.json", R)
