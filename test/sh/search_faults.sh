@@ -73,11 +73,20 @@ echo "ok faults: pg_cancel_backend stopped the run and its workers in $(awk "BEG
 $PSQL -c "UPDATE mop.runs SET status = 'failed' WHERE id = $r" >/dev/null
 
 # 2. a worker dies mid-run: it is replaced and the run completes
-r=$($PSQL -c "SELECT DISTINCT run_id FROM mop_grid_search('big', '$SPACE', epochs => 2, workers => 2, wait => false)")
+r=$($PSQL -c "SELECT DISTINCT run_id FROM mop_grid_search('big', '$SPACE', epochs => 6, workers => 2, wait => false)")
+# mop.progress shows what each worker trains right now
+prog=""
+for _ in $(seq 1 200); do
+	prog=$($PSQL -c "SELECT bool_and(rows_done <= rows_total AND rows_total > 0 AND partition % 2 = worker AND pid > 0 AND epoch >= 1) FROM mop.progress WHERE run_id = $r AND model_id IS NOT NULL")
+	[ "$prog" = "t" ] && break
+	sleep 0.05
+done
+[ "$prog" = "t" ] || fail "faults: mop.progress never showed a consistent busy worker ('$prog')"
+echo "ok faults: mop.progress shows each worker's model, partition and rows done of total"
 wait_hops "$r" 2 || fail "faults: kill: the run never trained"
 $PSQL -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'mop worker' LIMIT 1" >/dev/null
 st=$($PSQL -c "SELECT mop_wait($r)")
-inv=$(invariants "$r" 2 4)
+inv=$(invariants "$r" 6 4)
 [ "$st" = "done" ] && [ "$inv" = "ok" ] || fail "faults: kill: status $st, invariants $inv"
 grep -q "restarted worker" "$CL_DIR/server.log" || fail "faults: kill: no worker restart logged"
 echo "ok faults: a killed worker was replaced and the run completed with MOP's invariants"
