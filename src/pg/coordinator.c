@@ -222,7 +222,8 @@ load_run(void)
 	v[0] = Int64GetDatum(run->resume_run_id);
 	exec_sql("SELECT r.status, d.partitions, r.epochs, r.seed, "
 			 "COALESCE((r.options->>'deterministic')::boolean, false), "
-			 "COALESCE(r.options->>'scheduler', 'random') "
+			 "COALESCE(r.options->>'scheduler', 'random'), "
+			 "COALESCE((r.options->>'replay_of')::bigint, 0) "
 			 "FROM mop.runs r JOIN mop.datasets d ON d.id OPERATOR(pg_catalog.=) r.dataset_id "
 			 "WHERE r.id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF r",
 			 1, t, v, SPI_OK_SELECT);
@@ -246,6 +247,8 @@ load_run(void)
 		run->pick = strcmp(pick, "longest") == 0 ? MOP_PICK_LONGEST :
 			strcmp(pick, "priority") == 0 ? MOP_PICK_PRIORITY : MOP_PICK_RANDOM;
 	}
+	/* a resumed replay keeps following the recorded schedule */
+	run->replay_run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 7, &isnull));
 	v[1] = Int64GetDatum((int64) dsm_segment_handle(run_seg));
 	exec_sql("UPDATE mop.runs SET status = 'running', error = NULL, finished_at = NULL, "
 			 "shm_handle = $2 WHERE id OPERATOR(pg_catalog.=) $1", 2, t, v, SPI_OK_UPDATE);
