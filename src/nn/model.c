@@ -113,27 +113,19 @@ model_alloc(const nn_spec *spec, const nn_plan *plan, nn_model **out, nn_error *
 nn_status
 nn_model_create(const nn_spec *spec, nn_model **out, nn_error *err)
 {
-	nn_plan    *plan;
 	nn_status	s;
 
 	*out = NULL;
 	if (!spec)
 		return nn_fail(err, NN_ERR_INVALID, "no model specification given");
-	plan = malloc(sizeof(nn_plan));
-	if (!plan)
-		return nn_fail(err, NN_ERR_NOMEM, "out of memory");
-	s = nn_plan_build(spec, plan, err);
-	if (s == NN_OK)
-		s = model_alloc(spec, plan, out, err);
-	free(plan);
-	if (s != NN_OK)
+	if ((s = nn_model_alloc_for_blob(spec, out, err)) != NN_OK)
 		return s;
 	init_weights(*out);
 	nn_rng_seed((*out)->rng, spec->seed, 2);
 	return NN_OK;
 }
 
-/* Allocate an uninitialised model for a decoded blob. */
+/* Allocate a model for spec with uninitialised state (create, decode). */
 nn_status
 nn_model_alloc_for_blob(const nn_spec *spec, nn_model **out, nn_error *err)
 {

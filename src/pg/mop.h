@@ -128,6 +128,23 @@ extern void mop_shuffle_index(int64 *idx, int64 n, MopRng *r);
 extern const char *mop_buffer_fetch(Datum d, Size *len);
 extern void mop_buffer_cache_clear(void);
 
+/*
+ * The narrow waist as SQL, shared by every executor (mop_train in the
+ * caller's backend, the background workers of a run): one sub-epoch of
+ * state $1 over partition $3 of dataset $2, and its validation.
+ */
+#define MOP_TRAIN_SQL \
+	"SELECT (s.r).state, (s.r).loss_sum, (s.r).metric_sum, (s.r).rows, (s.r).status " \
+	"FROM (SELECT mop.train_agg($1, b.x, b.y ORDER BY b.buffer_no) AS r " \
+	"FROM mop.buffers b WHERE b.dataset_id OPERATOR(pg_catalog.=) $2 " \
+	"AND b.split OPERATOR(pg_catalog.=) 'train' AND b.partition OPERATOR(pg_catalog.=) $3) s"
+
+#define MOP_EVAL_SQL \
+	"SELECT (s.r).loss_sum, (s.r).metric_sum, (s.r).rows " \
+	"FROM (SELECT mop.eval_agg($1, b.x, b.y ORDER BY b.partition, b.buffer_no) AS r " \
+	"FROM mop.buffers b WHERE b.dataset_id OPERATOR(pg_catalog.=) $2 " \
+	"AND b.split OPERATOR(pg_catalog.=) 'valid') s"
+
 /* train_agg.c */
 extern void mop_train_rows(nn_model *m, const float *x, const float *y,
 						   int64 n, bool *diverged);

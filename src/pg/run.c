@@ -226,9 +226,9 @@ wait_started(MopRunShared *run, BackgroundWorkerHandle *handle)
 	}
 }
 
-/* Ask the run to cancel and wait (bounded, not interruptible) for it. */
+/* Flag the run for cancellation and wake its coordinator. */
 static void
-cancel_and_wait(MopRunShared *run, int max_seconds)
+request_cancel(MopRunShared *run)
 {
 	Latch	   *latch;
 
@@ -238,6 +238,13 @@ cancel_and_wait(MopRunShared *run, int max_seconds)
 	SpinLockRelease(&run->mutex);
 	if (latch)
 		SetLatch(latch);
+}
+
+/* Ask the run to cancel and wait (bounded, not interruptible) for it. */
+static void
+cancel_and_wait(MopRunShared *run, int max_seconds)
+{
+	request_cancel(run);
 	for (int i = 0; i < max_seconds * 100 && run->phase != MOP_PHASE_DONE; i++)
 		pg_usleep(10000L);
 }
@@ -703,16 +710,7 @@ wait_or_cancel(int64 run_id, bool cancel)
 		text	   *result;
 
 		if (cancel)
-		{
-			Latch	   *latch;
-
-			SpinLockAcquire(&run->mutex);
-			run->cancel_requested = true;
-			latch = run->coordinator_latch;
-			SpinLockRelease(&run->mutex);
-			if (latch)
-				SetLatch(latch);
-		}
+			request_cancel(run);
 		while (run->phase != MOP_PHASE_DONE)
 		{
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,

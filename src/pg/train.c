@@ -32,18 +32,6 @@
 
 PG_FUNCTION_INFO_V1(mop_train);
 
-#define TRAIN_SQL \
-	"SELECT (s.r).state, (s.r).loss_sum, (s.r).metric_sum, (s.r).rows, (s.r).status " \
-	"FROM (SELECT mop.train_agg($1, b.x, b.y ORDER BY b.buffer_no) AS r " \
-	"FROM mop.buffers b WHERE b.dataset_id OPERATOR(pg_catalog.=) $2 " \
-	"AND b.split OPERATOR(pg_catalog.=) 'train' AND b.partition OPERATOR(pg_catalog.=) $3) s"
-
-#define EVAL_SQL \
-	"SELECT (s.r).loss_sum, (s.r).metric_sum, (s.r).rows " \
-	"FROM (SELECT mop.eval_agg($1, b.x, b.y ORDER BY b.partition, b.buffer_no) AS r " \
-	"FROM mop.buffers b WHERE b.dataset_id OPERATOR(pg_catalog.=) $2 " \
-	"AND b.split OPERATOR(pg_catalog.=) 'valid') s"
-
 /* SPI_prepare or die. */
 static SPIPlanPtr
 prepare_plan(const char *sql, int nargs, Oid *types)
@@ -177,8 +165,8 @@ mop_train(PG_FUNCTION_ARGS)
 		INT8OID, INT8OID, FLOAT8OID};
 		Oid			tm[7] = {INT8OID, INT4OID, BYTEAOID, FLOAT8OID, FLOAT8OID, INT4OID, TEXTOID};
 
-		train_plan = prepare_plan(TRAIN_SQL, 3, tt);
-		eval_plan = prepare_plan(EVAL_SQL, 2, te);
+		train_plan = prepare_plan(MOP_TRAIN_SQL, 3, tt);
+		eval_plan = prepare_plan(MOP_EVAL_SQL, 2, te);
 		hop_plan = prepare_plan("INSERT INTO mop.hops (run_id, model_id, epoch, partition, worker, "
 								"started_at, finished_at, rows, loss, metric) "
 								"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", 10, th);

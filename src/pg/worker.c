@@ -51,18 +51,6 @@ volatile int64 *mop_progress_rows = NULL;
 	" AND b.split OPERATOR(pg_catalog.=) 'train' AND b.partition OPERATOR(pg_catalog.=) $2)::bigint " \
 	"FROM mop.models m WHERE m.id OPERATOR(pg_catalog.=) $1 FOR UPDATE"
 
-#define TRAIN_SQL \
-	"SELECT (s.r).state, (s.r).loss_sum, (s.r).metric_sum, (s.r).rows, (s.r).status " \
-	"FROM (SELECT mop.train_agg($1, b.x, b.y ORDER BY b.buffer_no) AS r " \
-	"FROM mop.buffers b WHERE b.dataset_id OPERATOR(pg_catalog.=) $2 " \
-	"AND b.split OPERATOR(pg_catalog.=) 'train' AND b.partition OPERATOR(pg_catalog.=) $3) s"
-
-#define EVAL_SQL \
-	"SELECT (s.r).loss_sum, (s.r).metric_sum, (s.r).rows " \
-	"FROM (SELECT mop.eval_agg($1, b.x, b.y ORDER BY b.partition, b.buffer_no) AS r " \
-	"FROM mop.buffers b WHERE b.dataset_id OPERATOR(pg_catalog.=) $2 " \
-	"AND b.split OPERATOR(pg_catalog.=) 'valid') s"
-
 #define HOP_SQL \
 	"INSERT INTO mop.hops (run_id, model_id, epoch, partition, worker, started_at, " \
 	"finished_at, rows, loss, metric) VALUES ($1, $2, $3, $4, $5, $6, " \
@@ -208,7 +196,7 @@ run_task(MopSlot *slot, MopSlot *task, double *valid_metric)
 	t[2] = INT4OID;
 	v[2] = Int32GetDatum(task->partition);
 	mop_progress_rows = &slot->rows_done;
-	exec_sql(TRAIN_SQL, 3, t, v, n, SPI_OK_SELECT);
+	exec_sql(MOP_TRAIN_SQL, 3, t, v, n, SPI_OK_SELECT);
 	mop_progress_rows = NULL;
 	if (SPI_processed != 1)
 		elog(ERROR, "mop worker: training query returned %d rows", (int) SPI_processed);
@@ -283,7 +271,7 @@ run_task(MopSlot *slot, MopSlot *task, double *valid_metric)
 			v[0] = PointerGetDatum(state);
 			t[1] = INT8OID;
 			v[1] = Int64GetDatum(dataset_id);
-			exec_sql(EVAL_SQL, 2, t, v, n, SPI_OK_SELECT);
+			exec_sql(MOP_EVAL_SQL, 2, t, v, n, SPI_OK_SELECT);
 			col(1, &isnull);
 			if (SPI_processed == 1 && !isnull)
 			{
