@@ -119,9 +119,9 @@ typedef struct MopRng
 {
 	uint64		s;
 } MopRng;
-extern void mop_rng_seed(MopRng *r, uint64 seed);
-extern uint64 mop_rng_next(MopRng *r);
-extern uint64 mop_rng_below(MopRng *r, uint64 n);
+extern void mop_prng_seed(MopRng *r, uint64 seed);
+extern uint64 mop_prng_next(MopRng *r);
+extern uint64 mop_prng_below(MopRng *r, uint64 n);
 extern void mop_shuffle_index(int64 *idx, int64 n, MopRng *r);
 
 /* bufcache.c */

@@ -348,7 +348,7 @@ mop_prepare(PG_FUNCTION_ARGS)
 	idx = MemoryContextAllocHuge(opcxt, sizeof(int64) * n);
 	for (int64 i = 0; i < n; i++)
 		idx[i] = i;
-	mop_rng_seed(&rng, (uint64) (int64) seed);
+	mop_prng_seed(&rng, (uint64) (int64) seed);
 	mop_shuffle_index(idx, n, &rng);
 
 	/* standardisation statistics from the training rows (idx[n_valid..n)) */

@@ -11,14 +11,14 @@
 
 /* Seed the generator. */
 void
-mop_rng_seed(MopRng *r, uint64 seed)
+mop_prng_seed(MopRng *r, uint64 seed)
 {
 	r->s = seed ^ UINT64CONST(0x6a09e667f3bcc909);
 }
 
 /* Next 64 random bits. */
 uint64
-mop_rng_next(MopRng *r)
+mop_prng_next(MopRng *r)
 {
 	uint64		z = (r->s += UINT64CONST(0x9e3779b97f4a7c15));
 
@@ -29,13 +29,13 @@ mop_rng_next(MopRng *r)
 
 /* Uniform integer in [0, n) without modulo bias (n > 0). */
 uint64
-mop_rng_below(MopRng *r, uint64 n)
+mop_prng_below(MopRng *r, uint64 n)
 {
 	uint64		limit = UINT64_MAX - (UINT64_MAX % n);
 	uint64		v;
 
 	do
-		v = mop_rng_next(r);
+		v = mop_prng_next(r);
 	while (v >= limit);
 	return v % n;
 }
@@ -46,7 +46,7 @@ mop_shuffle_index(int64 *idx, int64 n, MopRng *r)
 {
 	for (int64 i = n - 1; i > 0; i--)
 	{
-		int64		j = (int64) mop_rng_below(r, (uint64) i + 1);
+		int64		j = (int64) mop_prng_below(r, (uint64) i + 1);
 		int64		t = idx[i];
 
 		idx[i] = idx[j];

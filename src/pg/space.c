@@ -346,13 +346,13 @@ mop_space_random(Jsonb *space, int trials, uint64 seed)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("trials must be at least 1, not %d", trials)));
-	mop_rng_seed(&rng, seed ^ UINT64CONST(0x72616e646f6d));
+	mop_prng_seed(&rng, seed ^ UINT64CONST(0x72616e646f6d));
 	for (int t = 0; t < trials; t++)
 	{
 		for (int i = 0; i < n; i++)
 		{
 			SpaceParam *p = &params[i];
-			double		u = (double) (mop_rng_next(&rng) >> 11) / 9007199254740992.0;
+			double		u = (double) (mop_prng_next(&rng) >> 11) / 9007199254740992.0;
 			char		buf[64];
 
 			switch (p->kind)
@@ -361,7 +361,7 @@ mop_space_random(Jsonb *space, int trials, uint64 seed)
 					chosen[i] = p->json[0];
 					continue;
 				case PARAM_LIST:
-					chosen[i] = p->json[mop_rng_below(&rng, p->n)];
+					chosen[i] = p->json[mop_prng_below(&rng, p->n)];
 					continue;
 				case PARAM_LOGUNIFORM:
 					snprintf(buf, sizeof(buf), "%.9g", exp(log(p->lo) + u * (log(p->hi) - log(p->lo))));
@@ -371,7 +371,7 @@ mop_space_random(Jsonb *space, int trials, uint64 seed)
 					break;
 				case PARAM_INT:
 					snprintf(buf, sizeof(buf), "%.0f",
-							 p->lo + (double) mop_rng_below(&rng, (uint64) (p->hi - p->lo) + 1));
+							 p->lo + (double) mop_prng_below(&rng, (uint64) (p->hi - p->lo) + 1));
 					break;
 			}
 			chosen[i] = pstrdup(buf);

@@ -246,7 +246,7 @@ mop_train_agg_step(PG_FUNCTION_ARGS)
 		scratch_reserve(fcinfo, s, n, in_dim);
 		for (int64 i = 0; i < n; i++)
 			s->perm[i] = i;
-		mop_rng_seed(&rng, s->shuffle_base ^ ((uint64) s->buffers * UINT64CONST(0x165667b19e3779f9)));
+		mop_prng_seed(&rng, s->shuffle_base ^ ((uint64) s->buffers * UINT64CONST(0x165667b19e3779f9)));
 		mop_shuffle_index(s->perm, n, &rng);
 		for (int64 i = 0; i < n; i++)
 		{
