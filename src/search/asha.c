@@ -112,6 +112,8 @@ rank_rung(mop_asha *a, int32_t k)
 {
 	asha_rung  *g = &a->rung[k];
 
+	if (g->n == 0)
+		return 0;
 	if (g->n > a->tmp_cap)
 	{
 		int32_t    *ni = realloc(a->tmp_ids, sizeof(int32_t) * g->cap);
