@@ -46,6 +46,7 @@
 
 #include "mop.h"
 #include "run.h"
+#include "search/mop_hyperband.h"
 #include "search/mop_sched.h"
 
 #define MAX_RESTARTS 3
@@ -73,6 +74,8 @@ static WorkerInfo workers[MOP_MAX_WORKERS];
 static int	n_workers;
 static ModelInfo *models;
 static int	n_models;
+static MopDataset *run_ds;		/* the run's dataset (TopMemoryContext) */
+static mop_hb *hb;				/* Hyperband driver (driver mode), or NULL */
 static int	n_partitions;
 static int64 resumed_hops;	/* sub-epochs already done when resuming */
 
@@ -114,6 +117,54 @@ payload_str(int n)
 	return p;
 }
 
+/*
+ * Insert model i (configuration i of the payload) with a fresh checkpoint,
+ * to be trained to `target` epochs; inside the caller's transaction.
+ */
+static void
+insert_model(int64 run_id, int i, int32 target)
+{
+	Jsonb	   *config = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+															CStringGetDatum(payload_str(3 + i))));
+	nn_spec		spec;
+	ModelHandle *h;
+	nn_error	err;
+	nn_status	st;
+	Oid			t[6];
+	Datum		v[6];
+	bool		isnull;
+
+	if (i >= run->n_configs)
+		elog(ERROR, "mop run %lld: trial %d has no configuration", (long long) run_id, i);
+	mop_config_to_spec(config, run_ds, &spec);
+	mop_blas_ensure();
+	h = mop_model_handle(CurrentMemoryContext);
+	if ((st = nn_model_create(&spec, &h->model, &err)) != NN_OK)
+		mop_nn_error(st, &err, "could not create model");
+	t[0] = INT8OID;
+	v[0] = Int64GetDatum(run_id);
+	t[1] = INT8OID;
+	v[1] = Int64GetDatum(run_ds->id);
+	t[2] = JSONBOID;
+	v[2] = JsonbPGetDatum(config);
+	t[3] = BYTEAOID;
+	v[3] = PointerGetDatum(mop_model_to_blob(h->model));
+	t[4] = TEXTOID;
+	v[4] = CStringGetTextDatum(nn_metric_name(spec.metric));
+	t[5] = BOOLOID;
+	v[5] = BoolGetDatum(nn_metric_higher_is_better(spec.metric));
+	mop_model_release(h);
+	exec_sql("INSERT INTO mop.models (run_id, dataset_id, config, status, state, metric, "
+			 "higher_is_better) VALUES ($1, $2, $3, 'training', $4, $5, $6) RETURNING id",
+			 6, t, v, SPI_OK_INSERT_RETURNING);
+	models[i].id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+											   SPI_tuptable->tupdesc, 1, &isnull));
+	models[i].target = target;
+	if (i == 0)
+		run->higher_is_better = nn_metric_higher_is_better(spec.metric);
+	n_models = Max(n_models, i + 1);
+}
+
 /* Create the run and its models (new run), committed. */
 static void
 create_run(void)
@@ -129,7 +180,12 @@ create_run(void)
 	char		opts[256];
 
 	begin_tx();
-	ds = mop_dataset_lookup(dsname, true);
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		ds = run_ds = mop_dataset_lookup(dsname, true);
+		MemoryContextSwitchTo(old);
+	}
 	if (ds == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
@@ -137,13 +193,16 @@ create_run(void)
 				 errhint("Background workers see only committed data: commit mop_prepare() before starting a search.")));
 	n_partitions = ds->partitions;
 	snprintf(opts, sizeof(opts),
-			 "{\"deterministic\": %s, \"scheduler\": \"%s\", \"blas_threads\": %d%s%s}",
+			 "{\"deterministic\": %s, \"scheduler\": \"%s\", \"blas_threads\": %d%s%s%s}",
 			 run->deterministic ? "true" : "false",
 			 run->pick == MOP_PICK_LONGEST ? "longest" :
 			 run->pick == MOP_PICK_PRIORITY ? "priority" : "random",
 			 run->blas_threads,
 			 run->replay_run_id ? ", \"replay_of\": " : "",
-			 run->replay_run_id ? psprintf(INT64_FORMAT, run->replay_run_id) : "");
+			 run->replay_run_id ? psprintf(INT64_FORMAT, run->replay_run_id) : "",
+			 run->algo == MOP_ALGO_HYPERBAND ?
+			 psprintf(", \"algorithm\": \"hyperband\", \"max_resource\": %d, \"eta\": %d",
+					  run->max_resource, run->eta) : "");
 	t[0] = TEXTOID;
 	v[0] = CStringGetTextDatum(kind);
 	t[1] = INT8OID;
@@ -165,44 +224,11 @@ create_run(void)
 			 8, t, v, SPI_OK_INSERT_RETURNING);
 	run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 
-	models = MemoryContextAllocZero(TopMemoryContext, sizeof(ModelInfo) * run->n_models);
-	n_models = run->n_models;
-	for (int i = 0; i < n_models; i++)
-	{
-		const char *cfg = payload_str(3 + i);
-		Jsonb	   *config = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(cfg)));
-		nn_spec		spec;
-		ModelHandle *h;
-		nn_error	err;
-		nn_status	st;
-
-		mop_config_to_spec(config, ds, &spec);
-		mop_blas_ensure();
-		h = mop_model_handle(CurrentMemoryContext);
-		if ((st = nn_model_create(&spec, &h->model, &err)) != NN_OK)
-			mop_nn_error(st, &err, "could not create model");
-		t[0] = INT8OID;
-		v[0] = Int64GetDatum(run_id);
-		t[1] = INT8OID;
-		v[1] = Int64GetDatum(ds->id);
-		t[2] = JSONBOID;
-		v[2] = JsonbPGetDatum(config);
-		t[3] = BYTEAOID;
-		v[3] = PointerGetDatum(mop_model_to_blob(h->model));
-		t[4] = TEXTOID;
-		v[4] = CStringGetTextDatum(nn_metric_name(spec.metric));
-		t[5] = BOOLOID;
-		v[5] = BoolGetDatum(nn_metric_higher_is_better(spec.metric));
-		mop_model_release(h);
-		exec_sql("INSERT INTO mop.models (run_id, dataset_id, config, status, state, metric, "
-				 "higher_is_better) VALUES ($1, $2, $3, 'training', $4, $5, $6) RETURNING id",
-				 6, t, v, SPI_OK_INSERT_RETURNING);
-		models[i].id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-												   SPI_tuptable->tupdesc, 1, &isnull));
-		models[i].target = run->epochs;
-		if (i == 0)
-			run->higher_is_better = nn_metric_higher_is_better(spec.metric);
-	}
+	models = MemoryContextAllocZero(TopMemoryContext, sizeof(ModelInfo) * Max(run->n_configs, 1));
+	n_models = 0;
+	if (run->algo == MOP_ALGO_FIXED)
+		for (int i = 0; i < run->n_configs; i++)
+			insert_model(run_id, i, run->epochs);
 	commit_tx();
 	SpinLockAcquire(&run->mutex);
 	run->run_id = run_id;
@@ -425,7 +451,16 @@ hop_committed(const mop_task *t)
 	return found;
 }
 
-/* Fold a finished task into the scheduler and the progress counters. */
+/* A validation metric as a driver score: higher is better, NaN: failed. */
+static double
+driver_score(double vm)
+{
+	if (!isfinite(vm))
+		return NAN;
+	return run->higher_is_better ? vm : -vm;
+}
+
+/* Fold a finished task into the scheduler, the driver and the progress counters. */
 static void
 task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, double vm)
 {
@@ -435,6 +470,8 @@ task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, doubl
 	if (outcome == MOP_TASK_OK)
 	{
 		bool		epoch_done = mop_sched_complete(s, t, seconds);
+		bool		target_done = epoch_done &&
+			mop_sched_epochs_done(s, t->model) >= models[t->model].target;
 
 		SpinLockAcquire(&run->mutex);
 		run->hops_done++;
@@ -442,9 +479,11 @@ task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, doubl
 			(isnan(run->best_metric) ||
 			 (run->higher_is_better ? vm > run->best_metric : vm < run->best_metric)))
 			run->best_metric = vm;
-		if (epoch_done && mop_sched_epochs_done(s, t->model) >= models[t->model].target)
+		if (target_done && !hb)
 			run->models_done++;
 		SpinLockRelease(&run->mutex);
+		if (target_done && hb)
+			mop_hb_report(hb, t->model, models[t->model].target, driver_score(vm));
 	}
 	else
 	{
@@ -454,13 +493,173 @@ task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, doubl
 		SpinLockAcquire(&run->mutex);
 		run->models_done++;
 		SpinLockRelease(&run->mutex);
+		if (hb)
+			mop_hb_report(hb, t->model, models[t->model].target, NAN);
 	}
 }
 
-/* The scheduling loop; returns true if cancelled. */
+/* Record a driver decision in mop.decisions (inside a transaction). */
+static void
+record_decision(const mop_action *a)
+{
+	const mop_decision *d = &a->d;
+	Oid			t[14] = {INT8OID, INT8OID, TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID,
+	INT4OID, INT4OID, INT4OID, FLOAT8OID, FLOAT8OID, INT4OID, INT4OID};
+	Datum		v[14];
+	char		n[14];
+	int32		ints[5] = {d->bracket, d->rung, d->rank, d->rung_size, d->keep};
+
+	memset(n, ' ', sizeof(n));
+	v[0] = Int64GetDatum(run->run_id);
+	v[1] = Int64GetDatum(models[a->trial].id);
+	v[2] = CStringGetTextDatum(mop_act_name(a->kind));
+	v[3] = CStringGetTextDatum(mop_why_name(d->why));
+	v[4] = CStringGetTextDatum(d->reason);
+	for (int i = 0; i < 5; i++)
+	{
+		v[5 + i] = Int32GetDatum(ints[i]);
+		n[5 + i] = ints[i] < 0 ? 'n' : ' ';
+	}
+	v[10] = Float8GetDatum(d->score);
+	n[10] = isfinite(d->score) ? ' ' : 'n';
+	v[11] = Float8GetDatum(d->cutoff);
+	n[11] = isfinite(d->cutoff) ? ' ' : 'n';
+	v[12] = Int32GetDatum(d->from_resource);
+	n[12] = d->from_resource < 0 ? 'n' : ' ';
+	v[13] = Int32GetDatum(a->kind == MOP_ACT_STOP ? d->to_resource : a->resource);
+	n[13] = (a->kind == MOP_ACT_STOP && d->to_resource < 0) ? 'n' : ' ';
+	if (SPI_execute_with_args("INSERT INTO mop.decisions (run_id, model_id, action, why, reason, "
+							  "bracket, rung, rank, rung_size, keep, score, cutoff, "
+							  "from_resource, to_resource) "
+							  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+							  14, t, v, n, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not record a decision of run %lld", (long long) run->run_id);
+}
+
+/*
+ * Carry out every action the driver has now: start new trials, raise the
+ * budget of promoted ones, stop the rest.  Returns MOP_POLL_DONE when the
+ * search is over, else MOP_POLL_WAIT (it needs results first).
+ */
+static mop_poll
+drain_driver(mop_sched *s)
+{
+	mop_action	a;
+	mop_poll	p;
+	bool		in_tx = false;
+
+	while ((p = mop_hb_next(hb, &a)) == MOP_POLL_ACTION)
+	{
+		Oid			t[2] = {INT8OID, TEXTOID};
+		Datum		v[2];
+
+		if (!in_tx)
+		{
+			begin_tx();
+			in_tx = true;
+		}
+		switch (a.kind)
+		{
+			case MOP_ACT_NEW:
+				if (a.trial != n_models)
+					elog(ERROR, "mop run %lld: driver started trial %d, expected %d",
+						 (long long) run->run_id, a.trial, n_models);
+				insert_model(run->run_id, a.trial, a.resource);
+				if (mop_sched_add_model(s, a.resource) != a.trial)
+					elog(ERROR, "mop run %lld: scheduler out of step with the driver",
+						 (long long) run->run_id);
+				SpinLockAcquire(&run->mutex);
+				run->n_models = n_models;
+				SpinLockRelease(&run->mutex);
+				break;
+			case MOP_ACT_CONTINUE:
+				models[a.trial].target = a.resource;
+				mop_sched_set_epochs(s, a.trial, a.resource);
+				v[0] = Int64GetDatum(models[a.trial].id);
+				v[1] = CStringGetTextDatum("training");
+				exec_sql("UPDATE mop.models SET status = $2 WHERE id OPERATOR(pg_catalog.=) $1 "
+						 "AND status OPERATOR(pg_catalog.=) ANY ('{done,training}'::text[])",
+						 2, t, v, SPI_OK_UPDATE);
+				break;
+			case MOP_ACT_STOP:
+				mop_sched_stop(s, a.trial);
+				v[0] = Int64GetDatum(models[a.trial].id);
+				v[1] = CStringGetTextDatum(a.d.why == MOP_WHY_FINISHED ? "done" : "stopped");
+				exec_sql("UPDATE mop.models SET status = $2 WHERE id OPERATOR(pg_catalog.=) $1 "
+						 "AND status OPERATOR(pg_catalog.=) ANY ('{done,training}'::text[])",
+						 2, t, v, SPI_OK_UPDATE);
+				SpinLockAcquire(&run->mutex);
+				run->models_done++;
+				SpinLockRelease(&run->mutex);
+				break;
+		}
+		record_decision(&a);
+	}
+	if (in_tx)
+		commit_tx();
+	return p;
+}
+
+/* Settle worker w's task after its process died, and start a new one. */
+static void
+worker_died(mop_sched *s, int w)
+{
+	if (workers[w].busy)
+	{
+		if (hop_committed(&workers[w].task))
+			task_finished(s, w, MOP_TASK_OK, 0, NAN);
+		else
+		{
+			mop_sched_abort(s, &workers[w].task);
+			workers[w].busy = false;
+		}
+	}
+	if (++workers[w].restarts > MAX_RESTARTS || !start_worker(w))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("mop worker %d of run %lld died and could not be restarted",
+						w, (long long) run->run_id),
+				 errhint("See the server log for its last error; mop_resume(%lld) continues the run.",
+						 (long long) run->run_id)));
+	elog(LOG, "mop run %lld: restarted worker %d", (long long) run->run_id, w);
+}
+
+/* Hand a task to idle worker w if the scheduler has one. */
+static void
+assign(mop_sched *s, int w, Latch *latch)
+{
+	mop_task	t;
+
+	if (mop_sched_next(s, w, &t) != MOP_ASSIGNED)
+		return;
+	workers[w].busy = true;
+	workers[w].task = t;
+	SpinLockAcquire(&run->mutex);
+	run->slots[w].model_index = t.model;
+	run->slots[w].model_id = models[t.model].id;
+	run->slots[w].partition = t.partition;
+	run->slots[w].epoch = t.epoch + 1;
+	run->slots[w].last_of_epoch = t.last_of_epoch;
+	run->slots[w].final_epoch = t.last_of_epoch && t.epoch + 1 >= models[t.model].target;
+	run->slots[w].rows_done = 0;
+	run->slots[w].rows_total = 0;
+	run->slots[w].started_at = GetCurrentTimestamp();
+	run->slots[w].state = MOP_SLOT_ASSIGNED;
+	SpinLockRelease(&run->mutex);
+	if (latch)
+		SetLatch(latch);
+}
+
+/*
+ * The scheduling loop; returns true if cancelled.  Each round: settle
+ * finished tasks and dead workers, let the driver (if any) act on the
+ * results, give idle workers work, and sleep until a worker reports.
+ */
 static bool
 schedule(mop_sched *s)
 {
+	mop_poll	driver = MOP_POLL_DONE;
+
 	for (;;)
 	{
 		bool		cancel;
@@ -474,75 +673,43 @@ schedule(mop_sched *s)
 			SpinLockAcquire(&run->mutex);
 			copy = run->slots[w];
 			SpinLockRelease(&run->mutex);
-
 			if (copy.state == MOP_SLOT_DONE)
 			{
 				task_finished(s, w, copy.outcome, copy.seconds, copy.valid_metric);
 				SpinLockAcquire(&run->mutex);
 				run->slots[w].state = MOP_SLOT_IDLE;
 				SpinLockRelease(&run->mutex);
-				copy.state = MOP_SLOT_IDLE;
 			}
-			if (copy.state == MOP_SLOT_GONE ||
-				(copy.state != MOP_SLOT_EXIT &&
-				 GetBackgroundWorkerPid(workers[w].handle, &pid) == BGWH_STOPPED))
-			{
-				/* the worker died: settle its task, start a new one */
-				if (workers[w].busy)
-				{
-					if (hop_committed(&workers[w].task))
-						task_finished(s, w, MOP_TASK_OK, 0, NAN);
-					else
-					{
-						mop_sched_abort(s, &workers[w].task);
-						workers[w].busy = false;
-					}
-				}
-				if (++workers[w].restarts > MAX_RESTARTS || !start_worker(w))
-					ereport(ERROR,
-							(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
-							 errmsg("mop worker %d of run %lld died and could not be restarted",
-									w, (long long) run->run_id),
-							 errhint("See the server log for its last error; mop_resume(%lld) continues the run.",
-									 (long long) run->run_id)));
-				elog(LOG, "mop run %lld: restarted worker %d", (long long) run->run_id, w);
-				continue;
-			}
-			if (copy.state == MOP_SLOT_IDLE && !workers[w].busy)
-			{
-				mop_task	t;
-
-				SpinLockAcquire(&run->mutex);
-				cancel = run->cancel_requested;
-				SpinLockRelease(&run->mutex);
-				if (cancel || mop_sched_next(s, w, &t) != MOP_ASSIGNED)
-					continue;
-				workers[w].busy = true;
-				workers[w].task = t;
-				SpinLockAcquire(&run->mutex);
-				run->slots[w].model_index = t.model;
-				run->slots[w].model_id = models[t.model].id;
-				run->slots[w].partition = t.partition;
-				run->slots[w].epoch = t.epoch + 1;
-				run->slots[w].last_of_epoch = t.last_of_epoch;
-				run->slots[w].final_epoch = t.last_of_epoch &&
-					t.epoch + 1 >= models[t.model].target;
-				run->slots[w].rows_done = 0;
-				run->slots[w].rows_total = 0;
-				run->slots[w].started_at = GetCurrentTimestamp();
-				run->slots[w].state = MOP_SLOT_ASSIGNED;
-				SpinLockRelease(&run->mutex);
-				if (copy.latch)
-					SetLatch(copy.latch);
-			}
+			else if (copy.state == MOP_SLOT_GONE ||
+					 (copy.state != MOP_SLOT_EXIT &&
+					  GetBackgroundWorkerPid(workers[w].handle, &pid) == BGWH_STOPPED))
+				worker_died(s, w);
 		}
-		if (mop_sched_finished(s))
-			return false;
+		if (hb)
+			driver = drain_driver(s);
+
 		SpinLockAcquire(&run->mutex);
 		cancel = run->cancel_requested;
 		SpinLockRelease(&run->mutex);
 		if (cancel)
 			return true;
+		for (int w = 0; w < n_workers; w++)
+		{
+			MopSlot		copy;
+
+			SpinLockAcquire(&run->mutex);
+			copy = run->slots[w];
+			SpinLockRelease(&run->mutex);
+			if (copy.state == MOP_SLOT_IDLE && !workers[w].busy)
+				assign(s, w, copy.latch);
+		}
+		if (mop_sched_finished(s))
+		{
+			if (driver == MOP_POLL_DONE)
+				return false;
+			elog(ERROR, "mop run %lld: the search driver waits for results no model can give",
+				 (long long) run->run_id);
+		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 1000L, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
@@ -660,6 +827,10 @@ mop_coordinator_main(Datum arg)
 		if (s == NULL)
 			elog(ERROR, "could not create the scheduler (%d workers, %d partitions)",
 				 n_workers, n_partitions);
+		if (run->algo == MOP_ALGO_HYPERBAND &&
+			(hb = mop_hb_new(run->max_resource, run->eta, 0)) == NULL)
+			elog(ERROR, "could not create the Hyperband driver (R %d, eta %d)",
+				 run->max_resource, run->eta);
 		if (run->resume_run_id)
 			restore_models(s);
 		else
@@ -670,7 +841,8 @@ mop_coordinator_main(Datum arg)
 
 		SpinLockAcquire(&run->mutex);
 		run->n_models = n_models;
-		run->hops_total = (int64) n_models * run->epochs * n_partitions;
+		run->hops_total = hb ? mop_hyperband_cost(run->max_resource, run->eta, 1) * n_partitions :
+			(int64) n_models * run->epochs * n_partitions;
 		run->hops_done = resumed_hops;
 		run->phase = MOP_PHASE_RUNNING;
 		run->started_at = GetCurrentTimestamp();
@@ -739,5 +911,6 @@ mop_coordinator_main(Datum arg)
 	}
 	PG_END_TRY();
 	mop_sched_free(s);
+	mop_hb_free(hb);
 	proc_exit(0);
 }

@@ -44,6 +44,7 @@
 
 #include "mop.h"
 #include "run.h"
+#include "search/mop_hyperband.h"
 #include "search/mop_sched.h"
 #include "space.h"
 
@@ -51,6 +52,8 @@ PG_FUNCTION_INFO_V1(mop_grid_search);
 PG_FUNCTION_INFO_V1(mop_random_search);
 PG_FUNCTION_INFO_V1(mop_resume);
 PG_FUNCTION_INFO_V1(mop_replay);
+PG_FUNCTION_INFO_V1(mop_hyperband);
+PG_FUNCTION_INFO_V1(mop_hyperband_plan_sql);
 PG_FUNCTION_INFO_V1(mop_wait);
 PG_FUNCTION_INFO_V1(mop_cancel);
 PG_FUNCTION_INFO_V1(mop_progress);
@@ -73,7 +76,7 @@ mop_run_define_gucs(void)
 /* Ranked results of a run. */
 #define RESULT_SQL \
 	"SELECT m.run_id, m.id, (pg_catalog.row_number() OVER (ORDER BY " \
-	"  (m.status OPERATOR(pg_catalog.=) ANY ('{done,training}'::text[])) DESC, " \
+	"  (m.status OPERATOR(pg_catalog.=) ANY ('{done,training,stopped}'::text[])) DESC, " \
 	"  CASE WHEN m.higher_is_better THEN OPERATOR(pg_catalog.-) m.best_valid_metric " \
 	"       ELSE m.best_valid_metric END ASC NULLS LAST, m.id))::int AS rank, " \
 	"  m.status, m.metric, m.best_valid_metric, m.best_valid_loss, m.best_epoch, " \
@@ -122,7 +125,8 @@ choose_workers(bool isnull, int requested, int partitions)
 static dsm_segment *
 launch(const char *kind, const char *dataset, const char *space, List *configs,
 	   int workers, int epochs, int seed, bool deterministic, mop_pick pick,
-	   int64 resume_run_id, int64 replay_run_id, BackgroundWorkerHandle **handle)
+	   int64 resume_run_id, int64 replay_run_id, const int *algo,
+	   BackgroundWorkerHandle **handle)
 {
 	Size		payload = strlen(kind) + strlen(dataset) + strlen(space) + 3;
 	ListCell   *lc;
@@ -151,6 +155,13 @@ launch(const char *kind, const char *dataset, const char *space, List *configs,
 	run->pick = pick;
 	run->blas_threads = mop_blas_threads;
 	run->n_models = list_length(configs);
+	run->n_configs = list_length(configs);
+	if (algo)
+	{
+		run->algo = algo[0];
+		run->max_resource = algo[1];
+		run->eta = algo[2];
+	}
 	run->best_metric = NAN;
 	run->payload_len = payload;
 	p = run->payload;
@@ -364,7 +375,7 @@ static Datum
 run_search(FunctionCallInfo fcinfo, const char *kind, const char *dataset,
 		   Jsonb *space, List *configs_jsonb, int epochs, int workers, int seed,
 		   bool deterministic, mop_pick pick, bool wait, int64 resume_run_id,
-		   int64 replay_run_id)
+		   int64 replay_run_id, const int *algo)
 {
 	List	   *configs = NIL;
 	ListCell   *lc;
@@ -388,7 +399,7 @@ run_search(FunctionCallInfo fcinfo, const char *kind, const char *dataset,
 	seg = launch(kind, dataset,
 				 space ? JsonbToCString(NULL, &space->root, VARSIZE(space)) : "null",
 				 configs, workers, epochs, seed, deterministic, pick, resume_run_id,
-				 replay_run_id, &handle);
+				 replay_run_id, algo, &handle);
 	run = dsm_segment_address(seg);
 	run_id = wait_started(run, handle);
 	if (wait)
@@ -479,7 +490,7 @@ mop_grid_search(PG_FUNCTION_ARGS)
 					  PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4),
 					  PG_ARGISNULL(5) ? false : PG_GETARG_BOOL(5),
 					  PG_ARGISNULL(6) ? MOP_PICK_RANDOM : parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(6))),
-					  PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7), 0, 0);
+					  PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7), 0, 0, NULL);
 }
 
 /*
@@ -513,7 +524,7 @@ mop_random_search(PG_FUNCTION_ARGS)
 					  seed,
 					  PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6),
 					  PG_ARGISNULL(7) ? MOP_PICK_RANDOM : parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(7))),
-					  PG_ARGISNULL(8) ? true : PG_GETARG_BOOL(8), 0, 0);
+					  PG_ARGISNULL(8) ? true : PG_GETARG_BOOL(8), 0, 0, NULL);
 }
 
 /* The run's row: status, dataset name, partitions, shm handle; ERROR if absent. */
@@ -583,6 +594,7 @@ mop_resume(PG_FUNCTION_ARGS)
 	int64		handle;
 	bool		has_handle;
 	dsm_segment *seg;
+	bool		isnull_dummy;
 
 	run_row(run_id, &status, &dataset, &partitions, &handle, &has_handle);
 	if (strcmp(status, "done") == 0)
@@ -601,11 +613,28 @@ mop_resume(PG_FUNCTION_ARGS)
 					 errhint("Wait for it with mop_wait(%lld) or stop it with mop_cancel(%lld).",
 							 (long long) run_id, (long long) run_id)));
 	}
+	{
+		Oid			t = INT8OID;
+		Datum		v = Int64GetDatum(run_id);
+		bool		adaptive;
+
+		SPI_connect();
+		SPI_execute_with_args("SELECT options ? 'algorithm' FROM mop.runs WHERE id OPERATOR(pg_catalog.=) $1",
+							  1, &t, &v, NULL, false, 1);
+		adaptive = SPI_processed == 1 &&
+			DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull_dummy));
+		SPI_finish();
+		if (adaptive)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("resuming an adaptive (Hyperband) run is not supported yet"),
+					 errhint("Its committed models and decisions are kept in mop.models and mop.decisions.")));
+	}
 	return run_search(fcinfo, "resume", dataset, NULL, NIL, 0,
 					  choose_workers(PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1),
 									 partitions),
 					  0, false, MOP_PICK_RANDOM,
-					  PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), run_id, 0);
+					  PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), run_id, 0, NULL);
 }
 
 /*
@@ -667,7 +696,7 @@ mop_replay(PG_FUNCTION_ARGS)
 					  choose_workers(PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1),
 									 partitions),
 					  0, false, MOP_PICK_RANDOM,
-					  PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), 0, run_id);
+					  PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), 0, run_id, NULL);
 }
 
 /* Final status of a run: wait on its segment if it is live. */
@@ -803,4 +832,105 @@ mop_progress(PG_FUNCTION_ARGS)
 		dsm_detach(seg);
 	}
 	return (Datum) 0;
+}
+
+/* Validate Hyperband's R and eta, naming the bad one. */
+static void
+check_hyperband_args(int R, int eta)
+{
+	if (R < 1 || R > 100000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"max_resource\": %d", R),
+				 errhint("The maximum resource is a number of epochs, 1 to 100000.")));
+	if (eta < 2 || eta > 1000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"eta\": %d", eta),
+				 errhint("The reduction factor eta must be at least 2 (3 is usual).")));
+}
+
+/*
+ * mop_hyperband_plan(max_resource int, eta int) returns the plan of Li et
+ * al.: (bracket, round, configs, resource) with resource in epochs.
+ */
+Datum
+mop_hyperband_plan_sql(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			R = PG_GETARG_INT32(0);
+	int			eta = PG_GETARG_INT32(1);
+	int32		n;
+	mop_hb_round *rows;
+
+	check_hyperband_args(R, eta);
+	InitMaterializedSRF(fcinfo, 0);
+	n = mop_hyperband_plan(R, eta, NULL, 0);
+	if (n < 0)
+		elog(ERROR, "could not compute the Hyperband plan (R %d, eta %d)", R, eta);
+	rows = palloc(sizeof(mop_hb_round) * Max(n, 1));
+	mop_hyperband_plan(R, eta, rows, n);
+	for (int i = 0; i < n; i++)
+	{
+		Datum		v[4];
+		bool		nulls[4] = {0};
+
+		v[0] = Int32GetDatum(rows[i].bracket);
+		v[1] = Int32GetDatum(rows[i].round);
+		v[2] = Int32GetDatum(rows[i].configs);
+		v[3] = Int32GetDatum(rows[i].resource);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * mop_hyperband(dataset text, space jsonb, max_resource int, eta int,
+ *               workers int, seed int, scheduler text, wait bool)
+ * Hyperband on MOP: every bracket's successive halving runs on the
+ * workers; promoted models resume from their checkpoints.  The
+ * configurations of all brackets are drawn from the space up front (and
+ * validated); the driver starts them as the plan needs them.
+ */
+Datum
+mop_hyperband(PG_FUNCTION_ARGS)
+{
+	char	   *dataset;
+	Jsonb	   *space;
+	int			R = PG_ARGISNULL(2) ? 0 : PG_GETARG_INT32(2);
+	int			eta = PG_ARGISNULL(3) ? 3 : PG_GETARG_INT32(3);
+	int			seed = PG_ARGISNULL(5) ? 0 : PG_GETARG_INT32(5);
+	int			algo[3];
+	int32		n,
+				trials = 0;
+	mop_hb_round *rows;
+	MopDataset *ds;
+	List	   *configs;
+	int			epochs_unused;
+
+	check_hyperband_args(R, eta);
+	common_args(fcinfo, 2, &dataset, &space, &epochs_unused);
+	n = mop_hyperband_plan(R, eta, NULL, 0);
+	rows = palloc(sizeof(mop_hb_round) * Max(n, 1));
+	mop_hyperband_plan(R, eta, rows, n);
+	for (int i = 0; i < n; i++)
+		if (rows[i].round == 0)
+			trials += rows[i].configs;
+	if (trials > 100000)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("Hyperband with max_resource %d and eta %d needs %d configurations, more than 100000",
+						R, eta, trials)));
+	ds = mop_dataset_lookup(dataset, false);
+	configs = mop_space_random(space, trials, (uint64) seed);
+	validate_configs(configs, ds);
+	algo[0] = MOP_ALGO_HYPERBAND;
+	algo[1] = R;
+	algo[2] = eta;
+	return run_search(fcinfo, "hyperband", dataset, space, configs, R,
+					  choose_workers(PG_ARGISNULL(4), PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4),
+									 ds->partitions),
+					  seed, false,
+					  PG_ARGISNULL(6) ? MOP_PICK_RANDOM : parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(6))),
+					  PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7), 0, 0, algo);
 }

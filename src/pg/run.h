@@ -39,6 +39,12 @@ typedef enum MopRunPhase
 	MOP_PHASE_DONE,				/* finished: see status */
 } MopRunPhase;
 
+typedef enum MopAlgo
+{
+	MOP_ALGO_FIXED = 0,			/* grid, random, replay: every model trains all epochs */
+	MOP_ALGO_HYPERBAND = 1		/* a driver decides what trains next */
+} MopAlgo;
+
 typedef enum MopSlotState
 {
 	MOP_SLOT_STARTING = 0,		/* worker process not attached yet */
@@ -101,6 +107,11 @@ typedef struct MopRunShared
 	bool		deterministic;
 	int32		pick;			/* mop_pick */
 	int32		blas_threads;
+	/* adaptive search (driver mode): which algorithm and its parameters */
+	int32		algo;			/* MopAlgo */
+	int32		max_resource;	/* Hyperband/ASHA: R, in epochs */
+	int32		eta;
+	int32		n_configs;		/* configurations in the payload */
 
 	/* state */
 	MopRunPhase phase;

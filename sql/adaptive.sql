@@ -1,0 +1,61 @@
+-- adaptive: Hyperband on model hopper parallelism
+SET client_min_messages = warning;
+
+-- the plan of Li et al. (JMLR 2018), Table 1: R = 81, eta = 3
+SELECT * FROM mop_hyperband_plan(81, 3);
+SELECT bracket, round, configs, resource FROM mop_hyperband_plan(27, 3);
+SELECT bracket, round, configs, resource FROM mop_hyperband_plan(16, 2);
+SELECT bracket, round, configs, resource FROM mop_hyperband_plan(10, 3);
+SELECT * FROM mop_hyperband_plan(1, 3);
+
+-- a Hyperband run (R = 9 epochs, eta = 3) over the 3 partitions of "blobs"
+CREATE TEMP TABLE hb AS
+SELECT * FROM mop_hyperband('blobs',
+  '{"model": {"layers": [{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 3}]},
+    "learning_rate": {"loguniform": [0.0001, 0.1]}, "batch_size": [16, 32]}',
+  max_resource => 9, eta => 3, workers => 3, seed => 1);
+SELECT run_id AS hb_run FROM hb LIMIT 1 \gset
+SELECT kind, status, epochs, options->>'algorithm' AS algorithm,
+       (options->>'max_resource')::int AS r, (options->>'eta')::int AS eta
+  FROM mop.runs WHERE id = :hb_run;
+-- the plan decides how many models stop where: 9 + 5 + 3 configurations;
+-- 6 stopped after 1 epoch, 6 after 3, 5 trained to 9
+SELECT status, epochs_done, count(*) FROM hb GROUP BY 1, 2 ORDER BY 2, 1;
+-- promoted models resume from their checkpoints: no sub-epoch is trained twice
+SELECT sum(h.n) = sum(m.epochs_done) * 3 AS no_retraining,
+       bool_and(h.n = h.d) AS each_hop_once
+  FROM mop.models m
+  JOIN (SELECT model_id, count(*) AS n, count(DISTINCT (epoch, partition)) AS d
+          FROM mop.hops GROUP BY model_id) h ON h.model_id = m.id
+ WHERE m.run_id = :hb_run;
+-- every decision is recorded with its numbers
+SELECT action, why, count(*) FROM mop.decisions WHERE run_id = :hb_run GROUP BY 1, 2 ORDER BY 1, 2;
+SELECT bool_and(rank <= keep AND score >= cutoff) AS promoted_above_cutoff
+  FROM mop.decisions WHERE run_id = :hb_run AND action = 'continue';
+SELECT bool_and(rank > keep) AS cut_below
+  FROM mop.decisions WHERE run_id = :hb_run AND action = 'stop' AND why <> 'finished';
+SELECT bool_and(to_resource > from_resource) AS promotions_go_up,
+       array_agg(DISTINCT (from_resource, to_resource)::text ORDER BY (from_resource, to_resource)::text) AS steps
+  FROM mop.decisions WHERE run_id = :hb_run AND action = 'continue';
+-- the winner is never a stopped-by-failure model, and the run is replayable bit for bit
+SELECT m.status IN ('done', 'stopped') AS valid_winner FROM mop.best b JOIN mop.models m ON m.id = b.model_id
+ WHERE b.run_id = :hb_run;
+SELECT DISTINCT run_id AS hb_replay FROM mop_replay(:hb_run) \gset
+SELECT count(*) AS pairs, bool_and(a.state = b.state AND a.epochs_done = b.epochs_done) AS identical_replay
+  FROM mop.models a JOIN mop.models b ON a.config = b.config
+ WHERE a.run_id = :hb_run AND b.run_id = :hb_replay;
+
+-- errors
+CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE q;
+  RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+  RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
+SELECT pg_temp.err($$SELECT * FROM mop_hyperband_plan(0, 3)$$);
+SELECT pg_temp.err($$SELECT * FROM mop_hyperband_plan(9, 1)$$);
+SELECT pg_temp.err($$SELECT * FROM mop_hyperband('blobs', '{"model": [{"type": "dense", "units": 3}]}', 0)$$);
+SELECT pg_temp.err($$SELECT * FROM mop_hyperband('blobs', '{"model": [{"type": "dense", "units": 3}]}', 9, eta => 1)$$);
+SELECT pg_temp.err($$SELECT * FROM mop_hyperband('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rate": {"uniform": [1, 0]}}', 9)$$);
+SELECT pg_temp.err(format('SELECT * FROM mop_resume(%s)', :hb_run)) = format('55000: run %s has already finished', :hb_run) AS finished_run_not_resumed;
