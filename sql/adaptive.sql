@@ -45,6 +45,30 @@ SELECT count(*) AS pairs, bool_and(a.state = b.state AND a.epochs_done = b.epoch
   FROM mop.models a JOIN mop.models b ON a.config = b.config
  WHERE a.run_id = :hb_run AND b.run_id = :hb_replay;
 
+-- ASHA: no barriers; promotions resume from checkpoints; paused trials stop at the end
+CREATE TEMP TABLE asha AS
+SELECT * FROM mop_asha('blobs',
+  '{"model": {"layers": [{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 3}]},
+    "learning_rate": {"loguniform": [0.0001, 0.1]}, "batch_size": [16, 32]}',
+  max_resource => 9, eta => 3, max_trials => 12, workers => 3, seed => 1);
+SELECT run_id AS asha_run FROM asha LIMIT 1 \gset
+SELECT kind, status, options->>'algorithm' AS algorithm, (options->>'max_trials')::int AS max_trials
+  FROM mop.runs WHERE id = :asha_run;
+SELECT count(*) AS models, bool_and(status IN ('done', 'stopped')) AS all_settled,
+       bool_and(epochs_done IN (1, 3, 9)) AS on_rungs,
+       count(*) FILTER (WHERE epochs_done >= 3) >= 4 AS top_third_promoted,
+       count(*) FILTER (WHERE epochs_done = 9) >= 1 AS some_finished
+  FROM asha;
+SELECT sum(h.n) = sum(m.epochs_done) * 3 AS no_retraining
+  FROM mop.models m
+  JOIN (SELECT model_id, count(*) AS n FROM mop.hops GROUP BY model_id) h ON h.model_id = m.id
+ WHERE m.run_id = :asha_run;
+SELECT bool_and(rank <= keep) AS promoted_from_top
+  FROM mop.decisions WHERE run_id = :asha_run AND action = 'continue';
+SELECT count(*) FILTER (WHERE action = 'new') AS started,
+       count(*) FILTER (WHERE action = 'stop') AS stopped
+  FROM mop.decisions WHERE run_id = :asha_run;
+
 -- errors
 CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
@@ -58,4 +82,6 @@ SELECT pg_temp.err($$SELECT * FROM mop_hyperband_plan(9, 1)$$);
 SELECT pg_temp.err($$SELECT * FROM mop_hyperband('blobs', '{"model": [{"type": "dense", "units": 3}]}', 0)$$);
 SELECT pg_temp.err($$SELECT * FROM mop_hyperband('blobs', '{"model": [{"type": "dense", "units": 3}]}', 9, eta => 1)$$);
 SELECT pg_temp.err($$SELECT * FROM mop_hyperband('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rate": {"uniform": [1, 0]}}', 9)$$);
+SELECT pg_temp.err($$SELECT * FROM mop_asha('blobs', '{"model": [{"type": "dense", "units": 3}]}', 9, min_resource => 10)$$);
+SELECT pg_temp.err($$SELECT * FROM mop_asha('blobs', '{"model": [{"type": "dense", "units": 3}]}', 9, max_trials => 0)$$);
 SELECT pg_temp.err(format('SELECT * FROM mop_resume(%s)', :hb_run)) = format('55000: run %s has already finished', :hb_run) AS finished_run_not_resumed;

@@ -518,3 +518,23 @@ CREATE FUNCTION @extschema@.mop_hyperband(
 	SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.mop_hyperband(text, jsonb, int, int, int, int, text, boolean)
 	IS 'Hyperband on model hopper parallelism: successive halving brackets, promoted models resume from their checkpoints';
+
+CREATE FUNCTION @extschema@.mop_asha(
+	dataset text,
+	space jsonb,
+	max_resource int,
+	eta int DEFAULT 3,
+	min_resource int DEFAULT 1,
+	max_trials int DEFAULT 20,
+	workers int DEFAULT NULL,
+	seed int DEFAULT 0,
+	scheduler text DEFAULT 'random',
+	wait boolean DEFAULT true)
+	RETURNS TABLE (run_id bigint, model_id bigint, rank int, status text, metric text,
+				   best_valid_metric float8, best_valid_loss float8, best_epoch int,
+				   epochs_done int, config jsonb)
+	AS 'MODULE_PATHNAME', 'mop_asha'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_asha(text, jsonb, int, int, int, int, int, int, text, boolean)
+	IS 'asynchronous successive halving (ASHA) on model hopper parallelism: promotions without barriers';

@@ -46,6 +46,7 @@
 
 #include "mop.h"
 #include "run.h"
+#include "search/mop_asha.h"
 #include "search/mop_hyperband.h"
 #include "search/mop_sched.h"
 
@@ -76,6 +77,12 @@ static ModelInfo *models;
 static int	n_models;
 static MopDataset *run_ds;		/* the run's dataset (TopMemoryContext) */
 static mop_hb *hb;				/* Hyperband driver (driver mode), or NULL */
+static mop_asha *asha;			/* ASHA driver (driver mode), or NULL */
+
+#define DRIVER (hb != NULL || asha != NULL)
+
+static mop_poll driver_next(mop_action *a);
+static void driver_report(int32 trial, int32 resource, double score);
 static int	n_partitions;
 static int64 resumed_hops;	/* sub-epochs already done when resuming */
 
@@ -202,7 +209,11 @@ create_run(void)
 			 run->replay_run_id ? psprintf(INT64_FORMAT, run->replay_run_id) : "",
 			 run->algo == MOP_ALGO_HYPERBAND ?
 			 psprintf(", \"algorithm\": \"hyperband\", \"max_resource\": %d, \"eta\": %d",
-					  run->max_resource, run->eta) : "");
+					  run->max_resource, run->eta) :
+			 run->algo == MOP_ALGO_ASHA ?
+			 psprintf(", \"algorithm\": \"asha\", \"max_resource\": %d, \"eta\": %d, "
+					  "\"min_resource\": %d, \"max_trials\": %d",
+					  run->max_resource, run->eta, run->min_resource, run->n_configs) : "");
 	t[0] = TEXTOID;
 	v[0] = CStringGetTextDatum(kind);
 	t[1] = INT8OID;
@@ -479,11 +490,11 @@ task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, doubl
 			(isnan(run->best_metric) ||
 			 (run->higher_is_better ? vm > run->best_metric : vm < run->best_metric)))
 			run->best_metric = vm;
-		if (target_done && !hb)
+		if (target_done && !DRIVER)
 			run->models_done++;
 		SpinLockRelease(&run->mutex);
-		if (target_done && hb)
-			mop_hb_report(hb, t->model, models[t->model].target, driver_score(vm));
+		if (target_done && DRIVER)
+			driver_report(t->model, models[t->model].target, driver_score(vm));
 	}
 	else
 	{
@@ -493,8 +504,8 @@ task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, doubl
 		SpinLockAcquire(&run->mutex);
 		run->models_done++;
 		SpinLockRelease(&run->mutex);
-		if (hb)
-			mop_hb_report(hb, t->model, models[t->model].target, NAN);
+		if (DRIVER)
+			driver_report(t->model, models[t->model].target, NAN);
 	}
 }
 
@@ -537,67 +548,73 @@ record_decision(const mop_action *a)
 }
 
 /*
- * Carry out every action the driver has now: start new trials, raise the
- * budget of promoted ones, stop the rest.  Returns MOP_POLL_DONE when the
- * search is over, else MOP_POLL_WAIT (it needs results first).
+ * Carry out one driver action: start a new trial, raise the budget of a
+ * promoted one (it resumes from its checkpoint), or stop one.  In its own
+ * transaction, with the decision recorded.
  */
-static mop_poll
-drain_driver(mop_sched *s)
+static void
+apply_action(mop_sched *s, const mop_action *a)
 {
-	mop_action	a;
-	mop_poll	p;
-	bool		in_tx = false;
+	Oid			t[2] = {INT8OID, TEXTOID};
+	Datum		v[2];
 
-	while ((p = mop_hb_next(hb, &a)) == MOP_POLL_ACTION)
+	begin_tx();
+	switch (a->kind)
 	{
-		Oid			t[2] = {INT8OID, TEXTOID};
-		Datum		v[2];
-
-		if (!in_tx)
-		{
-			begin_tx();
-			in_tx = true;
-		}
-		switch (a.kind)
-		{
-			case MOP_ACT_NEW:
-				if (a.trial != n_models)
-					elog(ERROR, "mop run %lld: driver started trial %d, expected %d",
-						 (long long) run->run_id, a.trial, n_models);
-				insert_model(run->run_id, a.trial, a.resource);
-				if (mop_sched_add_model(s, a.resource) != a.trial)
-					elog(ERROR, "mop run %lld: scheduler out of step with the driver",
-						 (long long) run->run_id);
-				SpinLockAcquire(&run->mutex);
-				run->n_models = n_models;
-				SpinLockRelease(&run->mutex);
-				break;
-			case MOP_ACT_CONTINUE:
-				models[a.trial].target = a.resource;
-				mop_sched_set_epochs(s, a.trial, a.resource);
-				v[0] = Int64GetDatum(models[a.trial].id);
-				v[1] = CStringGetTextDatum("training");
-				exec_sql("UPDATE mop.models SET status = $2 WHERE id OPERATOR(pg_catalog.=) $1 "
-						 "AND status OPERATOR(pg_catalog.=) ANY ('{done,training}'::text[])",
-						 2, t, v, SPI_OK_UPDATE);
-				break;
-			case MOP_ACT_STOP:
-				mop_sched_stop(s, a.trial);
-				v[0] = Int64GetDatum(models[a.trial].id);
-				v[1] = CStringGetTextDatum(a.d.why == MOP_WHY_FINISHED ? "done" : "stopped");
-				exec_sql("UPDATE mop.models SET status = $2 WHERE id OPERATOR(pg_catalog.=) $1 "
-						 "AND status OPERATOR(pg_catalog.=) ANY ('{done,training}'::text[])",
-						 2, t, v, SPI_OK_UPDATE);
-				SpinLockAcquire(&run->mutex);
-				run->models_done++;
-				SpinLockRelease(&run->mutex);
-				break;
-		}
-		record_decision(&a);
+		case MOP_ACT_NEW:
+			if (a->trial != n_models)
+				elog(ERROR, "mop run %lld: driver started trial %d, expected %d",
+					 (long long) run->run_id, a->trial, n_models);
+			insert_model(run->run_id, a->trial, a->resource);
+			if (mop_sched_add_model(s, a->resource) != a->trial)
+				elog(ERROR, "mop run %lld: scheduler out of step with the driver",
+					 (long long) run->run_id);
+			SpinLockAcquire(&run->mutex);
+			run->n_models = n_models;
+			SpinLockRelease(&run->mutex);
+			break;
+		case MOP_ACT_CONTINUE:
+			models[a->trial].target = a->resource;
+			mop_sched_set_epochs(s, a->trial, a->resource);
+			v[0] = Int64GetDatum(models[a->trial].id);
+			v[1] = CStringGetTextDatum("training");
+			exec_sql("UPDATE mop.models SET status = $2 WHERE id OPERATOR(pg_catalog.=) $1 "
+					 "AND status OPERATOR(pg_catalog.=) ANY ('{done,training}'::text[])",
+					 2, t, v, SPI_OK_UPDATE);
+			break;
+		case MOP_ACT_STOP:
+			mop_sched_stop(s, a->trial);
+			v[0] = Int64GetDatum(models[a->trial].id);
+			v[1] = CStringGetTextDatum(a->d.why == MOP_WHY_FINISHED ? "done" : "stopped");
+			exec_sql("UPDATE mop.models SET status = $2 WHERE id OPERATOR(pg_catalog.=) $1 "
+					 "AND status OPERATOR(pg_catalog.=) ANY ('{done,training}'::text[])",
+					 2, t, v, SPI_OK_UPDATE);
+			SpinLockAcquire(&run->mutex);
+			run->models_done++;
+			SpinLockRelease(&run->mutex);
+			break;
 	}
-	if (in_tx)
-		commit_tx();
-	return p;
+	record_decision(a);
+	commit_tx();
+}
+
+/* Ask the run's driver for its next action. */
+static mop_poll
+driver_next(mop_action *a)
+{
+	if (hb)
+		return mop_hb_next(hb, a);
+	return mop_asha_next(asha, a);
+}
+
+/* Report a model's result at its target to the run's driver. */
+static void
+driver_report(int32 trial, int32 resource, double score)
+{
+	if (hb)
+		mop_hb_report(hb, trial, resource, score);
+	else if (asha)
+		mop_asha_report(asha, trial, resource, score);
 }
 
 /* Settle worker w's task after its process died, and start a new one. */
@@ -625,13 +642,13 @@ worker_died(mop_sched *s, int w)
 }
 
 /* Hand a task to idle worker w if the scheduler has one. */
-static void
+static bool
 assign(mop_sched *s, int w, Latch *latch)
 {
 	mop_task	t;
 
 	if (mop_sched_next(s, w, &t) != MOP_ASSIGNED)
-		return;
+		return false;
 	workers[w].busy = true;
 	workers[w].task = t;
 	SpinLockAcquire(&run->mutex);
@@ -648,17 +665,21 @@ assign(mop_sched *s, int w, Latch *latch)
 	SpinLockRelease(&run->mutex);
 	if (latch)
 		SetLatch(latch);
+	return true;
 }
 
 /*
  * The scheduling loop; returns true if cancelled.  Each round: settle
- * finished tasks and dead workers, let the driver (if any) act on the
- * results, give idle workers work, and sleep until a worker reports.
+ * finished tasks and dead workers, give idle workers work, and sleep until a
+ * worker reports.  With a driver (Hyperband, ASHA), a worker that the
+ * scheduler cannot serve asks the driver for actions -- start, promote,
+ * stop -- until one gives it work or the driver has nothing more now: new
+ * trials start only when a worker would otherwise be idle, as ASHA wants.
  */
 static bool
 schedule(mop_sched *s)
 {
-	mop_poll	driver = MOP_POLL_DONE;
+	mop_poll	driver = DRIVER ? MOP_POLL_WAIT : MOP_POLL_DONE;
 
 	for (;;)
 	{
@@ -685,9 +706,6 @@ schedule(mop_sched *s)
 					  GetBackgroundWorkerPid(workers[w].handle, &pid) == BGWH_STOPPED))
 				worker_died(s, w);
 		}
-		if (hb)
-			driver = drain_driver(s);
-
 		SpinLockAcquire(&run->mutex);
 		cancel = run->cancel_requested;
 		SpinLockRelease(&run->mutex);
@@ -700,11 +718,30 @@ schedule(mop_sched *s)
 			SpinLockAcquire(&run->mutex);
 			copy = run->slots[w];
 			SpinLockRelease(&run->mutex);
-			if (copy.state == MOP_SLOT_IDLE && !workers[w].busy)
-				assign(s, w, copy.latch);
+			if (copy.state != MOP_SLOT_IDLE || workers[w].busy)
+				continue;
+			while (!assign(s, w, copy.latch) && DRIVER)
+			{
+				mop_action	a;
+
+				driver = driver_next(&a);
+				if (driver != MOP_POLL_ACTION)
+					break;
+				apply_action(s, &a);
+			}
 		}
 		if (mop_sched_finished(s))
 		{
+			/* nothing runs: give the driver its last word (e.g. stop paused trials) */
+			if (DRIVER)
+			{
+				mop_action	a;
+
+				while ((driver = driver_next(&a)) == MOP_POLL_ACTION)
+					apply_action(s, &a);
+				if (!mop_sched_finished(s))
+					continue;
+			}
 			if (driver == MOP_POLL_DONE)
 				return false;
 			elog(ERROR, "mop run %lld: the search driver waits for results no model can give",
@@ -831,6 +868,11 @@ mop_coordinator_main(Datum arg)
 			(hb = mop_hb_new(run->max_resource, run->eta, 0)) == NULL)
 			elog(ERROR, "could not create the Hyperband driver (R %d, eta %d)",
 				 run->max_resource, run->eta);
+		if (run->algo == MOP_ALGO_ASHA &&
+			(asha = mop_asha_new(run->min_resource, run->max_resource, run->eta,
+								 run->n_configs)) == NULL)
+			elog(ERROR, "could not create the ASHA driver (r_min %d, R %d, eta %d)",
+				 run->min_resource, run->max_resource, run->eta);
 		if (run->resume_run_id)
 			restore_models(s);
 		else
@@ -842,7 +884,7 @@ mop_coordinator_main(Datum arg)
 		SpinLockAcquire(&run->mutex);
 		run->n_models = n_models;
 		run->hops_total = hb ? mop_hyperband_cost(run->max_resource, run->eta, 1) * n_partitions :
-			(int64) n_models * run->epochs * n_partitions;
+			(int64) run->n_configs * (asha ? run->min_resource : run->epochs) * n_partitions;
 		run->hops_done = resumed_hops;
 		run->phase = MOP_PHASE_RUNNING;
 		run->started_at = GetCurrentTimestamp();
@@ -912,5 +954,6 @@ mop_coordinator_main(Datum arg)
 	PG_END_TRY();
 	mop_sched_free(s);
 	mop_hb_free(hb);
+	mop_asha_free(asha);
 	proc_exit(0);
 }

@@ -54,6 +54,7 @@ PG_FUNCTION_INFO_V1(mop_resume);
 PG_FUNCTION_INFO_V1(mop_replay);
 PG_FUNCTION_INFO_V1(mop_hyperband);
 PG_FUNCTION_INFO_V1(mop_hyperband_plan_sql);
+PG_FUNCTION_INFO_V1(mop_asha);
 PG_FUNCTION_INFO_V1(mop_wait);
 PG_FUNCTION_INFO_V1(mop_cancel);
 PG_FUNCTION_INFO_V1(mop_progress);
@@ -161,6 +162,7 @@ launch(const char *kind, const char *dataset, const char *space, List *configs,
 		run->algo = algo[0];
 		run->max_resource = algo[1];
 		run->eta = algo[2];
+		run->min_resource = algo[3];
 	}
 	run->best_metric = NAN;
 	run->payload_len = payload;
@@ -900,7 +902,7 @@ mop_hyperband(PG_FUNCTION_ARGS)
 	int			R = PG_ARGISNULL(2) ? 0 : PG_GETARG_INT32(2);
 	int			eta = PG_ARGISNULL(3) ? 3 : PG_GETARG_INT32(3);
 	int			seed = PG_ARGISNULL(5) ? 0 : PG_GETARG_INT32(5);
-	int			algo[3];
+	int			algo[4];
 	int32		n,
 				trials = 0;
 	mop_hb_round *rows;
@@ -927,10 +929,62 @@ mop_hyperband(PG_FUNCTION_ARGS)
 	algo[0] = MOP_ALGO_HYPERBAND;
 	algo[1] = R;
 	algo[2] = eta;
+	algo[3] = 1;
 	return run_search(fcinfo, "hyperband", dataset, space, configs, R,
 					  choose_workers(PG_ARGISNULL(4), PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4),
 									 ds->partitions),
 					  seed, false,
 					  PG_ARGISNULL(6) ? MOP_PICK_RANDOM : parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(6))),
 					  PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7), 0, 0, algo);
+}
+
+/*
+ * mop_asha(dataset text, space jsonb, max_resource int, eta int,
+ *          min_resource int, max_trials int, workers int, seed int,
+ *          scheduler text, wait bool)
+ * Asynchronous successive halving on MOP: no barriers; a worker with
+ * nothing to do gets the best not-yet-promoted model of the highest rung
+ * that has one (it resumes from its checkpoint), or else a new
+ * configuration, up to max_trials.
+ */
+Datum
+mop_asha(PG_FUNCTION_ARGS)
+{
+	char	   *dataset;
+	Jsonb	   *space;
+	int			R = PG_ARGISNULL(2) ? 0 : PG_GETARG_INT32(2);
+	int			eta = PG_ARGISNULL(3) ? 3 : PG_GETARG_INT32(3);
+	int			r_min = PG_ARGISNULL(4) ? 1 : PG_GETARG_INT32(4);
+	int			trials = PG_ARGISNULL(5) ? 20 : PG_GETARG_INT32(5);
+	int			seed = PG_ARGISNULL(7) ? 0 : PG_GETARG_INT32(7);
+	int			algo[4];
+	MopDataset *ds;
+	List	   *configs;
+	int			epochs_unused;
+
+	check_hyperband_args(R, eta);
+	if (r_min < 1 || r_min > R)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"min_resource\": %d", r_min),
+				 errhint("The first rung trains 1 to max_resource (%d) epochs.", R)));
+	if (trials < 1 || trials > 100000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"max_trials\": %d", trials),
+				 errhint("Ask for 1 to 100000 configurations.")));
+	common_args(fcinfo, 2, &dataset, &space, &epochs_unused);
+	ds = mop_dataset_lookup(dataset, false);
+	configs = mop_space_random(space, trials, (uint64) seed);
+	validate_configs(configs, ds);
+	algo[0] = MOP_ALGO_ASHA;
+	algo[1] = R;
+	algo[2] = eta;
+	algo[3] = r_min;
+	return run_search(fcinfo, "asha", dataset, space, configs, R,
+					  choose_workers(PG_ARGISNULL(6), PG_ARGISNULL(6) ? 0 : PG_GETARG_INT32(6),
+									 ds->partitions),
+					  seed, false,
+					  PG_ARGISNULL(8) ? MOP_PICK_RANDOM : parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(8))),
+					  PG_ARGISNULL(9) ? true : PG_GETARG_BOOL(9), 0, 0, algo);
 }

@@ -42,7 +42,8 @@ typedef enum MopRunPhase
 typedef enum MopAlgo
 {
 	MOP_ALGO_FIXED = 0,			/* grid, random, replay: every model trains all epochs */
-	MOP_ALGO_HYPERBAND = 1		/* a driver decides what trains next */
+	MOP_ALGO_HYPERBAND = 1,		/* a driver decides what trains next: Hyperband */
+	MOP_ALGO_ASHA = 2			/* ... asynchronous successive halving */
 } MopAlgo;
 
 typedef enum MopSlotState
@@ -111,6 +112,7 @@ typedef struct MopRunShared
 	int32		algo;			/* MopAlgo */
 	int32		max_resource;	/* Hyperband/ASHA: R, in epochs */
 	int32		eta;
+	int32		min_resource;	/* ASHA: r_min */
 	int32		n_configs;		/* configurations in the payload */
 
 	/* state */
