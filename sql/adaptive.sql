@@ -69,6 +69,25 @@ SELECT count(*) FILTER (WHERE action = 'new') AS started,
        count(*) FILTER (WHERE action = 'stop') AS stopped
   FROM mop.decisions WHERE run_id = :asha_run;
 
+-- median stopping with random search: a model whose best score is below the
+-- median of the others at the same epoch stops (invariants only: which ones
+-- stop depends on timing)
+CREATE TEMP TABLE med AS
+SELECT * FROM mop_random_search('blobs',
+  '{"model": {"layers": [{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 3}]},
+    "optimizer": "sgd", "learning_rate": {"loguniform": [0.000001, 0.1]}, "batch_size": 16}',
+  trials => 8, epochs => 6, workers => 3, seed => 3, early_stopping => 'median');
+SELECT run_id AS med_run FROM med LIMIT 1 \gset
+SELECT options->>'early_stopping' AS early_stopping FROM mop.runs WHERE id = :med_run;
+SELECT count(*) AS models, bool_and(status IN ('done', 'stopped')) AS settled,
+       bool_and(status = 'done' OR epochs_done < 6) AS stopped_early,
+       bool_and(status = 'stopped' OR epochs_done = 6) AS others_finished
+  FROM med;
+SELECT bool_and(d.score < d.cutoff AND d.from_resource = m.epochs_done) AS below_median,
+       count(*) = (SELECT count(*) FROM med WHERE status = 'stopped') AS one_decision_each
+  FROM mop.decisions d JOIN mop.models m ON m.id = d.model_id
+ WHERE d.run_id = :med_run AND d.why = 'median_stop';
+
 -- errors
 CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
@@ -84,4 +103,5 @@ SELECT pg_temp.err($$SELECT * FROM mop_hyperband('blobs', '{"model": [{"type": "
 SELECT pg_temp.err($$SELECT * FROM mop_hyperband('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rate": {"uniform": [1, 0]}}', 9)$$);
 SELECT pg_temp.err($$SELECT * FROM mop_asha('blobs', '{"model": [{"type": "dense", "units": 3}]}', 9, min_resource => 10)$$);
 SELECT pg_temp.err($$SELECT * FROM mop_asha('blobs', '{"model": [{"type": "dense", "units": 3}]}', 9, max_trials => 0)$$);
+SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": [{"type": "dense", "units": 3}]}', early_stopping => 'mean')$$);
 SELECT pg_temp.err(format('SELECT * FROM mop_resume(%s)', :hb_run)) = format('55000: run %s has already finished', :hb_run) AS finished_run_not_resumed;

@@ -361,14 +361,15 @@ CREATE FUNCTION @extschema@.mop_grid_search(
 	seed int DEFAULT 0,
 	deterministic boolean DEFAULT false,
 	scheduler text DEFAULT 'random',
-	wait boolean DEFAULT true)
+	wait boolean DEFAULT true,
+	early_stopping text DEFAULT NULL)
 	RETURNS TABLE (run_id bigint, model_id bigint, rank int, status text, metric text,
 				   best_valid_metric float8, best_valid_loss float8, best_epoch int,
 				   epochs_done int, config jsonb)
 	AS 'MODULE_PATHNAME', 'mop_grid_search'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.mop_grid_search(text, jsonb, int, int, int, boolean, text, boolean)
+COMMENT ON FUNCTION @extschema@.mop_grid_search(text, jsonb, int, int, int, boolean, text, boolean, text)
 	IS 'train every configuration of a grid with model hopper parallelism; ranked results';
 
 CREATE FUNCTION @extschema@.mop_random_search(
@@ -380,14 +381,15 @@ CREATE FUNCTION @extschema@.mop_random_search(
 	seed int DEFAULT 0,
 	deterministic boolean DEFAULT false,
 	scheduler text DEFAULT 'random',
-	wait boolean DEFAULT true)
+	wait boolean DEFAULT true,
+	early_stopping text DEFAULT NULL)
 	RETURNS TABLE (run_id bigint, model_id bigint, rank int, status text, metric text,
 				   best_valid_metric float8, best_valid_loss float8, best_epoch int,
 				   epochs_done int, config jsonb)
 	AS 'MODULE_PATHNAME', 'mop_random_search'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.mop_random_search(text, jsonb, int, int, int, int, boolean, text, boolean)
+COMMENT ON FUNCTION @extschema@.mop_random_search(text, jsonb, int, int, int, int, boolean, text, boolean, text)
 	IS 'train configurations sampled from a search space with model hopper parallelism';
 
 CREATE FUNCTION @extschema@.mop_resume(run_id bigint, workers int DEFAULT NULL,

@@ -48,6 +48,7 @@
 #include "run.h"
 #include "search/mop_asha.h"
 #include "search/mop_hyperband.h"
+#include "search/mop_median.h"
 #include "search/mop_sched.h"
 
 #define MAX_RESTARTS 3
@@ -78,6 +79,7 @@ static int	n_models;
 static MopDataset *run_ds;		/* the run's dataset (TopMemoryContext) */
 static mop_hb *hb;				/* Hyperband driver (driver mode), or NULL */
 static mop_asha *asha;			/* ASHA driver (driver mode), or NULL */
+static mop_median *median;		/* median stopping rule, or NULL */
 
 #define DRIVER (hb != NULL || asha != NULL)
 
@@ -213,7 +215,8 @@ create_run(void)
 			 run->algo == MOP_ALGO_ASHA ?
 			 psprintf(", \"algorithm\": \"asha\", \"max_resource\": %d, \"eta\": %d, "
 					  "\"min_resource\": %d, \"max_trials\": %d",
-					  run->max_resource, run->eta, run->min_resource, run->n_configs) : "");
+					  run->max_resource, run->eta, run->min_resource, run->n_configs) :
+			 run->median_stop ? ", \"early_stopping\": \"median\"" : "");
 	t[0] = TEXTOID;
 	v[0] = CStringGetTextDatum(kind);
 	t[1] = INT8OID;
@@ -462,6 +465,36 @@ hop_committed(const mop_task *t)
 	return found;
 }
 
+static void record_decision(const mop_action *a);
+
+/* Stop model i now (median rule): scheduler, catalog and decision record. */
+static void
+stop_model(mop_sched *s, int32 i, const mop_decision *d)
+{
+	Oid			t[1] = {INT8OID};
+	Datum		v[1];
+	mop_action	a;
+
+	mop_sched_stop(s, i);
+	begin_tx();
+	v[0] = Int64GetDatum(models[i].id);
+	exec_sql("UPDATE mop.models SET status = 'stopped', "
+			 "updated_at = pg_catalog.clock_timestamp() WHERE id OPERATOR(pg_catalog.=) $1 "
+			 "AND status OPERATOR(pg_catalog.=) ANY ('{done,training}'::text[])",
+			 1, t, v, SPI_OK_UPDATE);
+	memset(&a, 0, sizeof(a));
+	a.kind = MOP_ACT_STOP;
+	a.trial = i;
+	a.bracket = -1;
+	a.resource = -1;
+	a.d = *d;
+	record_decision(&a);
+	commit_tx();
+	SpinLockAcquire(&run->mutex);
+	run->models_done++;
+	SpinLockRelease(&run->mutex);
+}
+
 /* A validation metric as a driver score: higher is better, NaN: failed. */
 static double
 driver_score(double vm)
@@ -495,6 +528,23 @@ task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, doubl
 		SpinLockRelease(&run->mutex);
 		if (target_done && DRIVER)
 			driver_report(t->model, models[t->model].target, driver_score(vm));
+		if (epoch_done && median)
+		{
+			mop_decision d;
+			int			epochs = mop_sched_epochs_done(s, t->model);
+
+			int			stop = mop_median_report(median, t->model, epochs,
+												 driver_score(vm), &d);
+
+			if (target_done)
+				mop_median_complete(median, t->model);
+			else if (stop == 1)
+			{
+				d.from_resource = epochs;
+				d.to_resource = -1;
+				stop_model(s, t->model, &d);
+			}
+		}
 	}
 	else
 	{
@@ -868,6 +918,9 @@ mop_coordinator_main(Datum arg)
 			(hb = mop_hb_new(run->max_resource, run->eta, 0)) == NULL)
 			elog(ERROR, "could not create the Hyperband driver (R %d, eta %d)",
 				 run->max_resource, run->eta);
+		if (run->median_stop &&
+			(median = mop_median_new(2, 3, 0, MOP_MEDIAN_BEST)) == NULL)
+			elog(ERROR, "could not create the median stopping rule");
 		if (run->algo == MOP_ALGO_ASHA &&
 			(asha = mop_asha_new(run->min_resource, run->max_resource, run->eta,
 								 run->n_configs)) == NULL)
@@ -955,5 +1008,6 @@ mop_coordinator_main(Datum arg)
 	mop_sched_free(s);
 	mop_hb_free(hb);
 	mop_asha_free(asha);
+	mop_median_free(median);
 	proc_exit(0);
 }

@@ -99,6 +99,26 @@ parse_pick(const char *s)
 	pg_unreachable();
 }
 
+/* The early_stopping argument (argument argno): NULL/'none' or 'median'. */
+static bool
+parse_early_stopping(FunctionCallInfo fcinfo, int argno)
+{
+	char	   *s;
+
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+		return false;
+	s = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	if (strcmp(s, "none") == 0)
+		return false;
+	if (strcmp(s, "median") == 0)
+		return true;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid value for \"early_stopping\": \"%s\"", s),
+			 errhint("Use 'median' (the median stopping rule) or 'none'.")));
+	pg_unreachable();
+}
+
 /* Workers to use: requested (or mop.workers), capped; ERROR if impossible. */
 static int
 choose_workers(bool isnull, int requested, int partitions)
@@ -127,7 +147,7 @@ static dsm_segment *
 launch(const char *kind, const char *dataset, const char *space, List *configs,
 	   int workers, int epochs, int seed, bool deterministic, mop_pick pick,
 	   int64 resume_run_id, int64 replay_run_id, const int *algo,
-	   BackgroundWorkerHandle **handle)
+	   bool median_stop, BackgroundWorkerHandle **handle)
 {
 	Size		payload = strlen(kind) + strlen(dataset) + strlen(space) + 3;
 	ListCell   *lc;
@@ -157,6 +177,7 @@ launch(const char *kind, const char *dataset, const char *space, List *configs,
 	run->blas_threads = mop_blas_threads;
 	run->n_models = list_length(configs);
 	run->n_configs = list_length(configs);
+	run->median_stop = median_stop;
 	if (algo)
 	{
 		run->algo = algo[0];
@@ -377,7 +398,7 @@ static Datum
 run_search(FunctionCallInfo fcinfo, const char *kind, const char *dataset,
 		   Jsonb *space, List *configs_jsonb, int epochs, int workers, int seed,
 		   bool deterministic, mop_pick pick, bool wait, int64 resume_run_id,
-		   int64 replay_run_id, const int *algo)
+		   int64 replay_run_id, const int *algo, bool median_stop)
 {
 	List	   *configs = NIL;
 	ListCell   *lc;
@@ -401,7 +422,7 @@ run_search(FunctionCallInfo fcinfo, const char *kind, const char *dataset,
 	seg = launch(kind, dataset,
 				 space ? JsonbToCString(NULL, &space->root, VARSIZE(space)) : "null",
 				 configs, workers, epochs, seed, deterministic, pick, resume_run_id,
-				 replay_run_id, algo, &handle);
+				 replay_run_id, algo, median_stop, &handle);
 	run = dsm_segment_address(seg);
 	run_id = wait_started(run, handle);
 	if (wait)
@@ -492,7 +513,8 @@ mop_grid_search(PG_FUNCTION_ARGS)
 					  PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4),
 					  PG_ARGISNULL(5) ? false : PG_GETARG_BOOL(5),
 					  PG_ARGISNULL(6) ? MOP_PICK_RANDOM : parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(6))),
-					  PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7), 0, 0, NULL);
+					  PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7), 0, 0, NULL,
+					  parse_early_stopping(fcinfo, 8));
 }
 
 /*
@@ -526,7 +548,8 @@ mop_random_search(PG_FUNCTION_ARGS)
 					  seed,
 					  PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6),
 					  PG_ARGISNULL(7) ? MOP_PICK_RANDOM : parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(7))),
-					  PG_ARGISNULL(8) ? true : PG_GETARG_BOOL(8), 0, 0, NULL);
+					  PG_ARGISNULL(8) ? true : PG_GETARG_BOOL(8), 0, 0, NULL,
+					  parse_early_stopping(fcinfo, 9));
 }
 
 /* The run's row: status, dataset name, partitions, shm handle; ERROR if absent. */
@@ -636,7 +659,7 @@ mop_resume(PG_FUNCTION_ARGS)
 					  choose_workers(PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1),
 									 partitions),
 					  0, false, MOP_PICK_RANDOM,
-					  PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), run_id, 0, NULL);
+					  PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), run_id, 0, NULL, false);
 }
 
 /*
@@ -698,7 +721,7 @@ mop_replay(PG_FUNCTION_ARGS)
 					  choose_workers(PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1),
 									 partitions),
 					  0, false, MOP_PICK_RANDOM,
-					  PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), 0, run_id, NULL);
+					  PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), 0, run_id, NULL, false);
 }
 
 /* Final status of a run: wait on its segment if it is live. */
@@ -935,7 +958,7 @@ mop_hyperband(PG_FUNCTION_ARGS)
 									 ds->partitions),
 					  seed, false,
 					  PG_ARGISNULL(6) ? MOP_PICK_RANDOM : parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(6))),
-					  PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7), 0, 0, algo);
+					  PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7), 0, 0, algo, false);
 }
 
 /*
@@ -986,5 +1009,5 @@ mop_asha(PG_FUNCTION_ARGS)
 									 ds->partitions),
 					  seed, false,
 					  PG_ARGISNULL(8) ? MOP_PICK_RANDOM : parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(8))),
-					  PG_ARGISNULL(9) ? true : PG_GETARG_BOOL(9), 0, 0, algo);
+					  PG_ARGISNULL(9) ? true : PG_GETARG_BOOL(9), 0, 0, algo, false);
 }

@@ -113,6 +113,7 @@ typedef struct MopRunShared
 	int32		max_resource;	/* Hyperband/ASHA: R, in epochs */
 	int32		eta;
 	int32		min_resource;	/* ASHA: r_min */
+	bool		median_stop;	/* grid/random: median stopping rule */
 	int32		n_configs;		/* configurations in the payload */
 
 	/* state */
