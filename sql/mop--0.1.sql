@@ -362,14 +362,15 @@ CREATE FUNCTION @extschema@.mop_grid_search(
 	deterministic boolean DEFAULT false,
 	scheduler text DEFAULT 'random',
 	wait boolean DEFAULT true,
-	early_stopping text DEFAULT NULL)
+	early_stopping text DEFAULT NULL,
+	warm_start bigint DEFAULT NULL)
 	RETURNS TABLE (run_id bigint, model_id bigint, rank int, status text, metric text,
 				   best_valid_metric float8, best_valid_loss float8, best_epoch int,
 				   epochs_done int, config jsonb)
 	AS 'MODULE_PATHNAME', 'mop_grid_search'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.mop_grid_search(text, jsonb, int, int, int, boolean, text, boolean, text)
+COMMENT ON FUNCTION @extschema@.mop_grid_search(text, jsonb, int, int, int, boolean, text, boolean, text, bigint)
 	IS 'train every configuration of a grid with model hopper parallelism; ranked results';
 
 CREATE FUNCTION @extschema@.mop_random_search(
@@ -382,26 +383,27 @@ CREATE FUNCTION @extschema@.mop_random_search(
 	deterministic boolean DEFAULT false,
 	scheduler text DEFAULT 'random',
 	wait boolean DEFAULT true,
-	early_stopping text DEFAULT NULL)
+	early_stopping text DEFAULT NULL,
+	warm_start bigint DEFAULT NULL)
 	RETURNS TABLE (run_id bigint, model_id bigint, rank int, status text, metric text,
 				   best_valid_metric float8, best_valid_loss float8, best_epoch int,
 				   epochs_done int, config jsonb)
 	AS 'MODULE_PATHNAME', 'mop_random_search'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.mop_random_search(text, jsonb, int, int, int, int, boolean, text, boolean, text)
+COMMENT ON FUNCTION @extschema@.mop_random_search(text, jsonb, int, int, int, int, boolean, text, boolean, text, bigint)
 	IS 'train configurations sampled from a search space with model hopper parallelism';
 
 CREATE FUNCTION @extschema@.mop_resume(run_id bigint, workers int DEFAULT NULL,
-	wait boolean DEFAULT true)
+	wait boolean DEFAULT true, add jsonb DEFAULT NULL)
 	RETURNS TABLE (run_id bigint, model_id bigint, rank int, status text, metric text,
 				   best_valid_metric float8, best_valid_loss float8, best_epoch int,
 				   epochs_done int, config jsonb)
 	AS 'MODULE_PATHNAME', 'mop_resume'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.mop_resume(bigint, int, boolean)
-	IS 'continue a cancelled, failed or interrupted run from its committed checkpoints';
+COMMENT ON FUNCTION @extschema@.mop_resume(bigint, int, boolean, jsonb)
+	IS 'continue a cancelled, failed or interrupted run from its committed checkpoints; add => a grid of more configurations (also for a finished run)';
 
 CREATE FUNCTION @extschema@.mop_replay(run_id bigint, workers int DEFAULT NULL,
 	wait boolean DEFAULT true)

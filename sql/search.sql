@@ -90,6 +90,33 @@ SELECT count(*) AS pairs, bool_and(a.state = b.state) AS identical_after_resume
 SELECT count(*) AS hops, count(DISTINCT (model_id, epoch, partition)) AS distinct_hops
   FROM mop.hops WHERE run_id = :r4;
 
+-- warm start: the same configurations continue from another run's checkpoints
+CREATE TEMP TABLE warm AS
+SELECT * FROM mop_grid_search('blobs',
+  '{"model": {"layers": [{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 3}]},
+    "optimizer": "adam", "learning_rate": [0.01, 0.003], "batch_size": [16, 32], "seed": 1}',
+  epochs => 1, workers => 3, seed => 7, deterministic => true, warm_start => :r1);
+CREATE TEMP TABLE cold AS
+SELECT * FROM mop_grid_search('blobs',
+  '{"model": {"layers": [{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 3}]},
+    "optimizer": "adam", "learning_rate": [0.01, 0.003], "batch_size": [16, 32], "seed": 1}',
+  epochs => 1, workers => 3, seed => 7, deterministic => true);
+SELECT (options->>'warm_start')::bigint = :r1 AS warm_start_recorded
+  FROM mop.runs WHERE id = (SELECT run_id FROM warm LIMIT 1);
+SELECT count(*) AS pairs, bool_and(ew.train_loss < ec.train_loss) AS warm_starts_ahead
+  FROM warm w JOIN cold c ON w.config = c.config
+  JOIN mop.epochs ew ON ew.model_id = w.model_id AND ew.epoch = 1
+  JOIN mop.epochs ec ON ec.model_id = c.model_id AND ec.epoch = 1;
+
+-- add configurations to a finished run: the old models are untouched
+SELECT count(*) AS models, count(*) FILTER (WHERE status = 'done' AND epochs_done = 3) AS done
+  FROM mop_resume(:r1, add => '{"model": {"layers": [{"type": "dense", "units": 4, "activation": "tanh"}, {"type": "dense", "units": 3}]},
+                               "optimizer": "adam", "learning_rate": [0.02, 0.005], "batch_size": 16, "seed": 2}');
+SELECT count(*) AS pairs, bool_and(a.state = b.state) AS old_models_untouched
+  FROM mop.models a JOIN mop.models b ON a.config = b.config
+ WHERE a.run_id = :r1 AND b.run_id = :r2;
+SELECT status FROM mop.runs WHERE id = :r1;
+
 -- random search: sampled values stay in their distributions, reproducibly
 CREATE TEMP TABLE rs AS
 SELECT * FROM mop_random_search('blobs',
@@ -170,6 +197,7 @@ SELECT pg_temp.err($$SELECT * FROM mop_random_search('blobs', '{"model": {"layer
 SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '[1, 2]')$$);
 SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{}')$$);
 SELECT pg_temp.err(format('SELECT * FROM mop_resume(%s)', :r1));
+SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', warm_start => 999999)$$);
 SELECT pg_temp.err(format('SELECT mop_cancel(%s)', :r1));
 SELECT pg_temp.err($$SELECT mop_wait(999999)$$);
 SELECT pg_temp.err($$SELECT * FROM mop_resume(999999)$$);
@@ -202,7 +230,7 @@ DROP ROLE mop_search_alice;
 SELECT mop.average_states(ARRAY[m.state, m.state]) = m.state AS mean_of_same_is_same
   FROM mop.models m WHERE m.run_id = :r1 ORDER BY m.id LIMIT 1;
 SELECT length(mop.average_states(array_agg(m.state))) = max(length(m.state)) AS averaged
-  FROM mop.models m WHERE m.run_id = :r1;
+  FROM mop.models m WHERE m.run_id = :r2;
 SELECT pg_temp.err($$SELECT mop.average_states(ARRAY[]::bytea[])$$);
 SELECT pg_temp.err($$SELECT mop.average_states(ARRAY['\x00'::bytea])$$);
 SELECT pg_temp.err(format($$SELECT mop.average_states(ARRAY[(SELECT state FROM mop.models WHERE run_id = %s LIMIT 1),

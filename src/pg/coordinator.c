@@ -158,6 +158,21 @@ insert_model(int64 run_id, int i, int32 target)
 	v[2] = JsonbPGetDatum(config);
 	t[3] = BYTEAOID;
 	v[3] = PointerGetDatum(mop_model_to_blob(h->model));
+	if (run->warm_start_run_id)
+	{
+		/* warm start: the latest checkpoint of the same configuration */
+		Oid			wt[2] = {INT8OID, JSONBOID};
+		Datum		wv[2] = {Int64GetDatum(run->warm_start_run_id), JsonbPGetDatum(config)};
+
+		exec_sql("SELECT state FROM mop.models WHERE run_id OPERATOR(pg_catalog.=) $1 "
+				 "AND config OPERATOR(pg_catalog.=) $2 AND state IS NOT NULL "
+				 "AND status OPERATOR(pg_catalog.<>) ALL ('{diverged,failed}'::text[]) "
+				 "ORDER BY epochs_done DESC, id LIMIT 1", 2, wt, wv, SPI_OK_SELECT);
+		if (SPI_processed == 1)
+			v[3] = PointerGetDatum(DatumGetByteaPCopy(SPI_getbinval(SPI_tuptable->vals[0],
+																	SPI_tuptable->tupdesc, 1,
+																	&isnull)));
+	}
 	t[4] = TEXTOID;
 	v[4] = CStringGetTextDatum(nn_metric_name(spec.metric));
 	t[5] = BOOLOID;
@@ -186,7 +201,7 @@ create_run(void)
 	Datum		v[8];
 	bool		isnull;
 	int64		run_id;
-	char		opts[256];
+	char		opts[512];
 
 	begin_tx();
 	{
@@ -202,7 +217,7 @@ create_run(void)
 				 errhint("Background workers see only committed data: commit mop_prepare() before starting a search.")));
 	n_partitions = ds->partitions;
 	snprintf(opts, sizeof(opts),
-			 "{\"deterministic\": %s, \"scheduler\": \"%s\", \"blas_threads\": %d%s%s%s}",
+			 "{\"deterministic\": %s, \"scheduler\": \"%s\", \"blas_threads\": %d%s%s%s%s}",
 			 run->deterministic ? "true" : "false",
 			 run->pick == MOP_PICK_LONGEST ? "longest" :
 			 run->pick == MOP_PICK_PRIORITY ? "priority" : "random",
@@ -216,7 +231,9 @@ create_run(void)
 			 psprintf(", \"algorithm\": \"asha\", \"max_resource\": %d, \"eta\": %d, "
 					  "\"min_resource\": %d, \"max_trials\": %d",
 					  run->max_resource, run->eta, run->min_resource, run->n_configs) :
-			 run->median_stop ? ", \"early_stopping\": \"median\"" : "");
+			 run->median_stop ? ", \"early_stopping\": \"median\"" : "",
+			 run->warm_start_run_id ?
+			 psprintf(", \"warm_start\": " INT64_FORMAT, run->warm_start_run_id) : "");
 	t[0] = TEXTOID;
 	v[0] = CStringGetTextDatum(kind);
 	t[1] = INT8OID;
@@ -272,7 +289,7 @@ load_run(void)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("run %lld does not exist", (long long) run->resume_run_id)));
 	status = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	if (strcmp(status, "done") == 0)
+	if (strcmp(status, "done") == 0 && run->n_configs == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("run %lld has already finished", (long long) run->resume_run_id)));
@@ -292,6 +309,18 @@ load_run(void)
 	v[1] = Int64GetDatum((int64) dsm_segment_handle(run_seg));
 	exec_sql("UPDATE mop.runs SET status = 'running', error = NULL, finished_at = NULL, "
 			 "shm_handle = $2 WHERE id OPERATOR(pg_catalog.=) $1", 2, t, v, SPI_OK_UPDATE);
+	if (run->n_configs > 0)
+	{
+		/* configurations added to the run: new models, trained from scratch */
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		run_ds = mop_dataset_lookup(payload_str(1), false);
+		models = MemoryContextAllocZero(TopMemoryContext, sizeof(ModelInfo) * run->n_configs);
+		MemoryContextSwitchTo(old);
+		for (int i = 0; i < run->n_configs; i++)
+			insert_model(run->resume_run_id, i, run->epochs);
+		n_models = 0;			/* restore_models reloads them all */
+	}
 	commit_tx();
 	SpinLockAcquire(&run->mutex);
 	run->run_id = run->resume_run_id;

@@ -119,6 +119,32 @@ parse_early_stopping(FunctionCallInfo fcinfo, int argno)
 	pg_unreachable();
 }
 
+/* The warm_start argument: a run id visible to the caller, or 0. */
+static int64
+warm_start_arg(FunctionCallInfo fcinfo, int argno)
+{
+	int64		id;
+	Oid			t = INT8OID;
+	Datum		v;
+	bool		found;
+
+	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+		return 0;
+	id = PG_GETARG_INT64(argno);
+	v = Int64GetDatum(id);
+	SPI_connect();
+	SPI_execute_with_args("SELECT 1 FROM mop.runs WHERE id OPERATOR(pg_catalog.=) $1",
+						  1, &t, &v, NULL, false, 1);
+	found = SPI_processed == 1;
+	SPI_finish();
+	if (!found)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("invalid value for \"warm_start\": run %lld does not exist", (long long) id),
+				 errhint("Runs are listed in mop.runs (each role sees its own).")));
+	return id;
+}
+
 /* Workers to use: requested (or mop.workers), capped; ERROR if impossible. */
 static int
 choose_workers(bool isnull, int requested, int partitions)
@@ -147,7 +173,7 @@ static dsm_segment *
 launch(const char *kind, const char *dataset, const char *space, List *configs,
 	   int workers, int epochs, int seed, bool deterministic, mop_pick pick,
 	   int64 resume_run_id, int64 replay_run_id, const int *algo,
-	   bool median_stop, BackgroundWorkerHandle **handle)
+	   bool median_stop, int64 warm_start, BackgroundWorkerHandle **handle)
 {
 	Size		payload = strlen(kind) + strlen(dataset) + strlen(space) + 3;
 	ListCell   *lc;
@@ -178,6 +204,7 @@ launch(const char *kind, const char *dataset, const char *space, List *configs,
 	run->n_models = list_length(configs);
 	run->n_configs = list_length(configs);
 	run->median_stop = median_stop;
+	run->warm_start_run_id = warm_start;
 	if (algo)
 	{
 		run->algo = algo[0];
@@ -398,7 +425,7 @@ static Datum
 run_search(FunctionCallInfo fcinfo, const char *kind, const char *dataset,
 		   Jsonb *space, List *configs_jsonb, int epochs, int workers, int seed,
 		   bool deterministic, mop_pick pick, bool wait, int64 resume_run_id,
-		   int64 replay_run_id, const int *algo, bool median_stop)
+		   int64 replay_run_id, const int *algo, bool median_stop, int64 warm_start)
 {
 	List	   *configs = NIL;
 	ListCell   *lc;
@@ -422,7 +449,7 @@ run_search(FunctionCallInfo fcinfo, const char *kind, const char *dataset,
 	seg = launch(kind, dataset,
 				 space ? JsonbToCString(NULL, &space->root, VARSIZE(space)) : "null",
 				 configs, workers, epochs, seed, deterministic, pick, resume_run_id,
-				 replay_run_id, algo, median_stop, &handle);
+				 replay_run_id, algo, median_stop, warm_start, &handle);
 	run = dsm_segment_address(seg);
 	run_id = wait_started(run, handle);
 	if (wait)
@@ -514,7 +541,7 @@ mop_grid_search(PG_FUNCTION_ARGS)
 					  PG_ARGISNULL(5) ? false : PG_GETARG_BOOL(5),
 					  PG_ARGISNULL(6) ? MOP_PICK_RANDOM : parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(6))),
 					  PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7), 0, 0, NULL,
-					  parse_early_stopping(fcinfo, 8));
+					  parse_early_stopping(fcinfo, 8), warm_start_arg(fcinfo, 9));
 }
 
 /*
@@ -549,7 +576,7 @@ mop_random_search(PG_FUNCTION_ARGS)
 					  PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6),
 					  PG_ARGISNULL(7) ? MOP_PICK_RANDOM : parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(7))),
 					  PG_ARGISNULL(8) ? true : PG_GETARG_BOOL(8), 0, 0, NULL,
-					  parse_early_stopping(fcinfo, 9));
+					  parse_early_stopping(fcinfo, 9), warm_start_arg(fcinfo, 10));
 }
 
 /* The run's row: status, dataset name, partitions, shm handle; ERROR if absent. */
@@ -620,12 +647,9 @@ mop_resume(PG_FUNCTION_ARGS)
 	bool		has_handle;
 	dsm_segment *seg;
 	bool		isnull_dummy;
+	List	   *added = NIL;
 
 	run_row(run_id, &status, &dataset, &partitions, &handle, &has_handle);
-	if (strcmp(status, "done") == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("run %lld has already finished", (long long) run_id)));
 	if (has_handle && (seg = attach_run(run_id, handle)) != NULL)
 	{
 		bool		live = ((MopRunShared *) dsm_segment_address(seg))->phase != MOP_PHASE_DONE;
@@ -638,6 +662,11 @@ mop_resume(PG_FUNCTION_ARGS)
 					 errhint("Wait for it with mop_wait(%lld) or stop it with mop_cancel(%lld).",
 							 (long long) run_id, (long long) run_id)));
 	}
+	if (strcmp(status, "done") == 0 && (PG_NARGS() <= 3 || PG_ARGISNULL(3)))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld has already finished", (long long) run_id),
+				 errhint("Pass add => a search space to train more configurations in it.")));
 	{
 		Oid			t = INT8OID;
 		Datum		v = Int64GetDatum(run_id);
@@ -655,11 +684,19 @@ mop_resume(PG_FUNCTION_ARGS)
 					 errmsg("resuming an adaptive (Hyperband) run is not supported yet"),
 					 errhint("Its committed models and decisions are kept in mop.models and mop.decisions.")));
 	}
-	return run_search(fcinfo, "resume", dataset, NULL, NIL, 0,
+	if (PG_NARGS() > 3 && !PG_ARGISNULL(3))
+	{
+		/* add configurations to the run (a finished one too) */
+		MopDataset *ds = mop_dataset_lookup(dataset, false);
+
+		added = mop_space_grid(PG_GETARG_JSONB_P(3));
+		validate_configs(added, ds);
+	}
+	return run_search(fcinfo, "resume", dataset, NULL, added, 0,
 					  choose_workers(PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1),
 									 partitions),
 					  0, false, MOP_PICK_RANDOM,
-					  PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), run_id, 0, NULL, false);
+					  PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), run_id, 0, NULL, false, 0);
 }
 
 /*
@@ -721,7 +758,7 @@ mop_replay(PG_FUNCTION_ARGS)
 					  choose_workers(PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1),
 									 partitions),
 					  0, false, MOP_PICK_RANDOM,
-					  PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), 0, run_id, NULL, false);
+					  PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), 0, run_id, NULL, false, 0);
 }
 
 /* Final status of a run: wait on its segment if it is live. */
@@ -958,7 +995,7 @@ mop_hyperband(PG_FUNCTION_ARGS)
 									 ds->partitions),
 					  seed, false,
 					  PG_ARGISNULL(6) ? MOP_PICK_RANDOM : parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(6))),
-					  PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7), 0, 0, algo, false);
+					  PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7), 0, 0, algo, false, 0);
 }
 
 /*
@@ -1009,5 +1046,5 @@ mop_asha(PG_FUNCTION_ARGS)
 									 ds->partitions),
 					  seed, false,
 					  PG_ARGISNULL(8) ? MOP_PICK_RANDOM : parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(8))),
-					  PG_ARGISNULL(9) ? true : PG_GETARG_BOOL(9), 0, 0, algo, false);
+					  PG_ARGISNULL(9) ? true : PG_GETARG_BOOL(9), 0, 0, algo, false, 0);
 }

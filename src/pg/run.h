@@ -114,6 +114,7 @@ typedef struct MopRunShared
 	int32		eta;
 	int32		min_resource;	/* ASHA: r_min */
 	bool		median_stop;	/* grid/random: median stopping rule */
+	int64		warm_start_run_id;	/* start models from this run's checkpoints */
 	int32		n_configs;		/* configurations in the payload */
 
 	/* state */
