@@ -132,18 +132,25 @@ extern void mop_buffer_cache_clear(void);
  * The narrow waist as SQL, shared by every executor (mop_train in the
  * caller's backend, the background workers of a run): one sub-epoch of
  * state $1 over partition $3 of dataset $2, and its validation.
+ *
+ * The buffers come from a sorted subquery rather than from an ORDER BY
+ * inside the aggregate call: PostgreSQL 15 sorts every argument of an
+ * ordered aggregate, which would copy the model state ($1, megabytes) once
+ * per buffer into the sort (and spill it to disk beyond work_mem).  An
+ * aggregate consumes a sorted subquery's rows in order.
  */
 #define MOP_TRAIN_SQL \
 	"SELECT (s.r).state, (s.r).loss_sum, (s.r).metric_sum, (s.r).rows, (s.r).status " \
-	"FROM (SELECT mop.train_agg($1, b.x, b.y ORDER BY b.buffer_no) AS r " \
-	"FROM mop.buffers b WHERE b.dataset_id OPERATOR(pg_catalog.=) $2 " \
-	"AND b.split OPERATOR(pg_catalog.=) 'train' AND b.partition OPERATOR(pg_catalog.=) $3) s"
+	"FROM (SELECT mop.train_agg($1, b.x, b.y) AS r " \
+	"FROM (SELECT x, y FROM mop.buffers WHERE dataset_id OPERATOR(pg_catalog.=) $2 " \
+	"AND split OPERATOR(pg_catalog.=) 'train' AND partition OPERATOR(pg_catalog.=) $3 " \
+	"ORDER BY buffer_no) b) s"
 
 #define MOP_EVAL_SQL \
 	"SELECT (s.r).loss_sum, (s.r).metric_sum, (s.r).rows " \
-	"FROM (SELECT mop.eval_agg($1, b.x, b.y ORDER BY b.partition, b.buffer_no) AS r " \
-	"FROM mop.buffers b WHERE b.dataset_id OPERATOR(pg_catalog.=) $2 " \
-	"AND b.split OPERATOR(pg_catalog.=) 'valid') s"
+	"FROM (SELECT mop.eval_agg($1, b.x, b.y) AS r " \
+	"FROM (SELECT x, y FROM mop.buffers WHERE dataset_id OPERATOR(pg_catalog.=) $2 " \
+	"AND split OPERATOR(pg_catalog.=) 'valid' ORDER BY partition, buffer_no) b) s"
 
 /* train_agg.c */
 extern void mop_train_rows(nn_model *m, const float *x, const float *y,
