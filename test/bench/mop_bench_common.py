@@ -40,17 +40,34 @@ def wait_quiet(limit=float(os.environ.get("MOPB_WAIT_MAX", "600"))):
     t0 = time.time()
     while True:
         if time.time() - t0 > limit:
-            print(f"  WARNING: other benchmarks still running after {limit:.0f}s; measuring anyway", flush=True)
+            print(f"  WARNING: machine still busy after {limit:.0f}s; measuring anyway", flush=True)
             return
         r = subprocess.run(["pgrep", "-f", "bench_engine|bench_torch|xcheck"],
                            capture_output=True, text=True)
         pids = [p for p in r.stdout.split() if int(p) != os.getpid()]
-        if not pids:
+        busy = cpu_busy(2.0)
+        if not pids and busy < 0.3:
+            if said:
+                print(f"  (quiet after {time.time() - t0:.0f}s)", flush=True)
             return
         if not said:
-            print(f"  (waiting for other benchmarks: pids {pids})", flush=True)
+            print(f"  (waiting: other benchmarks {pids}, {busy:.2f} cores busy)", flush=True)
             said = True
-        time.sleep(5)
+        time.sleep(3)
+
+
+def _stat():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return sum(v), v[3] + v[4]
+
+
+def cpu_busy(secs):
+    """Cores busy (0..ncpu) over the next secs seconds, all processes."""
+    t1, i1 = _stat()
+    time.sleep(secs)
+    t2, i2 = _stat()
+    return (1 - (i2 - i1) / max(1, t2 - t1)) * os.cpu_count()
 
 
 def loadavg():

@@ -24,6 +24,9 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--reps", type=int, default=5)
 ap.add_argument("--epochs", type=int, default=3)
 ap.add_argument("--dataset", default="fashion")
+ap.add_argument("--work-mem", default="256MB",
+                help="third arm: mop_train with this session work_mem (the ORDER BY of mop.train_agg "
+                     "sorts a copy of the model state with every buffer row; 4MB spills it to disk)")
 args = ap.parse_args()
 
 CONFIG = {"model": MLP_A, "optimizer": "adam", "learning_rate": 0.001,
@@ -51,11 +54,13 @@ for split in ("train", "valid"):
 # ---- build with the extension's flags (pg_config --cflags + PG_CFLAGS)
 pgcflags = subprocess.run(["pg_config", "--cflags"], capture_output=True, text=True).stdout.split()
 pgcflags = [f for f in pgcflags if not f.startswith("-W") and "prefix-map" not in f]
-mk = open(os.path.join(ROOT, "Makefile")).read()
+SRC = os.environ.get("MOPB_SRC", ROOT)   # the pinned source tree (run_mop_bench.sh)
+mk = open(os.path.join(SRC, "Makefile")).read()
 extra = re.search(r"^PG_CFLAGS\s*=\s*(.*)$", mk, re.M).group(1).split()
 binp = os.path.join(OUTD, "bare_engine")
-srcs = sorted(os.path.join(ROOT, "src/nn", f) for f in os.listdir(os.path.join(ROOT, "src/nn")) if f.endswith(".c"))
-cc = ["gcc"] + pgcflags + extra + ["-std=gnu11", "-I" + os.path.join(ROOT, "src/nn"), "-o", binp,
+srcs = sorted(os.path.join(SRC, "src/nn", f) for f in os.listdir(os.path.join(SRC, "src/nn")) if f.endswith(".c"))
+print("engine sources:", os.path.join(SRC, "src/nn"))
+cc = ["gcc"] + pgcflags + extra + ["-std=gnu11", "-I" + os.path.join(SRC, "src/nn"), "-o", binp,
                                    os.path.join(ROOT, "test/bench/bare_engine.c")] + srcs + ["-ldl", "-lm"]
 print("build:", " ".join(shlex.quote(c) for c in cc[:len(pgcflags) + len(extra) + 2]), "... -ldl -lm")
 subprocess.run(cc, check=True)
@@ -65,7 +70,7 @@ print(f"{args.reps} repetitions x {args.epochs} epochs, alternating bare / mop; 
 rows = []
 for rep in range(1, args.reps + 1):
     wait_quiet()
-    order = ("bare", "mop") if rep % 2 else ("mop", "bare")
+    order = ("bare", "mop", "mop_wm") if rep % 2 else ("mop_wm", "mop", "bare")
     for who in order:
         if who == "bare":
             out = subprocess.run([binp, exp, str(args.epochs)], capture_output=True, text=True, check=True).stdout
@@ -80,13 +85,17 @@ for rep in range(1, args.reps + 1):
         else:
             c2 = connect()   # a fresh backend: empty buffer cache
             k = c2.cursor()
+            if who == "mop_wm":
+                k.execute(f"SET work_mem = '{args.work_mem}'")
+            k.execute("SHOW work_mem")
+            wm = k.fetchone()[0]
             t0 = time.time()
             k.execute("SELECT mop_train(%s, %s::jsonb, epochs => %s)", (args.dataset, cfg, args.epochs))
             mid = k.fetchone()[0]
             wall = time.time() - t0
             k.execute("SELECT epoch, seconds, train_loss, valid_metric FROM mop.epochs WHERE model_id = %s ORDER BY epoch", (mid,))
             for e, s, tl, vm in k.fetchall():
-                rows.append(dict(rep=rep, who="mop", epoch=e, seconds=s, train_loss=tl, valid_acc=vm, wall=wall, model_id=mid))
+                rows.append(dict(rep=rep, who=who, work_mem=wm, epoch=e, seconds=s, train_loss=tl, valid_acc=vm, wall=wall, model_id=mid))
             c2.close()
     last = [r for r in rows if r["rep"] == rep]
     print(f"  rep {rep}: " + "  ".join(f"{r['who']} e{r['epoch']} {r['seconds']:.3f}s" for r in last), flush=True)
@@ -95,17 +104,21 @@ def med(who, ep):
     return median([r["seconds"] for r in rows if r["who"] == who and (r["epoch"] == 1 if ep == 1 else r["epoch"] > 1)])
 
 res = {}
-for ep, name in ((1, "first epoch"), (2, f"steady (epochs 2..{args.epochs})")):
-    b, m = med("bare", ep), med("mop", ep)
-    res[name] = dict(bare=b, mop=m, ratio=m / b)
-    print(f"RESULT {name}: bare {b:.3f} s  mop {m:.3f} s  mop/bare {m / b:.4f}  overhead {100 * (m / b - 1):+.1f}%")
-# per-rep paired ratios of steady-state
-pr = []
-for rep in range(1, args.reps + 1):
-    b = median([r["seconds"] for r in rows if r["rep"] == rep and r["who"] == "bare" and r["epoch"] > 1])
-    m = median([r["seconds"] for r in rows if r["rep"] == rep and r["who"] == "mop" and r["epoch"] > 1])
-    pr.append(m / b)
-print("paired steady ratios per rep:", " ".join(f"{x:.4f}" for x in pr), f"median {median(pr):.4f}")
+for arm, label in (("mop", "mop (work_mem default 4MB)"), ("mop_wm", f"mop (work_mem {args.work_mem})")):
+    for ep, name in ((1, "first epoch"), (2, f"steady (epochs 2..{args.epochs})")):
+        b, m = med("bare", ep), med(arm, ep)
+        res[arm + " " + name] = dict(bare=b, mop=m, ratio=m / b)
+        print(f"RESULT {label} {name}: bare {b:.3f} s  mop {m:.3f} s  mop/bare {m / b:.4f}  overhead {100 * (m / b - 1):+.1f}%")
+    # per-rep paired ratios
+    for ep in (1, 2):
+        pr = []
+        for rep in range(1, args.reps + 1):
+            sel = (lambda r: r["epoch"] == 1) if ep == 1 else (lambda r: r["epoch"] > 1)
+            b = median([r["seconds"] for r in rows if r["rep"] == rep and r["who"] == "bare" and sel(r)])
+            m = median([r["seconds"] for r in rows if r["rep"] == rep and r["who"] == arm and sel(r)])
+            pr.append(m / b)
+        res[arm + f" paired e{ep}"] = pr
+        print(f"  paired ratios per rep ({label}, {'first' if ep == 1 else 'steady'}):", " ".join(f"{x:.4f}" for x in pr), f"median {median(pr):.4f}")
 # equal work check: training losses of bare and mop per epoch
 bl = {r["epoch"]: r["train_loss"] for r in rows if r["who"] == "bare" and r["rep"] == 1}
 ml = {r["epoch"]: r["train_loss"] for r in rows if r["who"] == "mop" and r["rep"] == 1}
@@ -114,7 +127,9 @@ bv = {r["epoch"]: r["valid_acc"] for r in rows if r["who"] == "bare" and r["rep"
 mv = {r["epoch"]: r["valid_acc"] for r in rows if r["who"] == "mop" and r["rep"] == 1}
 print("valid acc per epoch bare / mop:", "; ".join(f"e{e}: {bv[e]:.4f} / {mv[e]:.4f}" for e in sorted(bv)))
 walls = sorted(set(r["wall"] for r in rows if r["who"] == "mop"))
+walls2 = sorted(set(r["wall"] for r in rows if r["who"] == "mop_wm"))
+print(f"mop_train wall time ({args.work_mem}): median {median(walls2):.3f} s")
 print(f"mop_train wall time for {args.epochs} epochs: median {median(walls):.3f} s; sum of bare epochs median "
       f"{median([sum(r['seconds'] for r in rows if r['who'] == 'bare' and r['rep'] == k) for k in range(1, args.reps + 1)]):.3f} s")
 print(f"finished {utcnow()}; load {loadavg()}")
-save("overhead.json", dict(config=CONFIG, rows=rows, summary=res, paired=pr))
+save("overhead.json", dict(config=CONFIG, rows=rows, summary=res))

@@ -5,7 +5,7 @@
 #   bash test/bench/run_mop_bench.sh [phase ...]
 #
 # phases (default: all, in this order):
-#   setup      build+install mop, start the cluster, load fashion_train/test
+#   setup      build mop (pinned commit, private), start the cluster, load fashion_train/test
 #              (label text, pixels real[]), mop_prepare 'fashion' (2 partitions)
 #   overhead   3a: mop_train epoch time vs the bare engine (bare_engine.c)
 #   prepare    3b: mop_prepare throughput vs COPY (SELECT * ...) TO '/dev/null'
@@ -13,7 +13,9 @@
 #   throughput 4.2: 16-config grid, 1 epoch, W=1 vs W=2, random / longest
 #   torch      4.3: mop end to end vs psycopg2 + PyTorch, sequential and 2 procs
 #   sim        4.4: scheduler simulation (sim_sched.c)
-# Knobs: OVH_REPS (5), PREP_REPS (3), TP_REPS (2), MOPB_DIR, MOPB_PORT.
+# Knobs: OVH_REPS (5), PREP_REPS (3), TP_REPS (3), TORCH_REPS (1), MOPB_DIR, MOPB_PORT,
+# MOPB_COMMIT (HEAD), MOPB_WAIT_MAX (240: seconds to wait for a quiet machine
+# before each measurement; other processes using > 0.3 cores count as busy).
 # Output: stdout and test/bench/.cache/mop_bench/<phase>.log (+ .json results).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -24,14 +26,37 @@ mkdir -p "$OUTD"
 PHASES=${*:-setup overhead prepare converge throughput torch sim}
 OVH_REPS=${OVH_REPS:-5}
 PREP_REPS=${PREP_REPS:-3}
-TP_REPS=${TP_REPS:-2}
+TP_REPS=${TP_REPS:-3}
+TORCH_REPS=${TORCH_REPS:-1}
 
+# mop is built from a pinned commit (MOPB_COMMIT, default HEAD) into
+# $MOPB_DIR/build and loaded from $MOPB_DIR/lib (dynamic_library_path), and
+# its install script is run by hand (placeholders substituted, the
+# pg_extension_config_dump calls dropped) instead of CREATE EXTENSION: other
+# sessions on this machine keep running "make install" with other versions,
+# and a server loading a shared $libdir/mop.so that no longer matches its SQL
+# definitions fails in odd ways.  Nothing outside $MOPB_DIR is written.
 phase_setup() {
-	make -s && make -s install || return 1
+	local sha
+	sha=$(git rev-parse "${MOPB_COMMIT:-HEAD}") || return 1
+	if [ "$(cat "$MOPB_DIR/commit" 2>/dev/null)" != "$sha" ]; then
+		[ -d "$MOPB_DIR/data" ] && mopb_cluster_down 2>/dev/null
+		rm -rf "$MOPB_DIR"
+		mkdir -p "$MOPB_DIR/build" "$MOPB_DIR/lib" && chown postgres "$MOPB_DIR"
+		git archive "$sha" | tar -x -C "$MOPB_DIR/build" || return 1
+		make -s -C "$MOPB_DIR/build" -j2 >"$MOPB_DIR/build.log" 2>&1 || { tail -20 "$MOPB_DIR/build.log"; return 1; }
+		cp "$MOPB_DIR/build/mop.so" "$MOPB_DIR/lib/mop.so"
+		chmod -R a+rX "$MOPB_DIR/lib"
+		echo "$sha" >"$MOPB_DIR/commit"
+	fi
 	mopb_cluster_up || return 1
+	if [ "$($PSQL -tAc "select count(*) from pg_namespace where nspname = 'mop'")" != 1 ]; then
+		sed -e '/^\\echo/d' -e '/pg_extension_config_dump/d' -e 's/@extschema@/public/g' \
+			-e "s/'MODULE_PATHNAME'/'mop'/g" "$MOPB_DIR/build/sql/mop--0.1.sql" | $PSQL -f - >/dev/null || return 1
+	fi
+	echo "mop: commit $sha, built in $MOPB_DIR/build, loaded from $($PSQL -tAc "show dynamic_library_path")"
 	if [ "$($PSQL -tAc "select count(*) from pg_class where relname = 'fashion_test'")" != 1 ]; then
 		$PSQL <<'SQL'
-CREATE EXTENSION IF NOT EXISTS mop;
 CREATE TABLE fashion_train (label text NOT NULL, pixels real[] NOT NULL);
 CREATE TABLE fashion_test (label text NOT NULL, pixels real[] NOT NULL);
 SQL
@@ -55,12 +80,14 @@ run_phase() {
 		prepare) mopb_wait_quiet; $PY test/bench/mop_prepare_bench.py --reps "$PREP_REPS" ;;
 		converge) mopb_wait_quiet; $PY test/bench/mop_converge.py ;;
 		throughput) mopb_wait_quiet; $PY test/bench/mop_throughput.py --reps "$TP_REPS" ;;
-		torch) mopb_wait_quiet; $PY test/bench/mop_vs_torch.py ;;
-		sim) gcc -O2 -Isrc/search test/bench/sim_sched.c src/search/sched.c src/search/sim.c -o "$OUTD/sim_sched" -lm && "$OUTD/sim_sched" ;;
+		torch) mopb_wait_quiet; $PY test/bench/mop_vs_torch.py --reps "$TORCH_REPS" ;;
+		sim) (cd "$MOPB_SRC" && gcc -O2 -Isrc/search "$ROOT/test/bench/sim_sched.c" src/search/sched.c src/search/sim.c -o "$ROOT/$OUTD/sim_sched" -lm) && "$OUTD/sim_sched" ;;
 		*) echo "unknown phase $p"; return 2 ;;
 	esac
 }
 
+export MOPB_SRC=$MOPB_DIR/build   # the pinned sources (bare engine, simulator)
+export MOPB_WAIT_MAX=${MOPB_WAIT_MAX:-240}
 mopb_env_line
 RC=0
 for p in $PHASES; do
