@@ -354,3 +354,88 @@ TEST(hb_brackets_run_concurrently)
 	CHECK(mop_hb_next(hb, &a) == MOP_POLL_WAIT);
 	mop_hb_free(hb);
 }
+
+/* One logged call: a next() (kind -1 if it answered WAIT/DONE) or a report. */
+typedef struct logged
+{
+	int			is_report;
+	int32_t		trial,
+				resource;
+	double		score;
+} logged;
+
+TEST(hb_resume_by_replay)
+{
+	/*
+	 * Two workers; the run is interrupted after 40 calls.  A fresh driver fed
+	 * the logged calls answers the same actions, and from there on the two
+	 * drivers agree on everything.
+	 */
+	mop_hb	   *a = mop_hb_new(27, 3, 0),
+			   *b = mop_hb_new(27, 3, 0);
+	logged		log[64];
+	int32_t		run[2];
+	int			n_run = 0,
+				n_log = 0;
+	mop_action	x,
+				y;
+
+	while (n_log < 40)
+	{
+		mop_poll	p;
+
+		if (n_run < 2 && (p = mop_hb_next(a, &x)) == MOP_POLL_ACTION)
+		{
+			log[n_log++] = (logged) {0, x.trial, x.resource, 0};
+			if (x.kind != MOP_ACT_STOP)
+				run[n_run++] = x.trial;
+			continue;
+		}
+		/* the older running trial finishes */
+		{
+			mop_hb_trial_info ti;
+			double		s = (double) ((run[0] * 7919) % 101);
+
+			mop_hb_trial(a, run[0], &ti);
+			mop_hb_report(a, run[0], ti.target, s);
+			log[n_log++] = (logged) {1, run[0], ti.target, s};
+			run[0] = run[1];
+			n_run--;
+		}
+	}
+	/* replay into b */
+	for (int k = 0; k < n_log; k++)
+		if (log[k].is_report)
+			CHECK(mop_hb_report(b, log[k].trial, log[k].resource, log[k].score) == 0);
+		else
+		{
+			CHECK(mop_hb_next(b, &y) == MOP_POLL_ACTION);
+			CHECK(y.trial == log[k].trial && y.resource == log[k].resource);
+		}
+	/* the trials running at the interruption are running in b too */
+	for (int j = 0; j < n_run; j++)
+	{
+		mop_hb_trial_info ti;
+
+		CHECK(mop_hb_trial(b, run[j], &ti) == 0 && ti.state == MOP_TRIAL_RUNNING);
+	}
+	/* both continue identically */
+	for (int k = 0; k < 200; k++)
+	{
+		mop_poll	pa = mop_hb_next(a, &x),
+					pb = mop_hb_next(b, &y);
+
+		CHECK(pa == pb);
+		if (pa != MOP_POLL_ACTION)
+			break;
+		CHECK(x.kind == y.kind && x.trial == y.trial && x.resource == y.resource);
+		CHECK(strcmp(x.d.reason, y.d.reason) == 0);
+		if (x.kind != MOP_ACT_STOP)
+		{
+			mop_hb_report(a, x.trial, x.resource, (double) (x.trial % 13));
+			mop_hb_report(b, y.trial, y.resource, (double) (y.trial % 13));
+		}
+	}
+	mop_hb_free(a);
+	mop_hb_free(b);
+}
