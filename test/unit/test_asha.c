@@ -197,3 +197,67 @@ TEST(asha_simulated_workers_deterministic)
 	CHECK(strcmp(t1, t2) == 0);
 	CHECK(strstr(t1, "@27") != NULL);	/* someone reached the top rung */
 }
+
+TEST(asha_resume_by_replay)
+{
+	/* interrupted after 30 calls; a fresh ASHA fed the same calls agrees from there on */
+	mop_asha   *a = mop_asha_new(1, 9, 3, 30),
+			   *b = mop_asha_new(1, 9, 3, 30);
+	int32_t		lt[64],
+				lr[64];
+	double		ls[64];
+	int			lrep[64],
+				n_log = 0;
+	int32_t		run[2],
+				run_r[2];
+	int			n_run = 0;
+	mop_action	x,
+				y;
+
+	while (n_log < 30)
+	{
+		if (n_run < 2 && mop_asha_next(a, &x) == MOP_POLL_ACTION)
+		{
+			lrep[n_log] = 0;
+			lt[n_log] = x.trial;
+			lr[n_log++] = x.resource;
+			if (x.kind != MOP_ACT_STOP)
+			{
+				run[n_run] = x.trial;
+				run_r[n_run++] = x.resource;
+			}
+			continue;
+		}
+		lrep[n_log] = 1;
+		lt[n_log] = run[0];
+		lr[n_log] = run_r[0];
+		ls[n_log] = (double) ((run[0] * 7919) % 101);
+		mop_asha_report(a, run[0], run_r[0], ls[n_log++]);
+		run[0] = run[1];
+		run_r[0] = run_r[1];
+		n_run--;
+	}
+	for (int k = 0; k < n_log; k++)
+		if (lrep[k])
+			CHECK(mop_asha_report(b, lt[k], lr[k], ls[k]) == 0);
+		else
+			CHECK(mop_asha_next(b, &y) == MOP_POLL_ACTION && y.trial == lt[k] &&
+				  y.resource == lr[k]);
+	for (int k = 0; k < 200; k++)
+	{
+		mop_poll	pa = mop_asha_next(a, &x),
+					pb = mop_asha_next(b, &y);
+
+		CHECK(pa == pb);
+		if (pa != MOP_POLL_ACTION)
+			break;
+		CHECK(x.kind == y.kind && x.trial == y.trial && x.resource == y.resource);
+		if (x.kind != MOP_ACT_STOP)
+		{
+			mop_asha_report(a, x.trial, x.resource, (double) (x.trial % 13));
+			mop_asha_report(b, y.trial, y.resource, (double) (y.trial % 13));
+		}
+	}
+	mop_asha_free(a);
+	mop_asha_free(b);
+}
