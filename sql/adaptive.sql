@@ -88,6 +88,53 @@ SELECT bool_and(d.score < d.cutoff AND d.from_resource = m.epochs_done) AS below
   FROM mop.decisions d JOIN mop.models m ON m.id = d.model_id
  WHERE d.run_id = :med_run AND d.why = 'median_stop';
 
+-- PBT: members exploit (copy weights and optimizer state) and explore;
+-- lineage in mop.decisions (which members exploit depends on timing)
+CREATE TEMP TABLE pbt AS
+SELECT * FROM mop_pbt('blobs',
+  '{"model": {"layers": [{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 3}]},
+    "optimizer": "sgd", "learning_rate": {"loguniform": [0.00001, 0.1]},
+    "momentum": {"uniform": [0.0, 0.9]}, "batch_size": [16, 32, 64]}',
+  population => 6, epochs => 6, "interval" => 2, workers => 3, seed => 5);
+SELECT run_id AS pbt_run FROM pbt LIMIT 1 \gset
+SELECT kind, status, options->>'algorithm' AS algorithm, (options->>'population')::int AS population,
+       (options->>'interval')::int AS "interval"
+  FROM mop.runs WHERE id = :pbt_run;
+SELECT count(*) AS members, bool_and(status = 'done' AND epochs_done = 6) AS all_trained,
+       bool_and((config->>'learning_rate')::float8 BETWEEN 0.00001 AND 0.1) AS lr_in_bounds,
+       bool_and((config->>'batch_size')::int IN (16, 32, 64)) AS batch_in_choices
+  FROM pbt;
+-- every exploit copies a better member, at an interval boundary, and records its lineage
+SELECT coalesce(bool_and(d.parent_model_id <> d.model_id AND d.cutoff > d.score
+                AND d.from_resource % 2 = 0 AND d.hyperparameters IS NOT NULL
+                AND p.run_id = :pbt_run), true) AS exploits_ok
+  FROM mop.decisions d JOIN mop.models p ON p.id = d.parent_model_id
+ WHERE d.run_id = :pbt_run AND d.action = 'exploit';
+-- a member's configuration is the one its last exploit explored
+SELECT coalesce(bool_and(m.config = last.hyperparameters), true) AS config_follows_lineage
+  FROM mop.models m
+  JOIN LATERAL (SELECT hyperparameters FROM mop.decisions d
+                 WHERE d.model_id = m.id AND d.action = 'exploit' ORDER BY d.id DESC LIMIT 1) last ON true
+ WHERE m.run_id = :pbt_run;
+
+-- TPE: random startup proposals, then proposals from the completed results,
+-- at most one trial in flight per worker
+CREATE TEMP TABLE tpe AS
+SELECT * FROM mop_tpe('blobs',
+  '{"model": {"layers": [{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 3}]},
+    "optimizer": "sgd", "learning_rate": {"loguniform": [0.00001, 0.1]}, "batch_size": [16, 32, 64]}',
+  trials => 10, epochs => 2, n_startup => 4, workers => 3, seed => 5);
+SELECT run_id AS tpe_run FROM tpe LIMIT 1 \gset
+SELECT options->>'algorithm' AS algorithm, (options->>'trials')::int AS trials FROM mop.runs WHERE id = :tpe_run;
+SELECT count(*) AS trials, bool_and(status = 'done' AND epochs_done = 2) AS all_trained,
+       bool_and((config->>'learning_rate')::float8 BETWEEN 0.00001 AND 0.1) AS lr_in_bounds,
+       bool_and((config->>'batch_size')::int IN (16, 32, 64)) AS batch_in_choices
+  FROM tpe;
+SELECT count(*) FILTER (WHERE reason LIKE 'random startup%') >= 3 AS startup_random,
+       count(*) FILTER (WHERE reason LIKE 'TPE proposal%') >= 1 AS model_based,
+       bool_and(reason NOT LIKE 'TPE proposal%' OR substring(reason FROM 'after (\d+) completed')::int >= 1) AS tpe_saw_results
+  FROM mop.decisions WHERE run_id = :tpe_run AND action = 'new';
+
 -- errors
 CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
@@ -104,4 +151,12 @@ SELECT pg_temp.err($$SELECT * FROM mop_hyperband('blobs', '{"model": [{"type": "
 SELECT pg_temp.err($$SELECT * FROM mop_asha('blobs', '{"model": [{"type": "dense", "units": 3}]}', 9, min_resource => 10)$$);
 SELECT pg_temp.err($$SELECT * FROM mop_asha('blobs', '{"model": [{"type": "dense", "units": 3}]}', 9, max_trials => 0)$$);
 SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": [{"type": "dense", "units": 3}]}', early_stopping => 'mean')$$);
+SELECT pg_temp.err($$SELECT * FROM mop_pbt('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rate": [0.1, 0.01]}', population => 1)$$);
+SELECT pg_temp.err($$SELECT * FROM mop_pbt('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rate": [0.1, 0.01]}', epochs => 4, "interval" => 5)$$);
+SELECT pg_temp.err($$SELECT * FROM mop_pbt('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rate": [0.1, 0.01]}', quantile => 0.7)$$);
+SELECT pg_temp.err($$SELECT * FROM mop_pbt('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rate": 0.1}')$$);
+SELECT pg_temp.err($$SELECT * FROM mop_pbt('blobs', '{"model": [{"layers": [{"type": "dense", "units": 3}]}, {"layers": [{"type": "dense", "units": 3}]}], "learning_rate": [0.1, 0.01]}')$$);
+SELECT pg_temp.err($$SELECT * FROM mop_tpe('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rate": [0.1, 0.01]}', trials => 0)$$);
+SELECT pg_temp.err($$SELECT * FROM mop_tpe('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rate": [0.1, 0.01]}', 5, gamma => 0)$$);
+SELECT pg_temp.err($$SELECT * FROM mop_tpe('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rat": [0.1, 0.01]}', 5)$$);
 SELECT pg_temp.err(format('SELECT * FROM mop_resume(%s)', :hb_run)) = format('55000: run %s has already finished', :hb_run) AS finished_run_not_resumed;

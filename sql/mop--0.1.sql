@@ -474,7 +474,7 @@ CREATE TABLE mop.decisions (
 	run_id			bigint NOT NULL REFERENCES mop.runs (id) ON DELETE CASCADE,
 	model_id		bigint NOT NULL REFERENCES mop.models (id) ON DELETE CASCADE,
 	at				timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
-	action			text NOT NULL CHECK (action IN ('new', 'continue', 'stop')),
+	action			text NOT NULL CHECK (action IN ('new', 'continue', 'stop', 'exploit')),
 	why				text NOT NULL,
 	reason			text NOT NULL,
 	bracket			int,
@@ -485,9 +485,15 @@ CREATE TABLE mop.decisions (
 	score			float8,
 	cutoff			float8,
 	from_resource	int,
-	to_resource		int
+	to_resource		int,
+	parent_model_id	bigint REFERENCES mop.models (id) ON DELETE CASCADE,
+	hyperparameters	jsonb
 );
 CREATE INDEX ON mop.decisions (run_id);
+COMMENT ON COLUMN mop.decisions.parent_model_id IS 'PBT exploit: the member whose weights and optimizer state were copied';
+COMMENT ON COLUMN mop.decisions.hyperparameters IS 'PBT exploit: the configuration explored from the parent''s';
+COMMENT ON COLUMN mop.decisions.from_resource IS 'epochs the model had trained (PBT: the member''s epochs at the exploit)';
+COMMENT ON COLUMN mop.decisions.to_resource IS 'epochs it trains to (PBT: epochs the copied parent weights had trained)';
 COMMENT ON TABLE mop.decisions IS 'every decision of an adaptive search (start, promote, stop) with its reason and the numbers behind it';
 COMMENT ON COLUMN mop.decisions.score IS 'the model''s score at its rung, oriented so that higher is better (the metric, or minus it for mse/mae)';
 COMMENT ON COLUMN mop.decisions.cutoff IS 'score of the last model its rung kept';
@@ -542,3 +548,42 @@ CREATE FUNCTION @extschema@.mop_asha(
 	SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.mop_asha(text, jsonb, int, int, int, int, int, int, text, boolean)
 	IS 'asynchronous successive halving (ASHA) on model hopper parallelism: promotions without barriers';
+
+CREATE FUNCTION @extschema@.mop_pbt(
+	dataset text,
+	space jsonb,
+	population int DEFAULT 8,
+	epochs int DEFAULT 10,
+	"interval" int DEFAULT 1,
+	quantile float8 DEFAULT 0.25,
+	resample float8 DEFAULT 0.25,
+	workers int DEFAULT NULL,
+	seed int DEFAULT 0,
+	wait boolean DEFAULT true)
+	RETURNS TABLE (run_id bigint, model_id bigint, rank int, status text, metric text,
+				   best_valid_metric float8, best_valid_loss float8, best_epoch int,
+				   epochs_done int, config jsonb)
+	AS 'MODULE_PATHNAME', 'mop_pbt_sql'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_pbt(text, jsonb, int, int, int, float8, float8, int, int, boolean)
+	IS 'population based training on model hopper parallelism: exploit copies weights and optimizer state, explore perturbs hyperparameters';
+
+CREATE FUNCTION @extschema@.mop_tpe(
+	dataset text,
+	space jsonb,
+	trials int,
+	epochs int DEFAULT 10,
+	n_startup int DEFAULT 10,
+	gamma float8 DEFAULT 0.1,
+	workers int DEFAULT NULL,
+	seed int DEFAULT 0,
+	wait boolean DEFAULT true)
+	RETURNS TABLE (run_id bigint, model_id bigint, rank int, status text, metric text,
+				   best_valid_metric float8, best_valid_loss float8, best_epoch int,
+				   epochs_done int, config jsonb)
+	AS 'MODULE_PATHNAME', 'mop_tpe_sql'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_tpe(text, jsonb, int, int, int, float8, int, int, boolean)
+	IS 'Tree-structured Parzen Estimator on model hopper parallelism: proposals from completed results whenever a worker would idle';

@@ -49,6 +49,9 @@
 #include "search/mop_asha.h"
 #include "search/mop_hyperband.h"
 #include "search/mop_median.h"
+#include "search/mop_pbt.h"
+#include "search/mop_tpe.h"
+#include "space.h"
 #include "search/mop_sched.h"
 
 #define MAX_RESTARTS 3
@@ -80,8 +83,14 @@ static MopDataset *run_ds;		/* the run's dataset (TopMemoryContext) */
 static mop_hb *hb;				/* Hyperband driver (driver mode), or NULL */
 static mop_asha *asha;			/* ASHA driver (driver mode), or NULL */
 static mop_median *median;		/* median stopping rule, or NULL */
+static mop_pbt *pbt;			/* PBT population, or NULL */
+static MopSpaceDesc *pbt_space;	/* its space (also TPE's) */
+static mop_tpe *tpe;			/* TPE, or NULL */
+static int32 *tpe_ids;			/* TPE observation id of each trial */
+static Jsonb **tpe_configs;		/* configuration TPE proposed for each trial */
+static int32 tpe_running;		/* trials proposed and not yet told */
 
-#define DRIVER (hb != NULL || asha != NULL)
+#define DRIVER (hb != NULL || asha != NULL || tpe != NULL)
 
 static mop_poll driver_next(mop_action *a);
 static void driver_report(int32 trial, int32 resource, double score);
@@ -133,8 +142,8 @@ payload_str(int n)
 static void
 insert_model(int64 run_id, int i, int32 target)
 {
-	Jsonb	   *config = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
-															CStringGetDatum(payload_str(3 + i))));
+	Jsonb	   *config = (tpe && tpe_configs[i]) ? tpe_configs[i] :
+		DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(payload_str(3 + i))));
 	nn_spec		spec;
 	ModelHandle *h;
 	nn_error	err;
@@ -231,7 +240,14 @@ create_run(void)
 			 psprintf(", \"algorithm\": \"asha\", \"max_resource\": %d, \"eta\": %d, "
 					  "\"min_resource\": %d, \"max_trials\": %d",
 					  run->max_resource, run->eta, run->min_resource, run->n_configs) :
-			 run->median_stop ? ", \"early_stopping\": \"median\"" : "",
+			 run->median_stop ? ", \"early_stopping\": \"median\"" :
+			 run->algo == MOP_ALGO_TPE ?
+			 psprintf(", \"algorithm\": \"tpe\", \"trials\": %d, \"n_startup\": %d, \"gamma\": %g",
+					  run->n_configs, run->tpe_startup, run->tpe_gamma) :
+			 run->algo == MOP_ALGO_PBT ?
+			 psprintf(", \"algorithm\": \"pbt\", \"population\": %d, \"interval\": %d, "
+					  "\"quantile\": %g, \"resample\": %g", run->n_configs, run->pbt_interval,
+					  run->pbt_quantile, run->pbt_resample) : "",
 			 run->warm_start_run_id ?
 			 psprintf(", \"warm_start\": " INT64_FORMAT, run->warm_start_run_id) : "");
 	t[0] = TEXTOID;
@@ -257,7 +273,7 @@ create_run(void)
 
 	models = MemoryContextAllocZero(TopMemoryContext, sizeof(ModelInfo) * Max(run->n_configs, 1));
 	n_models = 0;
-	if (run->algo == MOP_ALGO_FIXED)
+	if (run->algo == MOP_ALGO_FIXED || run->algo == MOP_ALGO_PBT)
 		for (int i = 0; i < run->n_configs; i++)
 			insert_model(run_id, i, run->epochs);
 	commit_tx();
@@ -524,6 +540,79 @@ stop_model(mop_sched *s, int32 i, const mop_decision *d)
 	SpinLockRelease(&run->mutex);
 }
 
+/*
+ * PBT exploit and explore: member takes the latest committed checkpoint of
+ * its parent -- weights and the whole optimizer state -- with the explored
+ * hyperparameters; recorded in mop.decisions with its lineage.
+ */
+static void
+pbt_exploit(const mop_pbt_decision *d, int32 epochs)
+{
+	Oid			t[4];
+	Datum		v[4];
+	bool		isnull;
+	ModelHandle *h;
+	Jsonb	   *config;
+	nn_spec		spec;
+	nn_error	err;
+	nn_status	st;
+	int32		parent_epochs;
+
+	begin_tx();
+	t[0] = INT8OID;
+	v[0] = Int64GetDatum(models[d->parent].id);
+	exec_sql("SELECT state, epochs_done FROM mop.models WHERE id OPERATOR(pg_catalog.=) $1",
+			 1, t, v, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		elog(ERROR, "PBT parent model %lld is gone", (long long) models[d->parent].id);
+	h = mop_model_from_blob(DatumGetByteaPCopy(SPI_getbinval(SPI_tuptable->vals[0],
+															 SPI_tuptable->tupdesc, 1, &isnull)),
+							CurrentMemoryContext);
+	parent_epochs = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	config = mop_space_config(pbt_space, d->values);
+	mop_config_to_spec(config, run_ds, &spec);
+	if ((st = nn_model_set_hyper(h->model, &spec, &err)) != NN_OK)
+		mop_nn_error(st, &err, "could not apply the explored hyperparameters");
+	t[0] = INT8OID;
+	v[0] = Int64GetDatum(models[d->member].id);
+	t[1] = BYTEAOID;
+	v[1] = PointerGetDatum(mop_model_to_blob(h->model));
+	t[2] = JSONBOID;
+	v[2] = JsonbPGetDatum(config);
+	mop_model_release(h);
+	exec_sql("UPDATE mop.models SET state = $2, config = $3, "
+			 "updated_at = pg_catalog.clock_timestamp() WHERE id OPERATOR(pg_catalog.=) $1",
+			 3, t, v, SPI_OK_UPDATE);
+	{
+		Oid			dt[11] = {INT8OID, INT8OID, TEXTOID, INT8OID, JSONBOID, INT4OID,
+		INT4OID, FLOAT8OID, FLOAT8OID, INT4OID, INT4OID};
+		Datum		dv[11];
+		char		dn[11];
+
+		memset(dn, ' ', sizeof(dn));
+		dv[0] = Int64GetDatum(run->run_id);
+		dv[1] = Int64GetDatum(models[d->member].id);
+		dv[2] = CStringGetTextDatum(d->reason);
+		dv[3] = Int64GetDatum(models[d->parent].id);
+		dv[4] = JsonbPGetDatum(config);
+		dv[5] = Int32GetDatum(d->rank);
+		dv[6] = Int32GetDatum(d->n_ranked);
+		dv[7] = Float8GetDatum(d->score);
+		dn[7] = isfinite(d->score) ? ' ' : 'n';
+		dv[8] = Float8GetDatum(d->parent_score);
+		dn[8] = isfinite(d->parent_score) ? ' ' : 'n';
+		dv[9] = Int32GetDatum(epochs);
+		dv[10] = Int32GetDatum(parent_epochs);
+		if (SPI_execute_with_args("INSERT INTO mop.decisions (run_id, model_id, action, why, reason, "
+								  "parent_model_id, hyperparameters, rank, rung_size, score, cutoff, "
+								  "from_resource, to_resource) VALUES ($1, $2, 'exploit', 'exploit', "
+								  "$3, $4, $5, $6, $7, $8, $9, $10, $11)",
+								  11, dt, dv, dn, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not record a PBT decision of run %lld", (long long) run->run_id);
+	}
+	commit_tx();
+}
+
 /* A validation metric as a driver score: higher is better, NaN: failed. */
 static double
 driver_score(double vm)
@@ -557,6 +646,15 @@ task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, doubl
 		SpinLockRelease(&run->mutex);
 		if (target_done && DRIVER)
 			driver_report(t->model, models[t->model].target, driver_score(vm));
+		if (epoch_done && pbt && !target_done)
+		{
+			int32		epochs = mop_sched_epochs_done(s, t->model);
+			mop_pbt_decision d;
+
+			if (epochs % run->pbt_interval == 0 &&
+				mop_pbt_ready(pbt, t->model, driver_score(vm), &d) == 1)
+				pbt_exploit(&d, epochs);
+		}
 		if (epoch_done && median)
 		{
 			mop_decision d;
@@ -683,7 +781,41 @@ driver_next(mop_action *a)
 {
 	if (hb)
 		return mop_hb_next(hb, a);
-	return mop_asha_next(asha, a);
+	if (asha)
+		return mop_asha_next(asha, a);
+	/*
+	 * TPE: a new proposal whenever a worker would idle, up to the budget,
+	 * with at most one trial in flight per worker -- on MOP a worker idles
+	 * whenever the models in flight have visited its partition, and without
+	 * the cap every proposal would be made before any result is known.
+	 */
+	if (n_models < run->n_configs && tpe_running < n_workers)
+	{
+		double		x[64];
+		MemoryContext old;
+		int32		n_obs = mop_tpe_n_complete(tpe);
+
+		tpe_ids[n_models] = mop_tpe_ask(tpe, x);
+		if (tpe_ids[n_models] < 0)
+			elog(ERROR, "TPE could not propose a configuration (%d)", tpe_ids[n_models]);
+		old = MemoryContextSwitchTo(TopMemoryContext);
+		tpe_configs[n_models] = mop_space_config(pbt_space, x);
+		MemoryContextSwitchTo(old);
+		memset(a, 0, sizeof(*a));
+		a->kind = MOP_ACT_NEW;
+		a->trial = n_models;
+		a->bracket = -1;
+		a->resource = run->epochs;
+		mop_decision_init(&a->d, MOP_WHY_START, n_models);
+		a->d.from_resource = 0;
+		a->d.to_resource = run->epochs;
+		snprintf(a->d.reason, sizeof(a->d.reason), "%s after %d completed trials",
+				 n_obs < run->tpe_startup ? "random startup proposal" : "TPE proposal (best l/g of the candidates)",
+				 n_obs);
+		tpe_running++;
+		return MOP_POLL_ACTION;
+	}
+	return tpe_running > 0 ? MOP_POLL_WAIT : MOP_POLL_DONE;
 }
 
 /* Report a model's result at its target to the run's driver. */
@@ -694,6 +826,11 @@ driver_report(int32 trial, int32 resource, double score)
 		mop_hb_report(hb, trial, resource, score);
 	else if (asha)
 		mop_asha_report(asha, trial, resource, score);
+	else if (tpe)
+	{
+		mop_tpe_tell(tpe, tpe_ids[trial], score);
+		tpe_running--;
+	}
 }
 
 /* Settle worker w's task after its process died, and start a new one. */
@@ -950,6 +1087,35 @@ mop_coordinator_main(Datum arg)
 		if (run->median_stop &&
 			(median = mop_median_new(2, 3, 0, MOP_MEDIAN_BEST)) == NULL)
 			elog(ERROR, "could not create the median stopping rule");
+		if (run->algo == MOP_ALGO_PBT)
+		{
+			mop_pbt_opts o = {run->pbt_quantile, run->pbt_resample, 0.8, 1.2};
+			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+			pbt_space = mop_space_describe(DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+																			  CStringGetDatum(payload_str(2)))));
+			MemoryContextSwitchTo(old);
+			if ((pbt = mop_pbt_new(pbt_space->params, pbt_space->n_params, run->n_configs,
+								   &o, (uint64) run->seed)) == NULL)
+				elog(ERROR, "could not create the PBT population");
+		}
+		if (run->algo == MOP_ALGO_TPE)
+		{
+			mop_tpe_opts o;
+			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+			pbt_space = mop_space_describe(DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+																			  CStringGetDatum(payload_str(2)))));
+			tpe_ids = palloc0(sizeof(int32) * run->n_configs);
+			tpe_configs = palloc0(sizeof(Jsonb *) * run->n_configs);
+			MemoryContextSwitchTo(old);
+			mop_tpe_default_opts(&o);
+			o.n_startup = run->tpe_startup;
+			o.gamma = run->tpe_gamma;
+			if ((tpe = mop_tpe_new(pbt_space->params, pbt_space->n_params, &o,
+								   (uint64) run->seed)) == NULL)
+				elog(ERROR, "could not create the TPE sampler");
+		}
 		if (run->algo == MOP_ALGO_ASHA &&
 			(asha = mop_asha_new(run->min_resource, run->max_resource, run->eta,
 								 run->n_configs)) == NULL)
@@ -1038,5 +1204,7 @@ mop_coordinator_main(Datum arg)
 	mop_hb_free(hb);
 	mop_asha_free(asha);
 	mop_median_free(median);
+	mop_pbt_free(pbt);
+	mop_tpe_free(tpe);
 	proc_exit(0);
 }

@@ -45,6 +45,7 @@
 #include "mop.h"
 #include "run.h"
 #include "search/mop_hyperband.h"
+#include "search/mop_pbt.h"
 #include "search/mop_sched.h"
 #include "space.h"
 
@@ -55,6 +56,8 @@ PG_FUNCTION_INFO_V1(mop_replay);
 PG_FUNCTION_INFO_V1(mop_hyperband);
 PG_FUNCTION_INFO_V1(mop_hyperband_plan_sql);
 PG_FUNCTION_INFO_V1(mop_asha);
+PG_FUNCTION_INFO_V1(mop_pbt_sql);
+PG_FUNCTION_INFO_V1(mop_tpe_sql);
 PG_FUNCTION_INFO_V1(mop_wait);
 PG_FUNCTION_INFO_V1(mop_cancel);
 PG_FUNCTION_INFO_V1(mop_progress);
@@ -173,7 +176,8 @@ static dsm_segment *
 launch(const char *kind, const char *dataset, const char *space, List *configs,
 	   int workers, int epochs, int seed, bool deterministic, mop_pick pick,
 	   int64 resume_run_id, int64 replay_run_id, const int *algo,
-	   bool median_stop, int64 warm_start, BackgroundWorkerHandle **handle)
+	   bool median_stop, int64 warm_start, const double *pbt_opts,
+	   BackgroundWorkerHandle **handle)
 {
 	Size		payload = strlen(kind) + strlen(dataset) + strlen(space) + 3;
 	ListCell   *lc;
@@ -205,6 +209,14 @@ launch(const char *kind, const char *dataset, const char *space, List *configs,
 	run->n_configs = list_length(configs);
 	run->median_stop = median_stop;
 	run->warm_start_run_id = warm_start;
+	if (pbt_opts)
+	{
+		run->pbt_interval = (int32) pbt_opts[0];
+		run->pbt_quantile = pbt_opts[1];
+		run->pbt_resample = pbt_opts[2];
+		run->tpe_startup = (int32) pbt_opts[3];
+		run->tpe_gamma = pbt_opts[4];
+	}
 	if (algo)
 	{
 		run->algo = algo[0];
@@ -425,7 +437,8 @@ static Datum
 run_search(FunctionCallInfo fcinfo, const char *kind, const char *dataset,
 		   Jsonb *space, List *configs_jsonb, int epochs, int workers, int seed,
 		   bool deterministic, mop_pick pick, bool wait, int64 resume_run_id,
-		   int64 replay_run_id, const int *algo, bool median_stop, int64 warm_start)
+		   int64 replay_run_id, const int *algo, bool median_stop, int64 warm_start,
+		   const double *pbt_opts)
 {
 	List	   *configs = NIL;
 	ListCell   *lc;
@@ -449,7 +462,7 @@ run_search(FunctionCallInfo fcinfo, const char *kind, const char *dataset,
 	seg = launch(kind, dataset,
 				 space ? JsonbToCString(NULL, &space->root, VARSIZE(space)) : "null",
 				 configs, workers, epochs, seed, deterministic, pick, resume_run_id,
-				 replay_run_id, algo, median_stop, warm_start, &handle);
+				 replay_run_id, algo, median_stop, warm_start, pbt_opts, &handle);
 	run = dsm_segment_address(seg);
 	run_id = wait_started(run, handle);
 	if (wait)
@@ -541,7 +554,7 @@ mop_grid_search(PG_FUNCTION_ARGS)
 					  PG_ARGISNULL(5) ? false : PG_GETARG_BOOL(5),
 					  PG_ARGISNULL(6) ? MOP_PICK_RANDOM : parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(6))),
 					  PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7), 0, 0, NULL,
-					  parse_early_stopping(fcinfo, 8), warm_start_arg(fcinfo, 9));
+					  parse_early_stopping(fcinfo, 8), warm_start_arg(fcinfo, 9), NULL);
 }
 
 /*
@@ -576,7 +589,7 @@ mop_random_search(PG_FUNCTION_ARGS)
 					  PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6),
 					  PG_ARGISNULL(7) ? MOP_PICK_RANDOM : parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(7))),
 					  PG_ARGISNULL(8) ? true : PG_GETARG_BOOL(8), 0, 0, NULL,
-					  parse_early_stopping(fcinfo, 9), warm_start_arg(fcinfo, 10));
+					  parse_early_stopping(fcinfo, 9), warm_start_arg(fcinfo, 10), NULL);
 }
 
 /* The run's row: status, dataset name, partitions, shm handle; ERROR if absent. */
@@ -696,7 +709,7 @@ mop_resume(PG_FUNCTION_ARGS)
 					  choose_workers(PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1),
 									 partitions),
 					  0, false, MOP_PICK_RANDOM,
-					  PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), run_id, 0, NULL, false, 0);
+					  PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), run_id, 0, NULL, false, 0, NULL);
 }
 
 /*
@@ -758,7 +771,7 @@ mop_replay(PG_FUNCTION_ARGS)
 					  choose_workers(PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1),
 									 partitions),
 					  0, false, MOP_PICK_RANDOM,
-					  PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), 0, run_id, NULL, false, 0);
+					  PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), 0, run_id, NULL, false, 0, NULL);
 }
 
 /* Final status of a run: wait on its segment if it is live. */
@@ -995,7 +1008,7 @@ mop_hyperband(PG_FUNCTION_ARGS)
 									 ds->partitions),
 					  seed, false,
 					  PG_ARGISNULL(6) ? MOP_PICK_RANDOM : parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(6))),
-					  PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7), 0, 0, algo, false, 0);
+					  PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7), 0, 0, algo, false, 0, NULL);
 }
 
 /*
@@ -1046,5 +1059,162 @@ mop_asha(PG_FUNCTION_ARGS)
 									 ds->partitions),
 					  seed, false,
 					  PG_ARGISNULL(8) ? MOP_PICK_RANDOM : parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(8))),
-					  PG_ARGISNULL(9) ? true : PG_GETARG_BOOL(9), 0, 0, algo, false, 0);
+					  PG_ARGISNULL(9) ? true : PG_GETARG_BOOL(9), 0, 0, algo, false, 0, NULL);
+}
+
+/*
+ * mop_pbt(dataset text, space jsonb, population int, epochs int,
+ *         interval int, quantile float8, resample float8, workers int,
+ *         seed int, wait bool)
+ * Population based training on MOP: every member trains asynchronously;
+ * each time one completes `interval` epochs it is ranked against the
+ * others' latest scores, and a member of the bottom quantile copies the
+ * checkpoint (weights and optimizer state) of a random top-quantile member
+ * and explores (x0.8 / x1.2, or resampling with probability `resample`).
+ * Lineage is recorded in mop.decisions (parent_model_id, hyperparameters).
+ */
+Datum
+mop_pbt_sql(PG_FUNCTION_ARGS)
+{
+	char	   *dataset;
+	Jsonb	   *space;
+	int			population = PG_ARGISNULL(2) ? 8 : PG_GETARG_INT32(2);
+	int			epochs;
+	int			interval = PG_ARGISNULL(4) ? 1 : PG_GETARG_INT32(4);
+	double		quantile = PG_ARGISNULL(5) ? 0.25 : PG_GETARG_FLOAT8(5);
+	double		resample = PG_ARGISNULL(6) ? 0.25 : PG_GETARG_FLOAT8(6);
+	int			seed = PG_ARGISNULL(8) ? 0 : PG_GETARG_INT32(8);
+	int			algo[4] = {MOP_ALGO_PBT, 0, 0, 1};
+	double		opts[5] = {0, 0, 0, 0, 0};
+	MopSpaceDesc *desc;
+	MopDataset *ds;
+	mop_pbt_opts o;
+	mop_pbt    *p;
+	List	   *configs = NIL;
+	char		err[256];
+
+	common_args(fcinfo, 3, &dataset, &space, &epochs);
+	if (population < 2 || population > 10000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"population\": %d", population),
+				 errhint("A population has 2 to 10000 members.")));
+	if (interval < 1 || interval > epochs)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"interval\": %d", interval),
+				 errhint("Exploit and explore every 1 to %d epochs.", epochs)));
+	if (!(quantile > 0 && quantile <= 0.5))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"quantile\": %g", quantile),
+				 errhint("The quantile is in (0, 0.5].")));
+	if (!(resample >= 0 && resample <= 1))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"resample\": %g", resample),
+				 errhint("The resampling probability is in [0, 1].")));
+	desc = mop_space_describe(space);
+	for (int i = 0; i < desc->n_keys; i++)
+		if (strcmp(desc->keys[i], "model") == 0 && desc->param_of_key[i] >= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid search space parameter \"model\": PBT copies weights between members, so they share one architecture"),
+					 errhint("Give one architecture and lists or distributions for the hyperparameters.")));
+	if (desc->n_params < 1 || desc->n_params > MOP_PBT_MAX_PARAMS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("PBT needs 1 to %d hyperparameters to explore, the space has %d",
+						MOP_PBT_MAX_PARAMS, desc->n_params),
+				 errhint("Give a list or a distribution for at least one hyperparameter, e.g. \"learning_rate\": {\"loguniform\": [1e-4, 1e-1]}.")));
+	if (mop_params_check(desc->params, desc->n_params, err, sizeof(err)) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid search space: %s", err)));
+	o.quantile = quantile;
+	o.resample_p = resample;
+	o.down = 0.8;
+	o.up = 1.2;
+	/* the coordinator rebuilds the same population from the same seed */
+	p = mop_pbt_new(desc->params, desc->n_params, population, &o, (uint64) seed);
+	if (p == NULL)
+		elog(ERROR, "could not create the PBT population");
+	for (int m = 0; m < population; m++)
+		configs = lappend(configs, mop_space_config(desc, mop_pbt_values(p, m)));
+	mop_pbt_free(p);
+	ds = mop_dataset_lookup(dataset, false);
+	validate_configs(configs, ds);
+	opts[0] = interval;
+	opts[1] = quantile;
+	opts[2] = resample;
+	return run_search(fcinfo, "pbt", dataset, space, configs, epochs,
+					  choose_workers(PG_ARGISNULL(7), PG_ARGISNULL(7) ? 0 : PG_GETARG_INT32(7),
+									 ds->partitions),
+					  seed, false, MOP_PICK_RANDOM,
+					  PG_ARGISNULL(9) ? true : PG_GETARG_BOOL(9), 0, 0, algo, false, 0, opts);
+}
+
+/*
+ * mop_tpe(dataset text, space jsonb, trials int, epochs int, n_startup int,
+ *         gamma float8, workers int, seed int, wait bool)
+ * The Tree-structured Parzen Estimator (Bergstra et al. 2011) on MOP: a new
+ * configuration is proposed whenever a worker would otherwise idle, from
+ * the results of the trials completed so far (random for the first
+ * n_startup; running trials count as "constant liars"), so all workers stay
+ * busy; each trains `epochs` epochs and reports its best validation score.
+ */
+Datum
+mop_tpe_sql(PG_FUNCTION_ARGS)
+{
+	char	   *dataset;
+	Jsonb	   *space;
+	int			trials = PG_ARGISNULL(2) ? 0 : PG_GETARG_INT32(2);
+	int			epochs;
+	int			n_startup = PG_ARGISNULL(4) ? 10 : PG_GETARG_INT32(4);
+	double		gamma = PG_ARGISNULL(5) ? 0.1 : PG_GETARG_FLOAT8(5);
+	int			seed = PG_ARGISNULL(7) ? 0 : PG_GETARG_INT32(7);
+	int			algo[4] = {MOP_ALGO_TPE, 0, 0, 1};
+	double		opts[5] = {1, 0.25, 0.25, 0, 0};
+	MopSpaceDesc *desc;
+	MopDataset *ds;
+	List	   *configs;
+	char		err[256];
+
+	common_args(fcinfo, 3, &dataset, &space, &epochs);
+	if (trials < 1 || trials > 100000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"trials\": %d", trials),
+				 errhint("Ask for 1 to 100000 trials.")));
+	if (n_startup < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"n_startup\": %d", n_startup),
+				 errhint("TPE needs at least one random trial to start from.")));
+	if (!(gamma > 0 && gamma <= 1))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"gamma\": %g", gamma),
+				 errhint("gamma, the fraction of good trials, is in (0, 1].")));
+	desc = mop_space_describe(space);
+	if (desc->n_params < 1 || desc->n_params > 32)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("TPE needs 1 to 32 hyperparameters to search, the space has %d", desc->n_params),
+				 errhint("Give a list or a distribution for at least one hyperparameter.")));
+	if (mop_params_check(desc->params, desc->n_params, err, sizeof(err)) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid search space: %s", err)));
+	/* configurations from the prior: every one must be valid for the dataset */
+	ds = mop_dataset_lookup(dataset, false);
+	configs = mop_space_random(space, trials, (uint64) seed);
+	validate_configs(configs, ds);
+	opts[3] = n_startup;
+	opts[4] = gamma;
+	return run_search(fcinfo, "tpe", dataset, space, configs, epochs,
+					  choose_workers(PG_ARGISNULL(6), PG_ARGISNULL(6) ? 0 : PG_GETARG_INT32(6),
+									 ds->partitions),
+					  seed, false, MOP_PICK_RANDOM,
+					  PG_ARGISNULL(8) ? true : PG_GETARG_BOOL(8), 0, 0, algo, false, 0, opts);
 }

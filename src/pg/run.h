@@ -43,7 +43,9 @@ typedef enum MopAlgo
 {
 	MOP_ALGO_FIXED = 0,			/* grid, random, replay: every model trains all epochs */
 	MOP_ALGO_HYPERBAND = 1,		/* a driver decides what trains next: Hyperband */
-	MOP_ALGO_ASHA = 2			/* ... asynchronous successive halving */
+	MOP_ALGO_ASHA = 2,			/* ... asynchronous successive halving */
+	MOP_ALGO_PBT = 3,			/* population based training (all members from the start) */
+	MOP_ALGO_TPE = 4			/* TPE proposes each new configuration from the results so far */
 } MopAlgo;
 
 typedef enum MopSlotState
@@ -115,6 +117,11 @@ typedef struct MopRunShared
 	int32		min_resource;	/* ASHA: r_min */
 	bool		median_stop;	/* grid/random: median stopping rule */
 	int64		warm_start_run_id;	/* start models from this run's checkpoints */
+	int32		pbt_interval;	/* PBT: epochs between exploit/explore steps */
+	double		pbt_quantile;
+	double		pbt_resample;
+	int32		tpe_startup;	/* TPE: random trials before the model kicks in */
+	double		tpe_gamma;
 	int32		n_configs;		/* configurations in the payload */
 
 	/* state */

@@ -32,6 +32,7 @@
 
 #include "mop.h"
 #include "space.h"
+#include "search/mop_params.h"
 
 /* Largest grid we expand. */
 #define MAX_GRID 100000
@@ -379,4 +380,99 @@ mop_space_random(Jsonb *space, int trials, uint64 seed)
 		out = lappend(out, make_config(params, n, chosen));
 	}
 	return out;
+}
+
+/*
+ * Describe a space for the numeric search cores (PBT, TPE): every list or
+ * distribution becomes a mop_param (lists are CHOICEs over their JSON
+ * values), fixed values stay fixed.  The description is palloc'd.
+ */
+MopSpaceDesc *
+mop_space_describe(Jsonb *space)
+{
+	SpaceParam *params;
+	int			n = parse_space(space, &params);
+	MopSpaceDesc *d = palloc0(sizeof(MopSpaceDesc));
+
+	d->n_keys = n;
+	d->keys = palloc(sizeof(char *) * n);
+	d->fixed = palloc0(sizeof(char *) * n);
+	d->param_of_key = palloc(sizeof(int) * n);
+	d->choices = palloc0(sizeof(char **) * n);
+	d->params = palloc0(sizeof(mop_param) * n);
+	for (int i = 0; i < n; i++)
+	{
+		SpaceParam *p = &params[i];
+		mop_param  *q;
+
+		d->keys[i] = p->key;
+		if (p->kind == PARAM_FIXED)
+		{
+			d->fixed[i] = p->json[0];
+			d->param_of_key[i] = -1;
+			continue;
+		}
+		q = &d->params[d->n_params];
+		q->name = p->key;
+		q->cond_param = -1;
+		q->lo = p->lo;
+		q->hi = p->hi;
+		switch (p->kind)
+		{
+			case PARAM_LIST:
+				q->kind = MOP_PARAM_CHOICE;
+				q->n_choices = p->n;
+				d->choices[d->n_params] = p->json;
+				break;
+			case PARAM_LOGUNIFORM:
+				q->kind = MOP_PARAM_LOGFLOAT;
+				break;
+			case PARAM_UNIFORM:
+				q->kind = MOP_PARAM_FLOAT;
+				break;
+			case PARAM_INT:
+				q->kind = MOP_PARAM_INT;
+				break;
+			default:
+				break;
+		}
+		d->param_of_key[i] = d->n_params++;
+	}
+	return d;
+}
+
+/* The configuration (jsonb) of numeric values x for a described space. */
+Jsonb *
+mop_space_config(const MopSpaceDesc *d, const double *x)
+{
+	StringInfoData s;
+
+	initStringInfo(&s);
+	appendStringInfoChar(&s, '{');
+	for (int i = 0; i < d->n_keys; i++)
+	{
+		int			k = d->param_of_key[i];
+
+		if (k >= 0 && isnan(x[k]))
+			continue;			/* inactive conditional parameter */
+		if (s.len > 1)
+			appendStringInfoString(&s, ", ");
+		escape_json(&s, d->keys[i]);
+		appendStringInfoString(&s, ": ");
+		if (k < 0)
+			appendStringInfoString(&s, d->fixed[i]);
+		else if (d->params[k].kind == MOP_PARAM_CHOICE)
+		{
+			int			c = (int) x[k];
+
+			c = c < 0 ? 0 : (c >= d->params[k].n_choices ? d->params[k].n_choices - 1 : c);
+			appendStringInfoString(&s, d->choices[k][c]);
+		}
+		else if (d->params[k].kind == MOP_PARAM_INT || d->params[k].kind == MOP_PARAM_LOGINT)
+			appendStringInfo(&s, "%.0f", x[k]);
+		else
+			appendStringInfo(&s, "%.9g", x[k]);
+	}
+	appendStringInfoChar(&s, '}');
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(s.data)));
 }

@@ -7,6 +7,23 @@
 #include "nodes/pg_list.h"
 #include "utils/jsonb.h"
 
+#include "search/mop_params.h"
+
+/* A space described for the numeric search cores (PBT, TPE). */
+typedef struct MopSpaceDesc
+{
+	int			n_keys;			/* top-level keys, in order */
+	char	  **keys;
+	char	  **fixed;			/* JSON of a fixed key's value, or NULL */
+	int		   *param_of_key;	/* index into params, or -1 for fixed keys */
+	int			n_params;
+	mop_param  *params;
+	char	 ***choices;		/* per CHOICE param: JSON of each choice */
+} MopSpaceDesc;
+
+extern MopSpaceDesc *mop_space_describe(Jsonb *space);
+extern Jsonb *mop_space_config(const MopSpaceDesc *d, const double *x);
+
 extern List *mop_space_grid(Jsonb *space);
 extern List *mop_space_random(Jsonb *space, int trials, uint64 seed);
 
