@@ -105,7 +105,7 @@ SELECT count(*) AS members, bool_and(status = 'done' AND epochs_done = 6) AS all
        bool_and((config->>'batch_size')::int IN (16, 32, 64)) AS batch_in_choices
   FROM pbt;
 -- every exploit copies a better member, at an interval boundary, and records its lineage
-SELECT coalesce(bool_and(d.parent_model_id <> d.model_id AND d.cutoff > d.score
+SELECT coalesce(bool_and(d.parent_model_id <> d.model_id AND d.cutoff >= d.score
                 AND d.from_resource % 2 = 0 AND d.hyperparameters IS NOT NULL
                 AND p.run_id = :pbt_run), true) AS exploits_ok
   FROM mop.decisions d JOIN mop.models p ON p.id = d.parent_model_id
@@ -134,6 +134,25 @@ SELECT count(*) FILTER (WHERE reason LIKE 'random startup%') >= 3 AS startup_ran
        count(*) FILTER (WHERE reason LIKE 'TPE proposal%') >= 1 AS model_based,
        bool_and(reason NOT LIKE 'TPE proposal%' OR substring(reason FROM 'after (\d+) completed')::int >= 1) AS tpe_saw_results
   FROM mop.decisions WHERE run_id = :tpe_run AND action = 'new';
+
+-- convergence-aware scheduling (Hermes): workers prefer the models whose
+-- validation loss falls fastest per second; an option of every method
+CREATE TEMP TABLE conv AS
+SELECT * FROM mop_grid_search('blobs',
+  '{"model": {"layers": [{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 3}]},
+    "optimizer": "adam", "learning_rate": [0.01, 0.0001], "batch_size": [16, 32]}',
+  epochs => 3, workers => 3, scheduler => 'convergence');
+SELECT r.options->>'scheduler' AS scheduler, count(*) AS models, bool_and(c.status = 'done') AS all_done
+  FROM conv c JOIN mop.runs r ON r.id = c.run_id GROUP BY 1;
+SELECT count(*) AS model_epochs, bool_and(n = 3) AS each_partition_once
+  FROM (SELECT model_id, epoch, count(DISTINCT partition) AS n FROM mop.hops
+         WHERE run_id = (SELECT run_id FROM conv LIMIT 1) GROUP BY 1, 2) s;
+SET mop.scheduler = 'convergence';
+SELECT DISTINCT run_id AS guc_run
+  FROM mop_tpe('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.01, 0.001]}',
+               trials => 2, epochs => 1, workers => 2) \gset
+SELECT options->>'scheduler' AS scheduler_from_guc FROM mop.runs WHERE id = :guc_run;
+RESET mop.scheduler;
 
 -- errors
 CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$

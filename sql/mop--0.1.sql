@@ -360,7 +360,7 @@ CREATE FUNCTION @extschema@.mop_grid_search(
 	workers int DEFAULT NULL,
 	seed int DEFAULT 0,
 	deterministic boolean DEFAULT false,
-	scheduler text DEFAULT 'random',
+	scheduler text DEFAULT NULL,
 	wait boolean DEFAULT true,
 	early_stopping text DEFAULT NULL,
 	warm_start bigint DEFAULT NULL)
@@ -381,7 +381,7 @@ CREATE FUNCTION @extschema@.mop_random_search(
 	workers int DEFAULT NULL,
 	seed int DEFAULT 0,
 	deterministic boolean DEFAULT false,
-	scheduler text DEFAULT 'random',
+	scheduler text DEFAULT NULL,
 	wait boolean DEFAULT true,
 	early_stopping text DEFAULT NULL,
 	warm_start bigint DEFAULT NULL)
@@ -518,7 +518,7 @@ CREATE FUNCTION @extschema@.mop_hyperband(
 	eta int DEFAULT 3,
 	workers int DEFAULT NULL,
 	seed int DEFAULT 0,
-	scheduler text DEFAULT 'random',
+	scheduler text DEFAULT NULL,
 	wait boolean DEFAULT true)
 	RETURNS TABLE (run_id bigint, model_id bigint, rank int, status text, metric text,
 				   best_valid_metric float8, best_valid_loss float8, best_epoch int,
@@ -538,7 +538,7 @@ CREATE FUNCTION @extschema@.mop_asha(
 	max_trials int DEFAULT 20,
 	workers int DEFAULT NULL,
 	seed int DEFAULT 0,
-	scheduler text DEFAULT 'random',
+	scheduler text DEFAULT NULL,
 	wait boolean DEFAULT true)
 	RETURNS TABLE (run_id bigint, model_id bigint, rank int, status text, metric text,
 				   best_valid_metric float8, best_valid_loss float8, best_epoch int,

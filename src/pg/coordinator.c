@@ -51,6 +51,7 @@
 #include "search/mop_median.h"
 #include "search/mop_pbt.h"
 #include "search/mop_tpe.h"
+#include "search/mop_hermes.h"
 #include "space.h"
 #include "search/mop_sched.h"
 
@@ -73,6 +74,12 @@ typedef struct ModelInfo
 {
 	int64		id;
 	int32		target;			/* epochs */
+	/* convergence-aware priority: validation loss after each epoch, and
+	 * the training seconds spent up to then */
+	int32		n_evals;
+	double		trained;		/* seconds of sub-epochs so far */
+	double		loss[64];
+	double		seconds[64];
 } ModelInfo;
 
 static WorkerInfo workers[MOP_MAX_WORKERS];
@@ -229,7 +236,7 @@ create_run(void)
 			 "{\"deterministic\": %s, \"scheduler\": \"%s\", \"blas_threads\": %d%s%s%s%s}",
 			 run->deterministic ? "true" : "false",
 			 run->pick == MOP_PICK_LONGEST ? "longest" :
-			 run->pick == MOP_PICK_PRIORITY ? "priority" : "random",
+			 run->pick == MOP_PICK_PRIORITY ? "convergence" : "random",
 			 run->blas_threads,
 			 run->replay_run_id ? ", \"replay_of\": " : "",
 			 run->replay_run_id ? psprintf(INT64_FORMAT, run->replay_run_id) : "",
@@ -318,7 +325,7 @@ load_run(void)
 															 SPI_tuptable->tupdesc, 6, &isnull));
 
 		run->pick = strcmp(pick, "longest") == 0 ? MOP_PICK_LONGEST :
-			strcmp(pick, "priority") == 0 ? MOP_PICK_PRIORITY : MOP_PICK_RANDOM;
+			strcmp(pick, "convergence") == 0 ? MOP_PICK_PRIORITY : MOP_PICK_RANDOM;
 	}
 	/* a resumed replay keeps following the recorded schedule */
 	run->replay_run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 7, &isnull));
@@ -624,7 +631,8 @@ driver_score(double vm)
 
 /* Fold a finished task into the scheduler, the driver and the progress counters. */
 static void
-task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, double vm)
+task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, double vm,
+			  double vl)
 {
 	mop_task   *t = &workers[w].task;
 
@@ -634,6 +642,23 @@ task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, doubl
 		bool		epoch_done = mop_sched_complete(s, t, seconds);
 		bool		target_done = epoch_done &&
 			mop_sched_epochs_done(s, t->model) >= models[t->model].target;
+		ModelInfo  *mi = &models[t->model];
+
+		mi->trained += seconds;
+		if (epoch_done && run->pick == MOP_PICK_PRIORITY)
+		{
+			/* Hermes: prefer the models whose loss falls fastest per second */
+			if (mi->n_evals == 64)
+			{
+				memmove(mi->loss, mi->loss + 1, sizeof(double) * 63);
+				memmove(mi->seconds, mi->seconds + 1, sizeof(double) * 63);
+				mi->n_evals--;
+			}
+			mi->loss[mi->n_evals] = isfinite(vl) ? vl : NAN;
+			mi->seconds[mi->n_evals] = mi->trained;
+			mi->n_evals++;
+			mop_hermes_apply(s, t->model, mi->loss, mi->seconds, mi->n_evals, NULL);
+		}
 
 		SpinLockAcquire(&run->mutex);
 		run->hops_done++;
@@ -840,7 +865,7 @@ worker_died(mop_sched *s, int w)
 	if (workers[w].busy)
 	{
 		if (hop_committed(&workers[w].task))
-			task_finished(s, w, MOP_TASK_OK, 0, NAN);
+			task_finished(s, w, MOP_TASK_OK, 0, NAN, NAN);
 		else
 		{
 			mop_sched_abort(s, &workers[w].task);
@@ -912,7 +937,8 @@ schedule(mop_sched *s)
 			SpinLockRelease(&run->mutex);
 			if (copy.state == MOP_SLOT_DONE)
 			{
-				task_finished(s, w, copy.outcome, copy.seconds, copy.valid_metric);
+				task_finished(s, w, copy.outcome, copy.seconds, copy.valid_metric,
+							  copy.valid_loss);
 				SpinLockAcquire(&run->mutex);
 				run->slots[w].state = MOP_SLOT_IDLE;
 				SpinLockRelease(&run->mutex);

@@ -63,6 +63,7 @@ PG_FUNCTION_INFO_V1(mop_cancel);
 PG_FUNCTION_INFO_V1(mop_progress);
 
 int			mop_workers = 2;
+char	   *mop_scheduler = NULL;
 
 /* Define the GUCs of runs (called from _PG_init). */
 void
@@ -75,6 +76,13 @@ mop_run_define_gucs(void)
 							2, 1, MOP_MAX_WORKERS,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
+	DefineCustomStringVariable("mop.scheduler",
+							   "Default scheduler of model-selection runs: random, longest or convergence.",
+							   "Used by every search function whose scheduler argument is not given.",
+							   &mop_scheduler,
+							   "random",
+							   PGC_USERSET, 0,
+							   NULL, NULL, NULL);
 }
 
 /* Ranked results of a run. */
@@ -95,10 +103,12 @@ parse_pick(const char *s)
 		return MOP_PICK_RANDOM;
 	if (strcmp(s, "longest") == 0)
 		return MOP_PICK_LONGEST;
+	if (strcmp(s, "convergence") == 0)
+		return MOP_PICK_PRIORITY;
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("invalid value for \"scheduler\": \"%s\"", s),
-			 errhint("Use 'random' (Cerebro's randomized scheduler) or 'longest' (longest remaining work first).")));
+			 errhint("Use 'random' (Cerebro's randomized scheduler), 'longest' (longest remaining work first) or 'convergence' (Hermes: fastest-converging models first).")));
 	pg_unreachable();
 }
 
@@ -146,6 +156,15 @@ warm_start_arg(FunctionCallInfo fcinfo, int argno)
 				 errmsg("invalid value for \"warm_start\": run %lld does not exist", (long long) id),
 				 errhint("Runs are listed in mop.runs (each role sees its own).")));
 	return id;
+}
+
+/* The scheduler of argument argno, or mop.scheduler when it is NULL. */
+static mop_pick
+pick_arg(FunctionCallInfo fcinfo, int argno)
+{
+	if (argno >= 0 && argno < PG_NARGS() && !PG_ARGISNULL(argno))
+		return parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(argno)));
+	return parse_pick(mop_scheduler ? mop_scheduler : "random");
 }
 
 /* Workers to use: requested (or mop.workers), capped; ERROR if impossible. */
@@ -552,7 +571,7 @@ mop_grid_search(PG_FUNCTION_ARGS)
 									 ds->partitions),
 					  PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4),
 					  PG_ARGISNULL(5) ? false : PG_GETARG_BOOL(5),
-					  PG_ARGISNULL(6) ? MOP_PICK_RANDOM : parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(6))),
+					  pick_arg(fcinfo, 6),
 					  PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7), 0, 0, NULL,
 					  parse_early_stopping(fcinfo, 8), warm_start_arg(fcinfo, 9), NULL);
 }
@@ -587,7 +606,7 @@ mop_random_search(PG_FUNCTION_ARGS)
 									 ds->partitions),
 					  seed,
 					  PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6),
-					  PG_ARGISNULL(7) ? MOP_PICK_RANDOM : parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(7))),
+					  pick_arg(fcinfo, 7),
 					  PG_ARGISNULL(8) ? true : PG_GETARG_BOOL(8), 0, 0, NULL,
 					  parse_early_stopping(fcinfo, 9), warm_start_arg(fcinfo, 10), NULL);
 }
@@ -1007,7 +1026,7 @@ mop_hyperband(PG_FUNCTION_ARGS)
 					  choose_workers(PG_ARGISNULL(4), PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4),
 									 ds->partitions),
 					  seed, false,
-					  PG_ARGISNULL(6) ? MOP_PICK_RANDOM : parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(6))),
+					  pick_arg(fcinfo, 6),
 					  PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7), 0, 0, algo, false, 0, NULL);
 }
 
@@ -1058,7 +1077,7 @@ mop_asha(PG_FUNCTION_ARGS)
 					  choose_workers(PG_ARGISNULL(6), PG_ARGISNULL(6) ? 0 : PG_GETARG_INT32(6),
 									 ds->partitions),
 					  seed, false,
-					  PG_ARGISNULL(8) ? MOP_PICK_RANDOM : parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(8))),
+					  pick_arg(fcinfo, 8),
 					  PG_ARGISNULL(9) ? true : PG_GETARG_BOOL(9), 0, 0, algo, false, 0, NULL);
 }
 
@@ -1150,7 +1169,7 @@ mop_pbt_sql(PG_FUNCTION_ARGS)
 	return run_search(fcinfo, "pbt", dataset, space, configs, epochs,
 					  choose_workers(PG_ARGISNULL(7), PG_ARGISNULL(7) ? 0 : PG_GETARG_INT32(7),
 									 ds->partitions),
-					  seed, false, MOP_PICK_RANDOM,
+					  seed, false, pick_arg(fcinfo, -1),
 					  PG_ARGISNULL(9) ? true : PG_GETARG_BOOL(9), 0, 0, algo, false, 0, opts);
 }
 
@@ -1215,6 +1234,6 @@ mop_tpe_sql(PG_FUNCTION_ARGS)
 	return run_search(fcinfo, "tpe", dataset, space, configs, epochs,
 					  choose_workers(PG_ARGISNULL(6), PG_ARGISNULL(6) ? 0 : PG_GETARG_INT32(6),
 									 ds->partitions),
-					  seed, false, MOP_PICK_RANDOM,
+					  seed, false, pick_arg(fcinfo, -1),
 					  PG_ARGISNULL(8) ? true : PG_GETARG_BOOL(8), 0, 0, algo, false, 0, opts);
 }

@@ -86,6 +86,7 @@ typedef struct MopSlot
 	MopTaskOutcome outcome;
 	double		seconds;
 	double		valid_metric;	/* NaN if not validated */
+	double		valid_loss;		/* NaN if not validated */
 	char		error[256];
 } MopSlot;
 

@@ -131,7 +131,7 @@ col(int i, bool *isnull)
 
 /* Run the task in slot, in one transaction; returns the outcome. */
 static MopTaskOutcome
-run_task(MopSlot *slot, MopSlot *task, double *valid_metric)
+run_task(MopSlot *slot, MopSlot *task, double *valid_metric, double *valid_loss)
 {
 	Datum		v[10];
 	char		n[10];
@@ -148,6 +148,7 @@ run_task(MopSlot *slot, MopSlot *task, double *valid_metric)
 	MemoryContext cxt;
 
 	*valid_metric = NAN;
+	*valid_loss = NAN;
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	SPI_connect();
@@ -298,7 +299,10 @@ run_task(MopSlot *slot, MopSlot *task, double *valid_metric)
 			v[5] = BoolGetDatum(task->final_epoch);
 			exec_sql(EPOCH_SQL, 6, t, v, n, SPI_OK_UPDATE);
 			if (vr > 0)
+			{
 				*valid_metric = vm / vr;
+				*valid_loss = vl / vr;
+			}
 		}
 	}
 	SPI_finish();
@@ -398,14 +402,15 @@ mop_worker_main(Datum arg)
 		if (st == MOP_SLOT_ASSIGNED)
 		{
 			MopTaskOutcome outcome;
-			double		vm = NAN;
+			double		vm = NAN,
+						vl = NAN;
 			TimestampTz t0 = GetCurrentTimestamp();
 			char		errbuf[256] = "";
 			MemoryContext old = MemoryContextSwitchTo(task_cxt);
 
 			PG_TRY();
 			{
-				outcome = run_task(slot, &task, &vm);
+				outcome = run_task(slot, &task, &vm, &vl);
 			}
 			PG_CATCH();
 			{
@@ -429,6 +434,7 @@ mop_worker_main(Datum arg)
 			SpinLockAcquire(&run->mutex);
 			slot->outcome = outcome;
 			slot->valid_metric = vm;
+			slot->valid_loss = vl;
 			slot->seconds = (double) (GetCurrentTimestamp() - t0) / 1e6;
 			strlcpy(slot->error, errbuf, sizeof(slot->error));
 			slot->state = MOP_SLOT_DONE;
