@@ -474,7 +474,7 @@ CREATE TABLE mop.decisions (
 	run_id			bigint NOT NULL REFERENCES mop.runs (id) ON DELETE CASCADE,
 	model_id		bigint NOT NULL REFERENCES mop.models (id) ON DELETE CASCADE,
 	at				timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
-	action			text NOT NULL CHECK (action IN ('new', 'continue', 'stop', 'exploit')),
+	action			text NOT NULL CHECK (action IN ('new', 'continue', 'stop', 'exploit', 'report')),
 	why				text NOT NULL,
 	reason			text NOT NULL,
 	bracket			int,

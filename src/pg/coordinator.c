@@ -100,6 +100,7 @@ static int32 tpe_running;		/* trials proposed and not yet told */
 #define DRIVER (hb != NULL || asha != NULL || tpe != NULL)
 
 static mop_poll driver_next(mop_action *a);
+static double driver_score(double vm);
 static void driver_report(int32 trial, int32 resource, double score);
 static int	n_partitions;
 static int64 resumed_hops;	/* sub-epochs already done when resuming */
@@ -303,7 +304,9 @@ load_run(void)
 	exec_sql("SELECT r.status, d.partitions, r.epochs, r.seed, "
 			 "COALESCE((r.options->>'deterministic')::boolean, false), "
 			 "COALESCE(r.options->>'scheduler', 'random'), "
-			 "COALESCE((r.options->>'replay_of')::bigint, 0) "
+			 "COALESCE((r.options->>'replay_of')::bigint, 0), "
+			 "COALESCE(r.options->>'algorithm', ''), COALESCE((r.options->>'max_resource')::int, 0), "
+			 "COALESCE((r.options->>'eta')::int, 0), COALESCE((r.options->>'min_resource')::int, 1) "
 			 "FROM mop.runs r JOIN mop.datasets d ON d.id OPERATOR(pg_catalog.=) r.dataset_id "
 			 "WHERE r.id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF r",
 			 1, t, v, SPI_OK_SELECT);
@@ -329,17 +332,35 @@ load_run(void)
 	}
 	/* a resumed replay keeps following the recorded schedule */
 	run->replay_run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 7, &isnull));
+	{
+		char	   *algo = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
+															 SPI_tuptable->tupdesc, 8, &isnull));
+
+		run->max_resource = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 9, &isnull));
+		run->eta = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 10, &isnull));
+		run->min_resource = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 11, &isnull));
+		if (strcmp(algo, "hyperband") == 0)
+			run->algo = MOP_ALGO_HYPERBAND;
+		else if (strcmp(algo, "asha") == 0)
+			run->algo = MOP_ALGO_ASHA;
+		else if (algo[0] != '\0')
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("resuming a %s run is not supported", algo)));
+	}
 	v[1] = Int64GetDatum((int64) dsm_segment_handle(run_seg));
 	exec_sql("UPDATE mop.runs SET status = 'running', error = NULL, finished_at = NULL, "
 			 "shm_handle = $2 WHERE id OPERATOR(pg_catalog.=) $1", 2, t, v, SPI_OK_UPDATE);
-	if (run->n_configs > 0)
 	{
-		/* configurations added to the run: new models, trained from scratch */
 		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 
 		run_ds = mop_dataset_lookup(payload_str(1), false);
-		models = MemoryContextAllocZero(TopMemoryContext, sizeof(ModelInfo) * run->n_configs);
 		MemoryContextSwitchTo(old);
+	}
+	if (run->n_configs > 0 && run->algo == MOP_ALGO_FIXED)
+	{
+		/* configurations added to the run: new models, trained from scratch */
+		models = MemoryContextAllocZero(TopMemoryContext, sizeof(ModelInfo) * run->n_configs);
 		for (int i = 0; i < run->n_configs; i++)
 			insert_model(run->resume_run_id, i, run->epochs);
 		n_models = 0;			/* restore_models reloads them all */
@@ -443,6 +464,160 @@ load_sequences(mop_sched *s)
 							(long long) run->replay_run_id)));
 	}
 	commit_tx();
+}
+
+/*
+ * Resume an adaptive (Hyperband, ASHA) run: replay the recorded driver calls
+ * -- every action in mop.decisions and every result ('report' rows), in
+ * order -- into a fresh driver, which then stands exactly where the
+ * interrupted one stood; rebuild the scheduler's models on the way; restore
+ * each model's progress from mop.hops; and report results that were
+ * committed but not yet told to the driver when the run stopped.
+ */
+static void
+replay_driver(mop_sched *s)
+{
+	Oid			t[1] = {INT8OID};
+	Datum		v[1];
+	bool		isnull;
+	int			n_existing;
+	int64	   *ids;
+	int32	   *done;
+	char	  **status;
+	double	   *last_metric;
+
+	begin_tx();
+	v[0] = Int64GetDatum(run->run_id);
+	exec_sql("SELECT m.id, m.epochs_done, m.status, "
+			 "(SELECT e.valid_metric FROM mop.epochs e WHERE e.model_id OPERATOR(pg_catalog.=) m.id "
+			 " AND e.epoch OPERATOR(pg_catalog.=) m.epochs_done) "
+			 "FROM mop.models m WHERE m.run_id OPERATOR(pg_catalog.=) $1 ORDER BY m.id",
+			 1, t, v, SPI_OK_SELECT);
+	n_existing = (int) SPI_processed;
+	/* these outlive the transaction (SPI memory goes with it) */
+	ids = MemoryContextAlloc(TopMemoryContext, sizeof(int64) * Max(n_existing, 1));
+	done = MemoryContextAlloc(TopMemoryContext, sizeof(int32) * Max(n_existing, 1));
+	status = MemoryContextAlloc(TopMemoryContext, sizeof(char *) * Max(n_existing, 1));
+	last_metric = MemoryContextAlloc(TopMemoryContext, sizeof(double) * Max(n_existing, 1));
+	for (int i = 0; i < n_existing; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	td = SPI_tuptable->tupdesc;
+		Datum		m;
+
+		ids[i] = DatumGetInt64(SPI_getbinval(tup, td, 1, &isnull));
+		done[i] = DatumGetInt32(SPI_getbinval(tup, td, 2, &isnull));
+		status[i] = MemoryContextStrdup(TopMemoryContext,
+										TextDatumGetCString(SPI_getbinval(tup, td, 3, &isnull)));
+		m = SPI_getbinval(tup, td, 4, &isnull);
+		last_metric[i] = isnull ? NAN : DatumGetFloat8(m);
+	}
+	if (n_existing > run->n_configs)
+		elog(ERROR, "run %lld has more models than configurations", (long long) run->run_id);
+
+	exec_sql("SELECT d.action, m.idx, d.score, d.from_resource, d.to_resource "
+			 "FROM mop.decisions d JOIN (SELECT id, pg_catalog.row_number() OVER (ORDER BY id) "
+			 "OPERATOR(pg_catalog.-) 1 AS idx FROM mop.models WHERE run_id OPERATOR(pg_catalog.=) $1) m "
+			 "ON m.id OPERATOR(pg_catalog.=) d.model_id "
+			 "WHERE d.run_id OPERATOR(pg_catalog.=) $1 ORDER BY d.id",
+			 1, t, v, SPI_OK_SELECT);
+	n_models = 0;
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[r];
+		TupleDesc	td = SPI_tuptable->tupdesc;
+		char	   *action = TextDatumGetCString(SPI_getbinval(tup, td, 1, &isnull));
+		int32		trial = (int32) DatumGetInt64(SPI_getbinval(tup, td, 2, &isnull));
+		mop_action	a;
+
+		if (strcmp(action, "report") == 0)
+		{
+			Datum		sc = SPI_getbinval(tup, td, 3, &isnull);
+			double		score = isnull ? NAN : DatumGetFloat8(sc);
+			int32		resource = DatumGetInt32(SPI_getbinval(tup, td, 4, &isnull));
+
+			if (hb)
+				mop_hb_report(hb, trial, resource, score);
+			else
+				mop_asha_report(asha, trial, resource, score);
+			continue;
+		}
+		if (driver_next(&a) != MOP_POLL_ACTION || a.trial != trial ||
+			strcmp(mop_act_name(a.kind), action) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("the recorded decisions of run %lld do not replay (at decision %d: %s of model %d)",
+							(long long) run->run_id, (int) r + 1, action, trial)));
+		switch (a.kind)
+		{
+			case MOP_ACT_NEW:
+				if (trial >= n_existing)
+					elog(ERROR, "run %lld: decision for a model that does not exist", (long long) run->run_id);
+				models[trial].id = ids[trial];
+				models[trial].target = a.resource;
+				mop_sched_add_model(s, a.resource);
+				n_models = trial + 1;
+				break;
+			case MOP_ACT_CONTINUE:
+				models[trial].target = a.resource;
+				mop_sched_set_epochs(s, trial, a.resource);
+				break;
+			case MOP_ACT_STOP:
+				mop_sched_stop(s, trial);
+				break;
+		}
+	}
+	commit_tx();
+
+	/* progress of each model, and results committed but never reported */
+	for (int i = 0; i < n_models; i++)
+	{
+		bool		running;
+
+		begin_tx();
+		v[0] = Int64GetDatum(ids[i]);
+		exec_sql("SELECT pg_catalog.array_agg(h.partition) FROM mop.hops h, mop.models m "
+				 "WHERE m.id OPERATOR(pg_catalog.=) $1 AND h.model_id OPERATOR(pg_catalog.=) m.id "
+				 "AND h.epoch OPERATOR(pg_catalog.=) (m.epochs_done OPERATOR(pg_catalog.+) 1)",
+				 1, t, v, SPI_OK_SELECT);
+		{
+			Datum		arr = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+			if (!isnull)
+			{
+				ArrayType  *av = DatumGetArrayTypeP(arr);
+
+				mop_sched_restore(s, i, done[i], (int32 *) ARR_DATA_PTR(av),
+								  ArrayGetNItems(ARR_NDIM(av), ARR_DIMS(av)));
+			}
+			else
+				mop_sched_restore(s, i, done[i], NULL, 0);
+		}
+		commit_tx();
+		if (hb)
+		{
+			mop_hb_trial_info info;
+
+			running = mop_hb_trial(hb, i, &info) == 0 && info.state == MOP_TRIAL_RUNNING;
+		}
+		else
+		{
+			mop_trial_state st;
+			int32		rung;
+			double		sc;
+
+			running = mop_asha_trial(asha, i, &st, &rung, &sc) == 0 && st == MOP_TRIAL_RUNNING;
+		}
+		if (!running)
+			continue;
+		if (strcmp(status[i], "diverged") == 0 || strcmp(status[i], "failed") == 0)
+		{
+			mop_sched_stop(s, i);
+			driver_report(i, models[i].target, NAN);
+		}
+		else if (done[i] >= models[i].target)
+			driver_report(i, models[i].target, driver_score(last_metric[i]));
+	}
 }
 
 /* Start worker i; returns false if it could not be started. */
@@ -847,6 +1022,24 @@ driver_next(mop_action *a)
 static void
 driver_report(int32 trial, int32 resource, double score)
 {
+	if (hb || asha)
+	{
+		/* recorded, so that a resumed run can replay the driver exactly */
+		Oid			t[4] = {INT8OID, INT8OID, FLOAT8OID, INT4OID};
+		Datum		v[4];
+		char		n[4] = {' ', ' ', isfinite(score) ? ' ' : 'n', ' '};
+
+		begin_tx();
+		v[0] = Int64GetDatum(run->run_id);
+		v[1] = Int64GetDatum(models[trial].id);
+		v[2] = Float8GetDatum(isfinite(score) ? score : 0.0);
+		v[3] = Int32GetDatum(resource);
+		if (SPI_execute_with_args("INSERT INTO mop.decisions (run_id, model_id, action, why, reason, "
+								  "score, from_resource) VALUES ($1, $2, 'report', 'report', "
+								  "'result at the rung', $3, $4)", 4, t, v, n, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not record a result of run %lld", (long long) run->run_id);
+		commit_tx();
+	}
 	if (hb)
 		mop_hb_report(hb, trial, resource, score);
 	else if (asha)
@@ -1147,7 +1340,13 @@ mop_coordinator_main(Datum arg)
 								 run->n_configs)) == NULL)
 			elog(ERROR, "could not create the ASHA driver (r_min %d, R %d, eta %d)",
 				 run->min_resource, run->max_resource, run->eta);
-		if (run->resume_run_id)
+		if (run->resume_run_id && DRIVER)
+		{
+			models = MemoryContextAllocZero(TopMemoryContext,
+											sizeof(ModelInfo) * Max(run->n_configs, 1));
+			replay_driver(s);
+		}
+		else if (run->resume_run_id)
 			restore_models(s);
 		else
 			for (int i = 0; i < n_models; i++)
@@ -1176,6 +1375,12 @@ mop_coordinator_main(Datum arg)
 							 errhint("Raise max_worker_processes (now %d); each run needs a coordinator and one worker per partition group.",
 									 max_worker_processes)));
 				/* fewer workers than asked: rebuild the scheduler for them */
+				if (run->resume_run_id && DRIVER)
+					ereport(ERROR,
+							(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+							 errmsg("only %d of %d workers could be started to resume run %lld",
+									i, n_workers, (long long) run->run_id),
+							 errhint("Raise max_worker_processes or resume with fewer workers.")));
 				n_workers = i;
 				mop_sched_free(s);
 				s = mop_sched_new(n_workers, n_partitions, (uint64) run->seed,

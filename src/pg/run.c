@@ -447,6 +447,14 @@ return_results(FunctionCallInfo fcinfo, int64 run_id)
 									TupleDescAttr(SPI_tuptable->tupdesc, c)->attlen);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, vals, nulls);
 	}
+	if (SPI_processed == 0)
+	{
+		/* a run whose models start later (adaptive, wait => false): its id */
+		Datum		vals[10] = {Int64GetDatum(run_id)};
+		bool		nulls[10] = {false, true, true, true, true, true, true, true, true, true};
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, vals, nulls);
+	}
 	MemoryContextSwitchTo(old);
 	SPI_finish();
 }
@@ -700,21 +708,67 @@ mop_resume(PG_FUNCTION_ARGS)
 				 errmsg("run %lld has already finished", (long long) run_id),
 				 errhint("Pass add => a search space to train more configurations in it.")));
 	{
+		/* adaptive runs: regenerate the configurations the driver draws from */
 		Oid			t = INT8OID;
 		Datum		v = Int64GetDatum(run_id);
-		bool		adaptive;
+		char	   *algo = NULL;
+		Jsonb	   *space = NULL;
+		int			R = 0,
+					eta = 0,
+					trials = 0,
+					seed = 0;
 
 		SPI_connect();
-		SPI_execute_with_args("SELECT options ? 'algorithm' FROM mop.runs WHERE id OPERATOR(pg_catalog.=) $1",
+		SPI_execute_with_args("SELECT options->>'algorithm', space, (options->>'max_resource')::int, "
+							  "(options->>'eta')::int, (options->>'max_trials')::int, seed "
+							  "FROM mop.runs WHERE id OPERATOR(pg_catalog.=) $1",
 							  1, &t, &v, NULL, false, 1);
-		adaptive = SPI_processed == 1 &&
-			DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull_dummy));
+		if (SPI_processed == 1)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[0];
+			TupleDesc	td = SPI_tuptable->tupdesc;
+			MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+			Datum		d;
+
+			d = SPI_getbinval(tup, td, 1, &isnull_dummy);
+			algo = isnull_dummy ? NULL : TextDatumGetCString(d);
+			d = SPI_getbinval(tup, td, 2, &isnull_dummy);
+			space = isnull_dummy ? NULL : DatumGetJsonbPCopy(d);
+			d = SPI_getbinval(tup, td, 3, &isnull_dummy);
+			R = isnull_dummy ? 0 : DatumGetInt32(d);
+			d = SPI_getbinval(tup, td, 4, &isnull_dummy);
+			eta = isnull_dummy ? 0 : DatumGetInt32(d);
+			d = SPI_getbinval(tup, td, 5, &isnull_dummy);
+			trials = isnull_dummy ? 0 : DatumGetInt32(d);
+			d = SPI_getbinval(tup, td, 6, &isnull_dummy);
+			seed = isnull_dummy ? 0 : DatumGetInt32(d);
+			MemoryContextSwitchTo(old);
+		}
 		SPI_finish();
-		if (adaptive)
+		if (algo && strcmp(algo, "hyperband") != 0 && strcmp(algo, "asha") != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("resuming an adaptive (Hyperband) run is not supported yet"),
-					 errhint("Its committed models and decisions are kept in mop.models and mop.decisions.")));
+					 errmsg("resuming a %s run is not supported yet", algo),
+					 errhint("Its committed models and decisions are kept in mop.models and mop.decisions; Hyperband, ASHA, grid and random runs can be resumed.")));
+		if (algo && space)
+		{
+			if (strcmp(algo, "hyperband") == 0)
+			{
+				int32		n = mop_hyperband_plan(R, eta, NULL, 0);
+				mop_hb_round *rows = palloc(sizeof(mop_hb_round) * Max(n, 1));
+
+				mop_hyperband_plan(R, eta, rows, n);
+				for (int i = 0; i < n; i++)
+					if (rows[i].round == 0)
+						trials += rows[i].configs;
+			}
+			added = mop_space_random(space, trials, (uint64) seed);
+			return run_search(fcinfo, "resume", dataset, NULL, added, 0,
+							  choose_workers(PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1),
+											 partitions),
+							  0, false, MOP_PICK_RANDOM,
+							  PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), run_id, 0, NULL, false, 0, NULL);
+		}
 	}
 	if (PG_NARGS() > 3 && !PG_ARGISNULL(3))
 	{

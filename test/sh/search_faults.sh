@@ -11,7 +11,7 @@
 set -u
 cd "$(dirname "$0")"
 . ./lib_cluster.sh
-trap cluster_cleanup EXIT
+trap "[ -n \"${KEEP:-}\" ] || cluster_cleanup" EXIT
 PSQL="psql -X -q -v ON_ERROR_STOP=1 -At"
 export PGOPTIONS="-c client_min_messages=warning"
 fail() { echo "not ok $1"; cluster_log 30; exit 1; }
@@ -109,3 +109,33 @@ inv=$(invariants "$r" 8 4)
 same=$($PSQL -c "SELECT count(*) FILTER (WHERE a.state = b.state) || '/' || count(*) FROM mop.models a JOIN mop.models b ON a.config = b.config WHERE a.run_id = $ref AND b.run_id = $r")
 [ "$inv" = "ok" ] && [ "$same" = "4/4" ] || fail "faults: crash: invariants $inv, identical models $same"
 echo "ok faults: after an immediate stop ($(wc -l <"$CL_DIR/before") sub-epochs committed, run left '$st'), mop_resume completed the run; models bit-identical to an uninterrupted run ($same)"
+
+# 4. an adaptive run survives an immediate stop too: Hyperband resumes by
+#    replaying its recorded decisions and results, and follows its plan
+r=$($PSQL -c "SELECT DISTINCT run_id FROM mop_hyperband('big', '{\"model\": {\"layers\": [{\"type\": \"dense\", \"units\": 256, \"activation\": \"relu\"}, {\"type\": \"dense\", \"units\": 10}]}, \"learning_rate\": {\"loguniform\": [0.0001, 0.01]}}', max_resource => 9, workers => 2, wait => false)")
+wait_hops "$r" 12 || fail "faults: hyperband: the run never trained"
+cluster_stop immediate || fail "faults: hyperband: immediate stop failed"
+cluster_start || fail "faults: hyperband: restart failed"
+before=$($PSQL -c "SELECT count(*) FILTER (WHERE action = 'report') || ' results, ' || count(*) FILTER (WHERE action = 'continue') || ' promotions' FROM mop.decisions WHERE run_id = $r")
+st=$($PSQL -c "SELECT status FROM mop.runs WHERE id = $r")
+if [ "$st" != "done" ]; then
+	$PSQL -c "SELECT count(*) FROM mop_resume($r)" >/dev/null || fail "faults: hyperband: mop_resume failed"
+fi
+plan=$($PSQL -c "SELECT string_agg(status || ':' || epochs_done || ':' || n, ' ' ORDER BY epochs_done, status) FROM (SELECT status, epochs_done, count(*) AS n FROM mop.models WHERE run_id = $r GROUP BY 1, 2) s")
+noretrain=$($PSQL -c "SELECT sum(h.n) = sum(m.epochs_done) * 2 FROM mop.models m JOIN (SELECT model_id, count(*) AS n FROM mop.hops GROUP BY model_id) h ON h.model_id = m.id WHERE m.run_id = $r")
+[ "$plan" = "stopped:1:6 stopped:3:6 done:9:5" ] && [ "$noretrain" = "t" ] || fail "faults: hyperband: after resume: $plan, no retraining: $noretrain"
+echo "ok faults: Hyperband stopped immediately (run left '$st', $before recorded) resumed by replaying its decisions and finished its plan without retraining"
+
+# 5. the same for ASHA
+r=$($PSQL -c "SELECT DISTINCT run_id FROM mop_asha('big', '{\"model\": {\"layers\": [{\"type\": \"dense\", \"units\": 256, \"activation\": \"relu\"}, {\"type\": \"dense\", \"units\": 10}]}, \"learning_rate\": {\"loguniform\": [0.0001, 0.01]}}', max_resource => 9, max_trials => 12, workers => 2, wait => false)")
+wait_hops "$r" 10 || fail "faults: asha: the run never trained"
+cluster_stop immediate || fail "faults: asha: immediate stop failed"
+cluster_start || fail "faults: asha: restart failed"
+st=$($PSQL -c "SELECT status FROM mop.runs WHERE id = $r")
+if [ "$st" != "done" ]; then
+	$PSQL -c "SELECT count(*) FROM mop_resume($r)" >/dev/null || fail "faults: asha: mop_resume failed"
+fi
+res=$($PSQL -c "SELECT count(*) || ' ' || bool_and(status IN ('done', 'stopped') AND epochs_done IN (1, 3, 9)) || ' ' || (count(*) FILTER (WHERE epochs_done >= 3) >= 4) FROM mop.models WHERE run_id = $r")
+noretrain=$($PSQL -c "SELECT sum(h.n) = sum(m.epochs_done) * 2 FROM mop.models m JOIN (SELECT model_id, count(*) AS n FROM mop.hops GROUP BY model_id) h ON h.model_id = m.id WHERE m.run_id = $r")
+[ "$res" = "12 true true" ] && [ "$noretrain" = "t" ] || fail "faults: asha: after resume: $res, no retraining: $noretrain"
+echo "ok faults: ASHA stopped immediately (run left '$st') resumed by replay: 12 trials on their rungs, top third promoted, no retraining"
