@@ -153,6 +153,20 @@ SELECT count(*) AS pairs, bool_and(a.state = b.state) AS identical_replay
   FROM mop.models a JOIN mop.models b ON a.config = b.config
  WHERE a.run_id = :r5 AND b.run_id = :r6;
 
+-- conditional parameters: momentum only for SGD, nesterov only with momentum 0.9
+SELECT config->>'optimizer' AS optimizer, config->>'momentum' AS momentum,
+       config->>'nesterov' AS nesterov, status
+  FROM mop_grid_search('blobs',
+  '{"model": [{"type": "dense", "units": 3}], "optimizer": ["sgd", "adam"],
+    "momentum": {"choice": [0.5, 0.9], "when": {"optimizer": "sgd"}},
+    "nesterov": {"choice": [true, false], "when": {"momentum": 0.9}}}', epochs => 1)
+ ORDER BY 1, 2, 3;
+SELECT bool_and((config->>'optimizer' = 'sgd') = (config ? 'momentum')) AS momentum_only_for_sgd,
+       count(*) AS trials
+  FROM mop_random_search('blobs',
+  '{"model": [{"type": "dense", "units": 3}], "optimizer": ["sgd", "adam"],
+    "momentum": {"uniform": [0.5, 0.95], "when": {"optimizer": ["sgd"]}}}', trials => 6, epochs => 1, seed => 2);
+
 -- divergence: the exploding configuration is marked, keeps a finite checkpoint, never wins
 CREATE TEMP TABLE dv AS
 SELECT * FROM mop_grid_search('blobs',
@@ -195,6 +209,9 @@ SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers"
 SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', scheduler => 'fifo')$$);
 SELECT pg_temp.err($$SELECT * FROM mop_random_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', trials => 0)$$);
 SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '[1, 2]')$$);
+SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": [{"type": "dense", "units": 3}], "momentum": {"choice": [0.5], "when": {"optimizer": "sgd"}}}')$$);
+SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": [{"type": "dense", "units": 3}], "optimizer": ["adam"], "momentum": {"choice": [0.5], "when": {"optimizer": "sgd"}}}')$$);
+SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": [{"type": "dense", "units": 3}], "optimizer": ["sgd"], "momentum": {"choice": [0.5], "when": "sgd"}}')$$);
 SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{}')$$);
 SELECT pg_temp.err(format('SELECT * FROM mop_resume(%s)', :r1));
 SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', warm_start => 999999)$$);

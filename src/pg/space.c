@@ -55,6 +55,12 @@ typedef struct SpaceParam
 	char	  **json;			/* candidate values as JSON text */
 	double		lo,
 				hi;				/* distribution bounds */
+	/* conditional parameter: active only when when_key takes one of when_values */
+	char	   *when_key;
+	char	  **when_values;
+	int			n_when;
+	int			cond;			/* index of when_key's parameter (resolved) */
+	bool	   *cond_ok;		/* per candidate of cond: does it activate this one */
 } SpaceParam;
 
 static void
@@ -140,6 +146,42 @@ is_container(JsonbValue *v, bool array)
 		JsonContainerIsObject(v->val.binary.data);
 }
 
+/*
+ * Parse a condition {"other_key": value or [values]}: the parameter is
+ * active only when other_key takes one of those values.
+ */
+static void
+parse_when(SpaceParam *p, const char *key, JsonbValue *v)
+{
+	JsonbIterator *it;
+	JsonbValue	k,
+				val;
+	JsonbIteratorToken tok;
+	int			n = 0;
+
+	if (!is_container(v, false))
+		space_error(key, "\"when\" must be an object such as {\"optimizer\": \"sgd\"}");
+	it = JsonbIteratorInit(v->val.binary.data);
+	while ((tok = JsonbIteratorNext(&it, &k, true)) != WJB_DONE)
+	{
+		if (tok != WJB_KEY)
+			continue;
+		n++;
+		p->when_key = pnstrdup(k.val.string.val, k.val.string.len);
+		tok = JsonbIteratorNext(&it, &val, true);
+		if (is_container(&val, true))
+			p->when_values = array_elements(&val, &p->n_when);
+		else
+		{
+			p->when_values = palloc(sizeof(char *));
+			p->when_values[0] = value_json(&val);
+			p->n_when = 1;
+		}
+	}
+	if (n != 1 || p->n_when == 0)
+		space_error(key, "\"when\" names exactly one parameter and at least one of its values");
+}
+
 /* Parse one parameter of the space. */
 static void
 parse_param(SpaceParam *p, const char *key, JsonbValue *v)
@@ -174,21 +216,31 @@ parse_param(SpaceParam *p, const char *key, JsonbValue *v)
 	{
 		JsonbIterator *it = JsonbIteratorInit(v->val.binary.data);
 		JsonbValue	k,
-					arg;
+					arg,
+					val;
 		JsonbIteratorToken tok;
 		char	   *dist = NULL;
 		int			nkeys = 0;
 
 		while ((tok = JsonbIteratorNext(&it, &k, true)) != WJB_DONE)
 		{
+			char	   *name;
+
 			if (tok != WJB_KEY)
 				continue;
+			name = pnstrdup(k.val.string.val, k.val.string.len);
+			tok = JsonbIteratorNext(&it, &val, true);
+			if (strcmp(name, "when") == 0)
+			{
+				parse_when(p, key, &val);
+				continue;
+			}
 			nkeys++;
-			dist = pnstrdup(k.val.string.val, k.val.string.len);
-			tok = JsonbIteratorNext(&it, &arg, true);
+			dist = name;
+			arg = val;
 		}
 		if (nkeys != 1)
-			space_error(key, "a distribution is an object with exactly one key");
+			space_error(key, "a distribution is an object with exactly one key (besides \"when\")");
 		if (!is_container(&arg, true))
 			space_error(key, "the argument of distribution \"%s\" must be a list", dist);
 		if (strcmp(dist, "choice") == 0)
@@ -230,6 +282,72 @@ parse_param(SpaceParam *p, const char *key, JsonbValue *v)
 	p->json[0] = value_json(v);
 }
 
+/* Link each conditional parameter to the one it depends on; check values. */
+static void
+resolve_conditions(SpaceParam *params, int n)
+{
+	for (int i = 0; i < n; i++)
+	{
+		SpaceParam *p = &params[i];
+		SpaceParam *c = NULL;
+
+		p->cond = -1;
+		if (!p->when_key)
+			continue;
+		for (int j = 0; j < n; j++)
+			if (j != i && strcmp(params[j].key, p->when_key) == 0)
+			{
+				p->cond = j;
+				c = &params[j];
+			}
+		if (!c)
+			space_error(p->key, "\"when\" refers to \"%s\", which is not in the space", p->when_key);
+		if (c->kind != PARAM_LIST && c->kind != PARAM_FIXED)
+			space_error(p->key, "\"when\" must refer to a list or a fixed value, and \"%s\" is a distribution",
+						p->when_key);
+		p->cond_ok = palloc0(sizeof(bool) * c->n);
+		for (int w = 0; w < p->n_when; w++)
+		{
+			bool		found = false;
+
+			for (int v = 0; v < c->n; v++)
+				if (strcmp(c->json[v], p->when_values[w]) == 0)
+					found = p->cond_ok[v] = true;
+			if (!found)
+				space_error(p->key, "\"when\": %s is not a value of \"%s\"", p->when_values[w],
+							p->when_key);
+		}
+	}
+	/* no cycles: following conditions from any parameter must end */
+	for (int i = 0; i < n; i++)
+	{
+		int			j = params[i].cond,
+					steps = 0;
+
+		while (j >= 0 && steps++ <= n)
+			j = params[j].cond;
+		if (steps > n)
+			space_error(params[i].key, "its \"when\" conditions form a cycle");
+	}
+}
+
+/* Is parameter i active when every list parameter takes candidate idx[]? */
+static bool
+param_active(const SpaceParam *params, const int *idx, int i)
+{
+	int			steps = 0;
+
+	while (params[i].cond >= 0 && steps++ < 1000)
+	{
+		int			c = params[i].cond;
+
+		if (!params[i].cond_ok[params[c].kind == PARAM_FIXED ? 0 : idx[c]])
+			return false;
+		i = c;
+	}
+	return true;
+}
+
 /* Parse a space object into params (in key order); returns the count. */
 static int
 parse_space(Jsonb *space, SpaceParam **params)
@@ -266,10 +384,11 @@ parse_space(Jsonb *space, SpaceParam **params)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("search space is empty")));
+	resolve_conditions(*params, n);
 	return n;
 }
 
-/* Build a config from chosen JSON texts, one per param. */
+/* Build a config from chosen JSON texts, one per param (NULL: inactive). */
 static Jsonb *
 make_config(SpaceParam *params, int n, char **chosen)
 {
@@ -279,7 +398,9 @@ make_config(SpaceParam *params, int n, char **chosen)
 	appendStringInfoChar(&s, '{');
 	for (int i = 0; i < n; i++)
 	{
-		if (i > 0)
+		if (chosen[i] == NULL)
+			continue;
+		if (s.len > 1)
 			appendStringInfoString(&s, ", ");
 		escape_json(&s, params[i].key);
 		appendStringInfoString(&s, ": ");
@@ -317,10 +438,19 @@ mop_space_grid(Jsonb *space)
 	for (;;)
 	{
 		int			i;
+		bool		duplicate = false;
 
 		for (i = 0; i < n; i++)
-			chosen[i] = params[i].json[idx[i]];
-		out = lappend(out, make_config(params, n, chosen));
+		{
+			bool		active = param_active(params, idx, i);
+
+			/* an inactive parameter contributes one combination, not one per value */
+			if (!active && idx[i] != 0)
+				duplicate = true;
+			chosen[i] = active ? params[i].json[idx[i]] : NULL;
+		}
+		if (!duplicate)
+			out = lappend(out, make_config(params, n, chosen));
 		for (i = n - 1; i >= 0; i--)
 		{
 			if (++idx[i] < params[i].n)
@@ -340,6 +470,7 @@ mop_space_random(Jsonb *space, int trials, uint64 seed)
 	SpaceParam *params;
 	int			n = parse_space(space, &params);
 	char	  **chosen = palloc(sizeof(char *) * n);
+	int		   *idx = palloc0(sizeof(int) * n);
 	MopRng		rng;
 	List	   *out = NIL;
 
@@ -362,7 +493,8 @@ mop_space_random(Jsonb *space, int trials, uint64 seed)
 					chosen[i] = p->json[0];
 					continue;
 				case PARAM_LIST:
-					chosen[i] = p->json[mop_prng_below(&rng, p->n)];
+					idx[i] = (int) mop_prng_below(&rng, p->n);
+					chosen[i] = p->json[idx[i]];
 					continue;
 				case PARAM_LOGUNIFORM:
 					snprintf(buf, sizeof(buf), "%.9g", exp(log(p->lo) + u * (log(p->hi) - log(p->lo))));
@@ -377,6 +509,9 @@ mop_space_random(Jsonb *space, int trials, uint64 seed)
 			}
 			chosen[i] = pstrdup(buf);
 		}
+		for (int i = 0; i < n; i++)
+			if (!param_active(params, idx, i))
+				chosen[i] = NULL;
 		out = lappend(out, make_config(params, n, chosen));
 	}
 	return out;
@@ -402,41 +537,76 @@ mop_space_describe(Jsonb *space)
 	d->params = palloc0(sizeof(mop_param) * n);
 	for (int i = 0; i < n; i++)
 	{
-		SpaceParam *p = &params[i];
-		mop_param  *q;
-
-		d->keys[i] = p->key;
-		if (p->kind == PARAM_FIXED)
+		d->keys[i] = params[i].key;
+		d->param_of_key[i] = -2;	/* not placed yet */
+		if (params[i].kind == PARAM_FIXED)
 		{
-			d->fixed[i] = p->json[0];
+			d->fixed[i] = params[i].json[0];
 			d->param_of_key[i] = -1;
-			continue;
 		}
-		q = &d->params[d->n_params];
-		q->name = p->key;
-		q->cond_param = -1;
-		q->lo = p->lo;
-		q->hi = p->hi;
-		switch (p->kind)
+	}
+
+	/*
+	 * Place the parameters so that each conditional one comes after the
+	 * choice it depends on (the cores require it; jsonb orders keys by
+	 * length, not as written): repeat passes until nothing more is placed.
+	 */
+	for (bool progress = true; progress;)
+	{
+		progress = false;
+		for (int i = 0; i < n; i++)
 		{
-			case PARAM_LIST:
-				q->kind = MOP_PARAM_CHOICE;
-				q->n_choices = p->n;
-				d->choices[d->n_params] = p->json;
-				break;
-			case PARAM_LOGUNIFORM:
-				q->kind = MOP_PARAM_LOGFLOAT;
-				break;
-			case PARAM_UNIFORM:
-				q->kind = MOP_PARAM_FLOAT;
-				break;
-			case PARAM_INT:
-				q->kind = MOP_PARAM_INT;
-				break;
-			default:
-				break;
+			SpaceParam *p = &params[i];
+			mop_param  *q;
+
+			if (d->param_of_key[i] != -2)
+				continue;
+			if (p->cond >= 0 && params[p->cond].kind == PARAM_FIXED)
+			{
+				if (!p->cond_ok[0])
+				{
+					/* its condition never holds: never part of a configuration */
+					d->param_of_key[i] = -1;
+					progress = true;
+					continue;
+				}
+			}
+			else if (p->cond >= 0 && d->param_of_key[p->cond] < 0)
+				continue;		/* the choice it depends on is not placed yet */
+			q = &d->params[d->n_params];
+			q->name = p->key;
+			q->cond_param = -1;
+			q->lo = p->lo;
+			q->hi = p->hi;
+			if (p->cond >= 0 && params[p->cond].kind == PARAM_LIST)
+			{
+				q->cond_param = d->param_of_key[p->cond];
+				for (int c = 0; c < params[p->cond].n && c < 64; c++)
+					if (p->cond_ok[c])
+						q->cond_mask |= UINT64CONST(1) << c;
+			}
+			switch (p->kind)
+			{
+				case PARAM_LIST:
+					q->kind = MOP_PARAM_CHOICE;
+					q->n_choices = p->n;
+					d->choices[d->n_params] = p->json;
+					break;
+				case PARAM_LOGUNIFORM:
+					q->kind = MOP_PARAM_LOGFLOAT;
+					break;
+				case PARAM_UNIFORM:
+					q->kind = MOP_PARAM_FLOAT;
+					break;
+				case PARAM_INT:
+					q->kind = MOP_PARAM_INT;
+					break;
+				default:
+					break;
+			}
+			d->param_of_key[i] = d->n_params++;
+			progress = true;
 		}
-		d->param_of_key[i] = d->n_params++;
 	}
 	return d;
 }
@@ -455,6 +625,8 @@ mop_space_config(const MopSpaceDesc *d, const double *x)
 
 		if (k >= 0 && isnan(x[k]))
 			continue;			/* inactive conditional parameter */
+		if (k < 0 && d->fixed[i] == NULL)
+			continue;			/* a parameter whose condition never holds */
 		if (s.len > 1)
 			appendStringInfoString(&s, ", ");
 		escape_json(&s, d->keys[i]);
