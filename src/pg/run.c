@@ -85,6 +85,37 @@ mop_run_define_gucs(void)
 							   NULL, NULL, NULL);
 }
 
+/*
+ * Everything a run is started with: filled by each SQL entry point,
+ * carried to the coordinator in the run's shared segment.
+ */
+typedef struct RunRequest
+{
+	const char *kind;			/* grid, random, resume, replay, hyperband, ... */
+	const char *dataset;
+	Jsonb	   *space;			/* NULL: none */
+	List	   *configs;		/* Jsonb configurations */
+	int			epochs;
+	int			workers;
+	int			seed;
+	bool		deterministic;
+	mop_pick	pick;
+	bool		wait;
+	int64		resume_run_id;
+	int64		replay_run_id;
+	int64		warm_start;
+	bool		median_stop;
+	MopAlgo		algo;
+	int			max_resource;	/* Hyperband, ASHA */
+	int			eta;
+	int			min_resource;	/* ASHA */
+	int			pbt_interval;
+	double		pbt_quantile;
+	double		pbt_resample;
+	int			tpe_startup;
+	double		tpe_gamma;
+} RunRequest;
+
 /* Ranked results of a run. */
 #define RESULT_SQL \
 	"SELECT m.run_id, m.id, (pg_catalog.row_number() OVER (ORDER BY " \
@@ -192,13 +223,12 @@ choose_workers(bool isnull, int requested, int partitions)
 
 /* Create the run segment with the payload and start the coordinator. */
 static dsm_segment *
-launch(const char *kind, const char *dataset, const char *space, List *configs,
-	   int workers, int epochs, int seed, bool deterministic, mop_pick pick,
-	   int64 resume_run_id, int64 replay_run_id, const int *algo,
-	   bool median_stop, int64 warm_start, const double *pbt_opts,
-	   BackgroundWorkerHandle **handle)
+launch(const RunRequest *req, BackgroundWorkerHandle **handle)
 {
-	Size		payload = strlen(kind) + strlen(dataset) + strlen(space) + 3;
+	const char *space = req->space ?
+		JsonbToCString(NULL, &req->space->root, VARSIZE(req->space)) : "null";
+	List	   *configs = NIL;
+	Size		payload = strlen(req->kind) + strlen(req->dataset) + strlen(space) + 3;
 	ListCell   *lc;
 	dsm_segment *seg;
 	MopRunShared *run;
@@ -206,8 +236,14 @@ launch(const char *kind, const char *dataset, const char *space, List *configs,
 	BackgroundWorker bgw;
 	pid_t		pid;
 
-	foreach(lc, configs)
-		payload += strlen((char *) lfirst(lc)) + 1;
+	foreach(lc, req->configs)
+	{
+		Jsonb	   *j = (Jsonb *) lfirst(lc);
+		char	   *text = JsonbToCString(NULL, &j->root, VARSIZE(j));
+
+		configs = lappend(configs, text);
+		payload += strlen(text) + 1;
+	}
 	seg = dsm_create(offsetof(MopRunShared, payload) + payload, 0);
 	run = dsm_segment_address(seg);
 	memset(run, 0, offsetof(MopRunShared, payload));
@@ -216,40 +252,34 @@ launch(const char *kind, const char *dataset, const char *space, List *configs,
 	run->database = MyDatabaseId;
 	run->user = GetUserId();
 	run->caller_latch = MyLatch;
-	run->resume_run_id = resume_run_id;
-	run->replay_run_id = replay_run_id;
-	run->n_workers = workers;
-	run->epochs = epochs;
-	run->seed = seed;
-	run->deterministic = deterministic;
-	run->pick = pick;
+	run->resume_run_id = req->resume_run_id;
+	run->replay_run_id = req->replay_run_id;
+	run->n_workers = req->workers;
+	run->epochs = req->epochs;
+	run->seed = req->seed;
+	run->deterministic = req->deterministic;
+	run->pick = req->pick;
 	run->blas_threads = mop_blas_threads;
 	run->n_models = list_length(configs);
 	run->n_configs = list_length(configs);
-	run->median_stop = median_stop;
-	run->warm_start_run_id = warm_start;
-	if (pbt_opts)
-	{
-		run->pbt_interval = (int32) pbt_opts[0];
-		run->pbt_quantile = pbt_opts[1];
-		run->pbt_resample = pbt_opts[2];
-		run->tpe_startup = (int32) pbt_opts[3];
-		run->tpe_gamma = pbt_opts[4];
-	}
-	if (algo)
-	{
-		run->algo = algo[0];
-		run->max_resource = algo[1];
-		run->eta = algo[2];
-		run->min_resource = algo[3];
-	}
+	run->median_stop = req->median_stop;
+	run->warm_start_run_id = req->warm_start;
+	run->algo = req->algo;
+	run->max_resource = req->max_resource;
+	run->eta = req->eta;
+	run->min_resource = req->min_resource;
+	run->pbt_interval = req->pbt_interval;
+	run->pbt_quantile = req->pbt_quantile;
+	run->pbt_resample = req->pbt_resample;
+	run->tpe_startup = req->tpe_startup;
+	run->tpe_gamma = req->tpe_gamma;
 	run->best_metric = NAN;
 	run->payload_len = payload;
 	p = run->payload;
-	strcpy(p, kind);
-	p += strlen(kind) + 1;
-	strcpy(p, dataset);
-	p += strlen(dataset) + 1;
+	strcpy(p, req->kind);
+	p += strlen(req->kind) + 1;
+	strcpy(p, req->dataset);
+	p += strlen(req->dataset) + 1;
 	strcpy(p, space);
 	p += strlen(space) + 1;
 	foreach(lc, configs)
@@ -461,18 +491,13 @@ return_results(FunctionCallInfo fcinfo, int64 run_id)
 
 /* Common tail of the search functions: launch, optionally wait, return. */
 static Datum
-run_search(FunctionCallInfo fcinfo, const char *kind, const char *dataset,
-		   Jsonb *space, List *configs_jsonb, int epochs, int workers, int seed,
-		   bool deterministic, mop_pick pick, bool wait, int64 resume_run_id,
-		   int64 replay_run_id, const int *algo, bool median_stop, int64 warm_start,
-		   const double *pbt_opts)
+run_search(FunctionCallInfo fcinfo, const RunRequest *req)
 {
-	List	   *configs = NIL;
-	ListCell   *lc;
 	dsm_segment *seg;
 	MopRunShared *run;
 	BackgroundWorkerHandle *handle;
 	int64		run_id;
+	bool		wait = req->wait;
 
 	if (wait && IsolationUsesXactSnapshot())
 		ereport(ERROR,
@@ -480,16 +505,7 @@ run_search(FunctionCallInfo fcinfo, const char *kind, const char *dataset,
 				 errmsg("a blocking mop run needs the READ COMMITTED isolation level"),
 				 errdetail("The run's results are committed by background workers, which a REPEATABLE READ or SERIALIZABLE snapshot cannot see."),
 				 errhint("Run it at READ COMMITTED, or pass wait => false and read mop.models later.")));
-	foreach(lc, configs_jsonb)
-	{
-		Jsonb	   *j = (Jsonb *) lfirst(lc);
-
-		configs = lappend(configs, JsonbToCString(NULL, &j->root, VARSIZE(j)));
-	}
-	seg = launch(kind, dataset,
-				 space ? JsonbToCString(NULL, &space->root, VARSIZE(space)) : "null",
-				 configs, workers, epochs, seed, deterministic, pick, resume_run_id,
-				 replay_run_id, algo, median_stop, warm_start, pbt_opts, &handle);
+	seg = launch(req, &handle);
 	run = dsm_segment_address(seg);
 	run_id = wait_started(run, handle);
 	if (wait)
@@ -574,14 +590,24 @@ mop_grid_search(PG_FUNCTION_ARGS)
 	ds = mop_dataset_lookup(dataset, false);
 	configs = mop_space_grid(space);
 	validate_configs(configs, ds);
-	return run_search(fcinfo, "grid", dataset, space, configs, epochs,
-					  choose_workers(PG_ARGISNULL(3), PG_ARGISNULL(3) ? 0 : PG_GETARG_INT32(3),
-									 ds->partitions),
-					  PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4),
-					  PG_ARGISNULL(5) ? false : PG_GETARG_BOOL(5),
-					  pick_arg(fcinfo, 6),
-					  PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7), 0, 0, NULL,
-					  parse_early_stopping(fcinfo, 8), warm_start_arg(fcinfo, 9), NULL);
+	{
+		RunRequest	req = {0};
+
+		req.kind = "grid";
+		req.dataset = dataset;
+		req.space = space;
+		req.configs = configs;
+		req.epochs = epochs;
+		req.workers = choose_workers(PG_ARGISNULL(3), PG_ARGISNULL(3) ? 0 : PG_GETARG_INT32(3),
+									 ds->partitions);
+		req.seed = PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4);
+		req.deterministic = PG_ARGISNULL(5) ? false : PG_GETARG_BOOL(5);
+		req.pick = pick_arg(fcinfo, 6);
+		req.wait = PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7);
+		req.median_stop = parse_early_stopping(fcinfo, 8);
+		req.warm_start = warm_start_arg(fcinfo, 9);
+		return run_search(fcinfo, &req);
+	}
 }
 
 /*
@@ -609,14 +635,24 @@ mop_random_search(PG_FUNCTION_ARGS)
 	ds = mop_dataset_lookup(dataset, false);
 	configs = mop_space_random(space, trials, (uint64) seed);
 	validate_configs(configs, ds);
-	return run_search(fcinfo, "random", dataset, space, configs, epochs,
-					  choose_workers(PG_ARGISNULL(4), PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4),
-									 ds->partitions),
-					  seed,
-					  PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6),
-					  pick_arg(fcinfo, 7),
-					  PG_ARGISNULL(8) ? true : PG_GETARG_BOOL(8), 0, 0, NULL,
-					  parse_early_stopping(fcinfo, 9), warm_start_arg(fcinfo, 10), NULL);
+	{
+		RunRequest	req = {0};
+
+		req.kind = "random";
+		req.dataset = dataset;
+		req.space = space;
+		req.configs = configs;
+		req.epochs = epochs;
+		req.workers = choose_workers(PG_ARGISNULL(4), PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4),
+									 ds->partitions);
+		req.seed = seed;
+		req.deterministic = PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6);
+		req.pick = pick_arg(fcinfo, 7);
+		req.wait = PG_ARGISNULL(8) ? true : PG_GETARG_BOOL(8);
+		req.median_stop = parse_early_stopping(fcinfo, 9);
+		req.warm_start = warm_start_arg(fcinfo, 10);
+		return run_search(fcinfo, &req);
+	}
 }
 
 /* The run's row: status, dataset name, partitions, shm handle; ERROR if absent. */
@@ -763,11 +799,18 @@ mop_resume(PG_FUNCTION_ARGS)
 						trials += rows[i].configs;
 			}
 			added = mop_space_random(space, trials, (uint64) seed);
-			return run_search(fcinfo, "resume", dataset, NULL, added, 0,
-							  choose_workers(PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1),
-											 partitions),
-							  0, false, MOP_PICK_RANDOM,
-							  PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), run_id, 0, NULL, false, 0, NULL);
+			{
+				RunRequest	req = {0};
+
+				req.kind = "resume";
+				req.dataset = dataset;
+				req.configs = added;
+				req.workers = choose_workers(PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1),
+											 partitions);
+				req.wait = PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2);
+				req.resume_run_id = run_id;
+				return run_search(fcinfo, &req);
+			}
 		}
 	}
 	if (PG_NARGS() > 3 && !PG_ARGISNULL(3))
@@ -778,11 +821,18 @@ mop_resume(PG_FUNCTION_ARGS)
 		added = mop_space_grid(PG_GETARG_JSONB_P(3));
 		validate_configs(added, ds);
 	}
-	return run_search(fcinfo, "resume", dataset, NULL, added, 0,
-					  choose_workers(PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1),
-									 partitions),
-					  0, false, MOP_PICK_RANDOM,
-					  PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), run_id, 0, NULL, false, 0, NULL);
+	{
+		RunRequest	req = {0};
+
+		req.kind = "resume";
+		req.dataset = dataset;
+		req.configs = added;
+		req.workers = choose_workers(PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1),
+									 partitions);
+		req.wait = PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2);
+		req.resume_run_id = run_id;
+		return run_search(fcinfo, &req);
+	}
 }
 
 /*
@@ -840,11 +890,20 @@ mop_replay(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("run %lld has no models to replay", (long long) run_id)));
-	return run_search(fcinfo, "replay", dataset, space, configs, Max(epochs, 1),
-					  choose_workers(PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1),
-									 partitions),
-					  0, false, MOP_PICK_RANDOM,
-					  PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2), 0, run_id, NULL, false, 0, NULL);
+	{
+		RunRequest	req = {0};
+
+		req.kind = "replay";
+		req.dataset = dataset;
+		req.space = space;
+		req.configs = configs;
+		req.epochs = Max(epochs, 1);
+		req.workers = choose_workers(PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1),
+									 partitions);
+		req.wait = PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2);
+		req.replay_run_id = run_id;
+		return run_search(fcinfo, &req);
+	}
 }
 
 /* Final status of a run: wait on its segment if it is live. */
@@ -1048,7 +1107,6 @@ mop_hyperband(PG_FUNCTION_ARGS)
 	int			R = PG_ARGISNULL(2) ? 0 : PG_GETARG_INT32(2);
 	int			eta = PG_ARGISNULL(3) ? 3 : PG_GETARG_INT32(3);
 	int			seed = PG_ARGISNULL(5) ? 0 : PG_GETARG_INT32(5);
-	int			algo[4];
 	int32		n,
 				trials = 0;
 	mop_hb_round *rows;
@@ -1072,16 +1130,25 @@ mop_hyperband(PG_FUNCTION_ARGS)
 	ds = mop_dataset_lookup(dataset, false);
 	configs = mop_space_random(space, trials, (uint64) seed);
 	validate_configs(configs, ds);
-	algo[0] = MOP_ALGO_HYPERBAND;
-	algo[1] = R;
-	algo[2] = eta;
-	algo[3] = 1;
-	return run_search(fcinfo, "hyperband", dataset, space, configs, R,
-					  choose_workers(PG_ARGISNULL(4), PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4),
-									 ds->partitions),
-					  seed, false,
-					  pick_arg(fcinfo, 6),
-					  PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7), 0, 0, algo, false, 0, NULL);
+	{
+		RunRequest	req = {0};
+
+		req.kind = "hyperband";
+		req.dataset = dataset;
+		req.space = space;
+		req.configs = configs;
+		req.epochs = R;
+		req.workers = choose_workers(PG_ARGISNULL(4), PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4),
+									 ds->partitions);
+		req.seed = seed;
+		req.pick = pick_arg(fcinfo, 6);
+		req.wait = PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7);
+		req.algo = MOP_ALGO_HYPERBAND;
+		req.max_resource = R;
+		req.eta = eta;
+		req.min_resource = 1;
+		return run_search(fcinfo, &req);
+	}
 }
 
 /*
@@ -1103,7 +1170,6 @@ mop_asha(PG_FUNCTION_ARGS)
 	int			r_min = PG_ARGISNULL(4) ? 1 : PG_GETARG_INT32(4);
 	int			trials = PG_ARGISNULL(5) ? 20 : PG_GETARG_INT32(5);
 	int			seed = PG_ARGISNULL(7) ? 0 : PG_GETARG_INT32(7);
-	int			algo[4];
 	MopDataset *ds;
 	List	   *configs;
 	int			epochs_unused;
@@ -1123,16 +1189,43 @@ mop_asha(PG_FUNCTION_ARGS)
 	ds = mop_dataset_lookup(dataset, false);
 	configs = mop_space_random(space, trials, (uint64) seed);
 	validate_configs(configs, ds);
-	algo[0] = MOP_ALGO_ASHA;
-	algo[1] = R;
-	algo[2] = eta;
-	algo[3] = r_min;
-	return run_search(fcinfo, "asha", dataset, space, configs, R,
-					  choose_workers(PG_ARGISNULL(6), PG_ARGISNULL(6) ? 0 : PG_GETARG_INT32(6),
-									 ds->partitions),
-					  seed, false,
-					  pick_arg(fcinfo, 8),
-					  PG_ARGISNULL(9) ? true : PG_GETARG_BOOL(9), 0, 0, algo, false, 0, NULL);
+	{
+		RunRequest	req = {0};
+
+		req.kind = "asha";
+		req.dataset = dataset;
+		req.space = space;
+		req.configs = configs;
+		req.epochs = R;
+		req.workers = choose_workers(PG_ARGISNULL(6), PG_ARGISNULL(6) ? 0 : PG_GETARG_INT32(6),
+									 ds->partitions);
+		req.seed = seed;
+		req.pick = pick_arg(fcinfo, 8);
+		req.wait = PG_ARGISNULL(9) ? true : PG_GETARG_BOOL(9);
+		req.algo = MOP_ALGO_ASHA;
+		req.max_resource = R;
+		req.eta = eta;
+		req.min_resource = r_min;
+		return run_search(fcinfo, &req);
+	}
+}
+
+/* A described space PBT or TPE can search: 1..32 parameters, valid. */
+static void
+check_numeric_space(MopSpaceDesc *desc, const char *what)
+{
+	char		err[256];
+
+	if (desc->n_params < 1 || desc->n_params > MOP_PBT_MAX_PARAMS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s needs 1 to %d hyperparameters to search, the space has %d",
+						what, MOP_PBT_MAX_PARAMS, desc->n_params),
+				 errhint("Give a list or a distribution for at least one hyperparameter, e.g. \"learning_rate\": {\"loguniform\": [1e-4, 1e-1]}.")));
+	if (mop_params_check(desc->params, desc->n_params, err, sizeof(err)) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid search space: %s", err)));
 }
 
 /*
@@ -1157,14 +1250,11 @@ mop_pbt_sql(PG_FUNCTION_ARGS)
 	double		quantile = PG_ARGISNULL(5) ? 0.25 : PG_GETARG_FLOAT8(5);
 	double		resample = PG_ARGISNULL(6) ? 0.25 : PG_GETARG_FLOAT8(6);
 	int			seed = PG_ARGISNULL(8) ? 0 : PG_GETARG_INT32(8);
-	int			algo[4] = {MOP_ALGO_PBT, 0, 0, 1};
-	double		opts[5] = {0, 0, 0, 0, 0};
 	MopSpaceDesc *desc;
 	MopDataset *ds;
 	mop_pbt_opts o;
 	mop_pbt    *p;
 	List	   *configs = NIL;
-	char		err[256];
 
 	common_args(fcinfo, 3, &dataset, &space, &epochs);
 	if (population < 2 || population > 10000)
@@ -1194,16 +1284,7 @@ mop_pbt_sql(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("invalid search space parameter \"model\": PBT copies weights between members, so they share one architecture"),
 					 errhint("Give one architecture and lists or distributions for the hyperparameters.")));
-	if (desc->n_params < 1 || desc->n_params > MOP_PBT_MAX_PARAMS)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("PBT needs 1 to %d hyperparameters to explore, the space has %d",
-						MOP_PBT_MAX_PARAMS, desc->n_params),
-				 errhint("Give a list or a distribution for at least one hyperparameter, e.g. \"learning_rate\": {\"loguniform\": [1e-4, 1e-1]}.")));
-	if (mop_params_check(desc->params, desc->n_params, err, sizeof(err)) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid search space: %s", err)));
+	check_numeric_space(desc, "PBT");
 	o.quantile = quantile;
 	o.resample_p = resample;
 	o.down = 0.8;
@@ -1217,14 +1298,25 @@ mop_pbt_sql(PG_FUNCTION_ARGS)
 	mop_pbt_free(p);
 	ds = mop_dataset_lookup(dataset, false);
 	validate_configs(configs, ds);
-	opts[0] = interval;
-	opts[1] = quantile;
-	opts[2] = resample;
-	return run_search(fcinfo, "pbt", dataset, space, configs, epochs,
-					  choose_workers(PG_ARGISNULL(7), PG_ARGISNULL(7) ? 0 : PG_GETARG_INT32(7),
-									 ds->partitions),
-					  seed, false, pick_arg(fcinfo, -1),
-					  PG_ARGISNULL(9) ? true : PG_GETARG_BOOL(9), 0, 0, algo, false, 0, opts);
+	{
+		RunRequest	req = {0};
+
+		req.kind = "pbt";
+		req.dataset = dataset;
+		req.space = space;
+		req.configs = configs;
+		req.epochs = epochs;
+		req.workers = choose_workers(PG_ARGISNULL(7), PG_ARGISNULL(7) ? 0 : PG_GETARG_INT32(7),
+									 ds->partitions);
+		req.seed = seed;
+		req.pick = pick_arg(fcinfo, -1);
+		req.wait = PG_ARGISNULL(9) ? true : PG_GETARG_BOOL(9);
+		req.algo = MOP_ALGO_PBT;
+		req.pbt_interval = interval;
+		req.pbt_quantile = quantile;
+		req.pbt_resample = resample;
+		return run_search(fcinfo, &req);
+	}
 }
 
 /*
@@ -1246,12 +1338,9 @@ mop_tpe_sql(PG_FUNCTION_ARGS)
 	int			n_startup = PG_ARGISNULL(4) ? 10 : PG_GETARG_INT32(4);
 	double		gamma = PG_ARGISNULL(5) ? 0.1 : PG_GETARG_FLOAT8(5);
 	int			seed = PG_ARGISNULL(7) ? 0 : PG_GETARG_INT32(7);
-	int			algo[4] = {MOP_ALGO_TPE, 0, 0, 1};
-	double		opts[5] = {1, 0.25, 0.25, 0, 0};
 	MopSpaceDesc *desc;
 	MopDataset *ds;
 	List	   *configs;
-	char		err[256];
 
 	common_args(fcinfo, 3, &dataset, &space, &epochs);
 	if (trials < 1 || trials > 100000)
@@ -1270,24 +1359,27 @@ mop_tpe_sql(PG_FUNCTION_ARGS)
 				 errmsg("invalid value for \"gamma\": %g", gamma),
 				 errhint("gamma, the fraction of good trials, is in (0, 1].")));
 	desc = mop_space_describe(space);
-	if (desc->n_params < 1 || desc->n_params > 32)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("TPE needs 1 to 32 hyperparameters to search, the space has %d", desc->n_params),
-				 errhint("Give a list or a distribution for at least one hyperparameter.")));
-	if (mop_params_check(desc->params, desc->n_params, err, sizeof(err)) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid search space: %s", err)));
+	check_numeric_space(desc, "TPE");
 	/* configurations from the prior: every one must be valid for the dataset */
 	ds = mop_dataset_lookup(dataset, false);
 	configs = mop_space_random(space, trials, (uint64) seed);
 	validate_configs(configs, ds);
-	opts[3] = n_startup;
-	opts[4] = gamma;
-	return run_search(fcinfo, "tpe", dataset, space, configs, epochs,
-					  choose_workers(PG_ARGISNULL(6), PG_ARGISNULL(6) ? 0 : PG_GETARG_INT32(6),
-									 ds->partitions),
-					  seed, false, pick_arg(fcinfo, -1),
-					  PG_ARGISNULL(8) ? true : PG_GETARG_BOOL(8), 0, 0, algo, false, 0, opts);
+	{
+		RunRequest	req = {0};
+
+		req.kind = "tpe";
+		req.dataset = dataset;
+		req.space = space;
+		req.configs = configs;
+		req.epochs = epochs;
+		req.workers = choose_workers(PG_ARGISNULL(6), PG_ARGISNULL(6) ? 0 : PG_GETARG_INT32(6),
+									 ds->partitions);
+		req.seed = seed;
+		req.pick = pick_arg(fcinfo, -1);
+		req.wait = PG_ARGISNULL(8) ? true : PG_GETARG_BOOL(8);
+		req.algo = MOP_ALGO_TPE;
+		req.tpe_startup = n_startup;
+		req.tpe_gamma = gamma;
+		return run_search(fcinfo, &req);
+	}
 }
