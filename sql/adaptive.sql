@@ -117,6 +117,14 @@ SELECT coalesce(bool_and(m.config = last.hyperparameters), true) AS config_follo
                  WHERE d.model_id = m.id AND d.action = 'exploit' ORDER BY d.id DESC LIMIT 1) last ON true
  WHERE m.run_id = :pbt_run;
 
+-- the winning schedule is read back from the lineage
+SELECT bool_and(s.n >= 1 AND s.last_by = m.id AND s.configs_known AND s.epochs > 0) AS schedules_ok
+  FROM mop.models m
+  CROSS JOIN LATERAL (SELECT count(*) AS n, (array_agg(trained_by ORDER BY segment DESC))[1] AS last_by,
+                             bool_and(config IS NOT NULL) AS configs_known, sum(epochs) AS epochs
+                        FROM mop_pbt_schedule(m.id)) s
+ WHERE m.run_id = :pbt_run;
+
 -- TPE: random startup proposals, then proposals from the completed results,
 -- at most one trial in flight per worker
 CREATE TEMP TABLE tpe AS

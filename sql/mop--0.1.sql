@@ -587,3 +587,41 @@ CREATE FUNCTION @extschema@.mop_tpe(
 	SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.mop_tpe(text, jsonb, int, int, int, float8, int, int, boolean)
 	IS 'Tree-structured Parzen Estimator on model hopper parallelism: proposals from completed results whenever a worker would idle';
+
+CREATE FUNCTION @extschema@.mop_pbt_schedule(model_id bigint)
+	RETURNS TABLE (segment int, trained_by bigint, epochs int, config jsonb)
+	LANGUAGE sql STABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+	BEGIN ATOMIC
+		WITH RECURSIVE chain AS (
+			-- the model's current weights, trained up to its last epoch
+			SELECT 0 AS depth, m.id AS member, m.epochs_done AS until_epoch
+			  FROM mop.models m WHERE m.id OPERATOR(pg_catalog.=) mop_pbt_schedule.model_id
+			UNION ALL
+			-- before its last exploit up to then, the weights were the parent's
+			SELECT c.depth OPERATOR(pg_catalog.+) 1, x.parent_model_id, x.to_resource
+			  FROM chain c
+			  CROSS JOIN LATERAL (
+				SELECT d.parent_model_id, d.to_resource FROM mop.decisions d
+				 WHERE d.model_id OPERATOR(pg_catalog.=) c.member AND d.action OPERATOR(pg_catalog.=) 'exploit'
+				   AND d.from_resource OPERATOR(pg_catalog.<=) c.until_epoch
+				 ORDER BY d.id DESC LIMIT 1) x
+			 WHERE c.depth OPERATOR(pg_catalog.<) 1000
+		)
+		SELECT (pg_catalog.row_number() OVER (ORDER BY c.depth DESC))::int,
+			   c.member,
+			   c.until_epoch OPERATOR(pg_catalog.-) COALESCE(s.from_resource, 0),
+			   s.hyperparameters
+		  FROM chain c
+		  CROSS JOIN LATERAL (
+			-- the configuration the member trained with: set by its last
+			-- exploit before until_epoch, or its starting one
+			SELECT d.from_resource, d.hyperparameters FROM mop.decisions d
+			 WHERE d.model_id OPERATOR(pg_catalog.=) c.member
+			   AND d.action OPERATOR(pg_catalog.=) ANY ('{new,exploit}'::text[])
+			   AND d.from_resource OPERATOR(pg_catalog.<=) c.until_epoch
+			 ORDER BY d.id DESC LIMIT 1) s
+		 ORDER BY 1;
+	END;
+COMMENT ON FUNCTION @extschema@.mop_pbt_schedule(bigint)
+	IS 'the hyperparameter schedule a PBT member''s weights were trained with, oldest segment first (from its exploit lineage)';

@@ -284,6 +284,18 @@ create_run(void)
 	if (run->algo == MOP_ALGO_FIXED || run->algo == MOP_ALGO_PBT)
 		for (int i = 0; i < run->n_configs; i++)
 			insert_model(run_id, i, run->epochs);
+	if (run->algo == MOP_ALGO_PBT)
+	{
+		/* a PBT member's starting configuration opens its lineage */
+		Oid			pt[1] = {INT8OID};
+		Datum		pv[1] = {Int64GetDatum(run_id)};
+
+		exec_sql("INSERT INTO mop.decisions (run_id, model_id, action, why, reason, "
+				 "from_resource, to_resource, hyperparameters) "
+				 "SELECT run_id, id, 'new', 'start', 'PBT member drawn from the space', 0, "
+				 "epochs_done, config FROM mop.models WHERE run_id OPERATOR(pg_catalog.=) $1 ORDER BY id",
+				 1, pt, pv, SPI_OK_INSERT);
+	}
 	commit_tx();
 	SpinLockAcquire(&run->mutex);
 	run->run_id = run_id;
