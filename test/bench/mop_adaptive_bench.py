@@ -1,0 +1,385 @@
+#!/usr/bin/python3
+"""Issue 5 benchmarks (adaptive search), run by run_adaptive_bench.sh.
+
+  compare   Hyperband, ASHA, TPE vs grid and random search on one space with
+            (nearly) the same total budget in epochs; best validation accuracy,
+            time to it, time to fixed targets, total wall.
+  converge  scheduler => 'convergence' vs 'random' on a grid with few good
+            configurations (2 of 10 learning rates), interleaved repetitions;
+            time to a target validation accuracy.
+  optuna    mop_hyperband vs Optuna 3.1 (TPESampler + HyperbandPruner) driving
+            PyTorch on CPU in 2 processes (1 thread each), same space, same
+            R/eta, same trial count; time to common accuracy targets.
+
+Times of a mop run are measured from mop.runs.started_at to
+mop.epochs.finished_at (the validation of that epoch included); the
+client-side wall of the SQL call is reported too.  Epochs trained =
+count(mop.hops) / partitions (sub-epochs / 2).
+"""
+import argparse
+import json
+import multiprocessing as mp
+import os
+import sys
+import time
+
+import numpy as np
+
+from mop_bench_common import (MLP_A, MLP_B, arch_name, connect, loadavg, median,
+                              save, utcnow, wait_quiet)
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".cache", "adaptive")
+os.makedirs(OUT, exist_ok=True)
+
+SPACE = {"model": [MLP_A, MLP_B], "optimizer": "adam",
+         "learning_rate": {"loguniform": [1e-4, 1e-1]}, "batch_size": [32, 128, 512], "seed": 1}
+GRID = dict(SPACE, learning_rate=[1e-4, 1e-3, 1e-2, 1e-1])          # 24 configurations
+TARGETS = (0.85, 0.87, 0.88)
+
+
+def sql1(k, q, a=()):
+    k.execute(q, a)
+    return k.fetchone()
+
+
+def run_mop(k, call, args):
+    """Run one blocking mop call; return its measurements from the catalog."""
+    t0 = time.time()
+    k.execute(call, args)
+    rows = k.fetchall()
+    wall = time.time() - t0
+    rid = rows[0][0]
+    st = sql1(k, "SELECT status, extract(epoch FROM finished_at - started_at), options FROM mop.runs WHERE id = %s", (rid,))
+    k.execute("""SELECT extract(epoch FROM e.finished_at - r.started_at), e.valid_metric, e.model_id, e.epoch
+                   FROM mop.epochs e JOIN mop.models m ON m.id = e.model_id JOIN mop.runs r ON r.id = m.run_id
+                  WHERE m.run_id = %s ORDER BY e.finished_at""", (rid,))
+    curve = [(float(t), float(a) if a is not None else float("nan"), int(m), int(e)) for t, a, m, e in k.fetchall()]
+    hops = sql1(k, "SELECT count(*) FROM mop.hops WHERE run_id = %s", (rid,))[0]
+    parts = sql1(k, "SELECT d.partitions FROM mop.datasets d JOIN mop.runs r ON r.dataset_id = d.id WHERE r.id = %s", (rid,))[0]
+    nmodels = sql1(k, "SELECT count(*) FROM mop.models WHERE run_id = %s", (rid,))[0]
+    k.execute("SELECT action, count(*) FROM mop.decisions WHERE run_id = %s GROUP BY 1 ORDER BY 1", (rid,))
+    dec = dict(k.fetchall())
+    best_cfg = None
+    if rows:
+        best_cfg = rows[0][9]
+    return dict(run_id=rid, status=st[0], run_s=float(st[1]), wall=wall, curve=curve, epochs=hops / parts,
+                models=nmodels, decisions=dec, best_config=best_cfg, options=st[2])
+
+
+def summarize(curve, targets=TARGETS):
+    """curve: [(t, acc, ...)] in time order -> best, time to best, time to targets."""
+    good = [c for c in curve if c[1] == c[1]]
+    best = max(c[1] for c in good)
+    t_best = min(c[0] for c in good if c[1] == best)
+    tt = {}
+    for tg in targets:
+        hit = [c[0] for c in good if c[1] >= tg]
+        tt[tg] = min(hit) if hit else None
+    return best, t_best, tt
+
+
+def fmt_t(x):
+    return "not reached" if x is None else f"{x:.1f}"
+
+
+def cfg_str(c):
+    if not c:
+        return "?"
+    return f"{arch_name(c['model'])} lr={c['learning_rate']:.3g} bs={c['batch_size']}"
+
+
+# ---------------------------------------------------------------- compare
+def phase_compare(args):
+    sp, gr = json.dumps(SPACE), json.dumps(GRID)
+    methods = [
+        ("hyperband", "SELECT * FROM mop_hyperband('fashion', %s::jsonb, max_resource => 9, eta => 3, workers => 2, seed => %s)", sp,
+         "R=9, eta=3 (3 brackets, 17 configurations)"),
+        ("asha", "SELECT * FROM mop_asha('fashion', %s::jsonb, max_resource => 9, eta => 3, min_resource => 1, max_trials => 30, workers => 2, seed => %s)", sp,
+         "R=9, eta=3, min 1, 30 trials"),
+        ("tpe", "SELECT * FROM mop_tpe('fashion', %s::jsonb, trials => 23, epochs => 3, n_startup => 8, workers => 2, seed => %s)", sp,
+         "23 trials x 3 epochs, 8 startup"),
+        ("random", "SELECT * FROM mop_random_search('fashion', %s::jsonb, trials => 8, epochs => 9, workers => 2, seed => %s)", sp,
+         "8 trials x 9 epochs"),
+        ("grid", "SELECT * FROM mop_grid_search('fashion', %s::jsonb, epochs => 3, workers => 2, seed => %s)", gr,
+         "24 configs (lr 1e-4,1e-3,1e-2,1e-1) x 3 epochs"),
+    ]
+    c = connect()
+    k = c.cursor()
+    k.execute("LOAD 'mop'")
+    print(f"space: {sp}")
+    print(f"grid space: learning_rate {GRID['learning_rate']}; mop.scheduler = {sql1(k, 'SHOW mop.scheduler')[0]}")
+    R = {}
+    for rep in range(1, args.reps + 1):
+        order = methods if rep % 2 else list(reversed(methods))
+        for name, q, s, desc in order:
+            wait_quiet()
+            la = loadavg()
+            d = run_mop(k, q, (s, rep))
+            d["load"] = la
+            d["desc"] = desc
+            R.setdefault(name, []).append(d)
+            b, tb, tt = summarize(d["curve"])
+            print(f"  rep {rep} {name} (run {d['run_id']}, {d['status']}): best {b:.4f} at {tb:.1f}s; "
+                  + ", ".join(f"to {t}: {fmt_t(v)}s" for t, v in tt.items())
+                  + f"; run {d['run_s']:.1f}s (call {d['wall']:.1f}s); {d['epochs']:.0f} epochs, {d['models']} models; "
+                  f"decisions {d['decisions']}; best {cfg_str(d['best_config'])}; load before {la}", flush=True)
+    print()
+    print("| method | settings | epochs trained | configurations | best valid acc | time to best (s) | "
+          + " | ".join(f"time to {t} (s)" for t in TARGETS) + " | total wall (s) | best configuration |")
+    print("|---|---|---|---|---|---|" + "---|" * len(TARGETS) + "---|---|")
+    for name, q, s, desc in methods:
+        for d in R[name]:
+            b, tb, tt = summarize(d["curve"])
+            print(f"| {name} | {desc} | {d['epochs']:.0f} | {d['models']} | {b:.4f} | {tb:.1f} | "
+                  + " | ".join(fmt_t(tt[t]) for t in TARGETS) + f" | {d['run_s']:.1f} | {cfg_str(d['best_config'])} |")
+    print(f"finished {utcnow()}; load {loadavg()}")
+    save_json("compare.json", R)
+
+
+# ---------------------------------------------------------------- converge
+CONV_SPACE = {"model": MLP_A, "optimizer": "adam", "batch_size": 256, "seed": 1,
+              "learning_rate": [1e-6, 2e-6, 4e-6, 8e-6, 1e-3, 2e-3, 0.5, 1.0, 2.0, 4.0]}
+CONV_TARGETS = (0.87, 0.88, 0.885)
+
+
+def phase_converge(args):
+    c = connect()
+    k = c.cursor()
+    sp = json.dumps(CONV_SPACE)
+    print(f"space: {sp}; epochs {args.epochs}; target {CONV_TARGETS}")
+    R = {"convergence": [], "random": []}
+    for rep in range(1, args.reps + 1):
+        order = ["random", "convergence"] if rep % 2 else ["convergence", "random"]
+        for sch in order:
+            wait_quiet()
+            la = loadavg()
+            d = run_mop(k, "SELECT * FROM mop_grid_search('fashion', %s::jsonb, epochs => %s, workers => 2, seed => %s, scheduler => %s)",
+                        (sp, args.epochs, rep, sch))
+            d["load"] = la
+            R[sch].append(d)
+            b, tb, tt = summarize(d["curve"], CONV_TARGETS)
+            # epochs trained by the two good configurations before the first target hit
+            print(f"  rep {rep} {sch} (run {d['run_id']}, seed {rep}): " + ", ".join(f"to {t}: {fmt_t(v)}s" for t, v in tt.items())
+                  + f"; best {b:.4f} at {tb:.1f}s; run {d['run_s']:.1f}s; {d['epochs']:.0f} epochs; load before {la}", flush=True)
+            order_s = []
+            for t, a, m, e in d["curve"][:12]:
+                order_s.append(f"m{m}e{e}:{a:.3f}@{t:.0f}s")
+            print("     first 12 epochs finished: " + " ".join(order_s))
+    print()
+    print("| scheduler | rep (seed) | " + " | ".join(f"time to {t} (s)" for t in CONV_TARGETS) + " | best | total (s) |")
+    print("|---|---|" + "---|" * len(CONV_TARGETS) + "---|---|")
+    for sch in ("random", "convergence"):
+        for i, d in enumerate(R[sch]):
+            b, tb, tt = summarize(d["curve"], CONV_TARGETS)
+            print(f"| {sch} | {i + 1} | " + " | ".join(fmt_t(tt[t]) for t in CONV_TARGETS) + f" | {b:.4f} | {d['run_s']:.1f} |")
+    for t in CONV_TARGETS:
+        med = {}
+        for sch in R:
+            v = [summarize(d["curve"], CONV_TARGETS)[2][t] for d in R[sch]]
+            med[sch] = median([x if x is not None else float("inf") for x in v])
+        print(f"RESULT time to {t}: median random {med['random']:.1f}s, convergence {med['convergence']:.1f}s, "
+              f"ratio random/convergence {med['random'] / med['convergence']:.2f}x")
+    print(f"finished {utcnow()}; load {loadavg()}")
+    save_json("converge.json", R)
+
+
+# ---------------------------------------------------------------- optuna
+def load_torch():
+    """What the user's script does before training: read + preprocess."""
+    import torch
+    c = connect()
+    k = c.cursor()
+    k.execute("SELECT label, pixels FROM fashion_train")
+    rows = k.fetchall()
+    c.close()
+    labels = sorted(set(r[0] for r in rows))
+    idx = {l: i for i, l in enumerate(labels)}
+    x = np.asarray([r[1] for r in rows], dtype=np.float32)
+    y = np.asarray([idx[r[0]] for r in rows], dtype=np.int64)
+    perm = np.random.default_rng(1).permutation(len(y))
+    nv = int(round(0.1 * len(y)))
+    vx, vy, tx, ty = x[perm[:nv]], y[perm[:nv]], x[perm[nv:]], y[perm[nv:]]
+    mean = tx.mean(0)
+    std = tx.std(0)
+    std[std == 0] = 1
+    tx = (tx - mean) / std
+    vx = (vx - mean) / std
+    return torch.from_numpy(tx), torch.from_numpy(ty), torch.from_numpy(vx), torch.from_numpy(vy)
+
+
+DATA = None
+
+
+def optuna_worker(storage, study_name, n_trials, t0, logpath, seed):
+    import optuna
+    import torch
+    import torch.nn as tnn
+    torch.set_num_threads(1)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    tx, ty, vx, vy = DATA
+    study = optuna.load_study(study_name=study_name,
+                              storage=optuna.storages.RDBStorage(storage, engine_kwargs={"connect_args": {"timeout": 60}}),
+                              sampler=optuna.samplers.TPESampler(seed=seed),
+                              pruner=optuna.pruners.HyperbandPruner(min_resource=1, max_resource=9, reduction_factor=3))
+    log = open(logpath, "a")
+
+    def objective(trial):
+        arch = trial.suggest_categorical("model", ["784-256-128-10", "784-512-10"])
+        lr = trial.suggest_float("learning_rate", 1e-4, 1e-1, log=True)
+        bs = trial.suggest_categorical("batch_size", [32, 128, 512])
+        torch.manual_seed(1)
+        units = [256, 128, 10] if arch == "784-256-128-10" else [512, 10]
+        layers, d = [], 784
+        for i, u in enumerate(units):
+            layers.append(tnn.Linear(d, u))
+            d = u
+            if i < len(units) - 1:
+                layers.append(tnn.ReLU())
+        net = tnn.Sequential(*layers)
+        opt = torch.optim.Adam(net.parameters(), lr=lr, foreach=True)
+        lossf = tnn.CrossEntropyLoss()
+        g = torch.Generator().manual_seed(trial.number)
+        acc = 0.0
+        for epoch in range(1, 10):
+            perm = torch.randperm(len(ty), generator=g)
+            net.train()
+            for off in range(0, len(ty), bs):
+                i = perm[off:off + bs]
+                opt.zero_grad(set_to_none=True)
+                loss = lossf(net(tx[i]), ty[i])
+                loss.backward()
+                opt.step()
+            net.eval()
+            with torch.no_grad():
+                acc = (net(vx).argmax(1) == vy).float().mean().item()
+            if acc != acc:
+                acc = 0.0
+            log.write(json.dumps([time.time() - t0, acc, trial.number, epoch, arch, lr, bs]) + "\n")
+            log.flush()
+            trial.report(acc, epoch)
+            if trial.should_prune():
+                raise optuna.TrialPruned()
+        return acc
+
+    study.optimize(objective, n_trials=n_trials)
+
+
+def run_optuna(n_trials, rep):
+    global DATA
+    import optuna
+    db = f"/tmp/mopadapt_optuna_{os.getpid()}_{rep}.db"
+    logpath = os.path.join(OUT, f"optuna_rep{rep}.jsonl")
+    for p in (db, logpath):
+        if os.path.exists(p):
+            os.remove(p)
+    storage = f"sqlite:///{db}"
+    t0 = time.time()
+    DATA = load_torch()
+    t_load = time.time() - t0
+    st = optuna.storages.RDBStorage(storage, engine_kwargs={"connect_args": {"timeout": 60}})
+    optuna.create_study(study_name="fmnist", storage=st, direction="maximize")
+    per = [n_trials - n_trials // 2, n_trials // 2]
+    ps = [mp.get_context("fork").Process(target=optuna_worker, args=(storage, "fmnist", per[i], t0, logpath, 100 * rep + i))
+          for i in range(2)]
+    for p in ps:
+        p.start()
+    for p in ps:
+        p.join()
+    wall = time.time() - t0
+    DATA = None
+    curve = []
+    with open(logpath) as f:
+        for line in f:
+            t, a, tn, e, arch, lr, bs = json.loads(line)
+            curve.append((t, a, tn, e, arch, lr, bs))
+    curve.sort()
+    study = optuna.load_study(study_name="fmnist", storage=storage)
+    states = {}
+    for tr in study.trials:
+        states[tr.state.name] = states.get(tr.state.name, 0) + 1
+    os.remove(db)
+    return dict(wall=wall, load=t_load, curve=curve, epochs=len(curve), trials=len(study.trials), states=states)
+
+
+def phase_optuna(args):
+    import optuna
+    import torch
+    print(f"optuna {optuna.__version__}; torch {torch.__version__} (" +
+          "; ".join(l.strip() for l in torch.__config__.show().splitlines() if "BLAS_INFO" in l or "CPU capability" in l)[:160] + ")")
+    c = connect()
+    k = c.cursor()
+    sp = json.dumps(SPACE)
+    # mop_prepare of a scratch copy: what the mop side spends on data loading
+    wait_quiet()
+    k.execute("SELECT mop_drop_dataset('e2e') FROM mop.datasets WHERE name = 'e2e'")
+    t0 = time.time()
+    k.execute("SELECT * FROM mop_prepare('fashion_train', 'label', ARRAY['pixels'], 'e2e', partitions => 2, "
+              "validation => 0.1, shape => ARRAY[28, 28, 1], seed => 1)")
+    t_prep = time.time() - t0
+    k.execute("SELECT mop_drop_dataset('e2e')")
+    print(f"  mop_prepare (60000 rows, 2 partitions, 10% validation, standardised): {t_prep:.1f}s")
+    R = {"mop": [], "optuna": []}
+    for rep in range(1, args.reps + 1):
+        order = ["mop", "optuna"] if rep % 2 else ["optuna", "mop"]
+        for who in order:
+            wait_quiet()
+            la = loadavg()
+            if who == "mop":
+                d = run_mop(k, "SELECT * FROM mop_hyperband('fashion', %s::jsonb, max_resource => 9, eta => 3, workers => 2, seed => %s)",
+                            (sp, 10 + rep))
+                d["prepare"] = t_prep
+            else:
+                d = run_optuna(17, rep)
+            d["load_before"] = la
+            R[who].append(d)
+            b, tb, tt = summarize(d["curve"])
+            extra = (f"run {d['run_s']:.1f}s, {d['epochs']:.0f} epochs, {d['models']} configs" if who == "mop" else
+                     f"wall {d['wall']:.1f}s incl. read+preprocess {d['load']:.1f}s, {d['epochs']} epochs, {d['trials']} trials {d['states']}")
+            print(f"  rep {rep} {who}: best {b:.4f} at {tb:.1f}s; " + ", ".join(f"to {t}: {fmt_t(v)}s" for t, v in tt.items())
+                  + f"; {extra}; load before {la}", flush=True)
+    print()
+    allt = sorted(set(TARGETS))
+    print("| side | rep | what the clock includes | epochs trained | best valid acc | time to best (s) | "
+          + " | ".join(f"time to {t} (s)" for t in allt) + " | total (s) |")
+    print("|---|---|---|---|---|---|" + "---|" * len(allt) + "---|")
+    for who in ("mop", "optuna"):
+        for i, d in enumerate(R[who]):
+            b, tb, tt = summarize(d["curve"], allt)
+            inc = ("mop_hyperband from mop.runs.started_at (data already prepared; mop_prepare %.1fs not included)" % d["prepare"]
+                   if who == "mop" else "script start: psycopg2 read + numpy preprocess (%.1fs) + 2 forked processes" % d["load"])
+            tot = d["run_s"] if who == "mop" else d["wall"]
+            print(f"| {who} | {i + 1} | {inc} | {d['epochs']:.0f} | {b:.4f} | {tb:.1f} | "
+                  + " | ".join(fmt_t(tt[t]) for t in allt) + f" | {tot:.1f} |")
+    # speedups on medians, mop both without and with mop_prepare; optuna both with and without its load
+    for t in allt:
+        mm = [summarize(d["curve"], allt)[2][t] for d in R["mop"]]
+        oo = [summarize(d["curve"], allt)[2][t] for d in R["optuna"]]
+        if None in mm or None in oo:
+            print(f"RESULT target {t}: mop {mm}, optuna {oo} (not reached by every run)")
+            continue
+        m, o = median(mm), median(oo)
+        ol = median([x - d["load"] for x, d in zip(oo, R["optuna"])])
+        print(f"RESULT target {t}: mop {m:.1f}s (+ mop_prepare {t_prep:.1f}s = {m + t_prep:.1f}s), "
+              f"optuna {o:.1f}s (training only {ol:.1f}s): speedup {o / m:.2f}x like-for-like without loading "
+              f"({ol:.1f}/{m:.1f} = {ol / m:.2f}x), with loading {(o) / (m + t_prep):.2f}x")
+    # mop's own best as the target
+    mb = median([summarize(d["curve"])[0] for d in R["mop"]])
+    print(f"mop best (median) {mb:.4f}; optuna reached it: "
+          + ", ".join(fmt_t(summarize(d["curve"], (mb,))[2][mb]) for d in R["optuna"]))
+    print(f"finished {utcnow()}; load {loadavg()}")
+    save_json("optuna.json", R)
+
+
+def save_json(name, obj):
+    with open(os.path.join(OUT, name), "w") as f:
+        json.dump(obj, f, indent=1, default=str)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("phase", choices=["compare", "converge", "optuna"])
+    ap.add_argument("--reps", type=int, default=1)
+    ap.add_argument("--epochs", type=int, default=6)
+    a = ap.parse_args()
+    print(f"{a.phase}: {utcnow()}; load {loadavg()}", flush=True)
+    {"compare": phase_compare, "converge": phase_converge, "optuna": phase_optuna}[a.phase](a)

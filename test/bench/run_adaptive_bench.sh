@@ -1,0 +1,86 @@
+#!/bin/bash
+# run_adaptive_bench.sh -- the benchmarks of issue 5 (adaptive search) on
+# Fashion-MNIST, in a private throwaway cluster of its own (by default
+# /tmp/mopadapt, port 55433, so it never touches run_mop_bench.sh's cluster).
+# Reuses test/bench/mop_bench_lib.sh (cluster helpers, environment line) and
+# mop_bench_common.py (wait_quiet, helpers).
+#
+#   bash test/bench/run_adaptive_bench.sh [phase ...]
+#
+# phases (default: all, in this order: setup optuna converge compare):
+#   setup    build mop (pinned commit, default HEAD) into $MOPB_DIR, start the
+#            cluster, load fashion_train, mop_prepare 'fashion' (2 partitions,
+#            10% validation, seed 1)
+#   compare  5.1: hyperband / asha / tpe / grid / random, same space, ~same epochs
+#   converge 5.2: scheduler 'convergence' vs 'random' on a space with few good
+#            configurations, interleaved repetitions (CONV_REPS, default 2)
+#   optuna   5.3: mop_hyperband vs Optuna 3.1 (TPE + HyperbandPruner) driving
+#            PyTorch CPU on 2 processes (OPT_REPS, default 1)
+# Output: stdout and test/bench/.cache/adaptive/<phase>.log (+ .json).
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT"
+export MOPB_DIR=${MOPB_DIR:-/tmp/mopadapt}
+export MOPB_PORT=${MOPB_PORT:-55433}
+source test/bench/mop_bench_lib.sh
+OUTD=test/bench/.cache/adaptive
+mkdir -p "$OUTD"
+PHASES=${*:-setup optuna converge compare}
+
+phase_setup() {
+	local sha
+	sha=$(git rev-parse "${MOPB_COMMIT:-HEAD}") || return 1
+	if [ "$(cat "$MOPB_DIR/commit" 2>/dev/null)" != "$sha" ]; then
+		[ -d "$MOPB_DIR/data" ] && mopb_cluster_down 2>/dev/null
+		rm -rf "$MOPB_DIR"
+		mkdir -p "$MOPB_DIR/build" "$MOPB_DIR/lib" && chown postgres "$MOPB_DIR"
+		git archive "$sha" | tar -x -C "$MOPB_DIR/build" || return 1
+		make -s -C "$MOPB_DIR/build" -j2 >"$MOPB_DIR/build.log" 2>&1 || { tail -20 "$MOPB_DIR/build.log"; return 1; }
+		cp "$MOPB_DIR/build/mop.so" "$MOPB_DIR/lib/mop.so"
+		chmod -R a+rX "$MOPB_DIR/lib"
+		echo "$sha" >"$MOPB_DIR/commit"
+	fi
+	mopb_cluster_up || return 1
+	if [ "$($PSQL -tAc "select count(*) from pg_namespace where nspname = 'mop'")" != 1 ]; then
+		sed -e '/^\\echo/d' -e '/pg_extension_config_dump/d' -e 's/@extschema@/public/g' \
+			-e "s/'MODULE_PATHNAME'/'mop'/g" "$MOPB_DIR/build/sql/mop--0.1.sql" | $PSQL -f - >/dev/null || return 1
+	fi
+	echo "mop: commit $sha, built in $MOPB_DIR/build, loaded from $($PSQL -tAc "show dynamic_library_path")"
+	if [ "$($PSQL -tAc "select count(*) from pg_class where relname = 'fashion_train'")" != 1 ]; then
+		$PSQL -c "CREATE TABLE fashion_train (label text NOT NULL, pixels real[] NOT NULL)"
+		$PY scripts/load_fashion_mnist.py train | $PSQL -c "COPY fashion_train FROM STDIN"
+		$PSQL -c "VACUUM ANALYZE fashion_train"
+	fi
+	if [ "$($PSQL -tAc "select count(*) from mop.datasets where name = 'fashion'")" != 1 ]; then
+		$PSQL -c "SELECT * FROM mop_prepare('fashion_train', 'label', ARRAY['pixels'], 'fashion',
+		            partitions => 2, validation => 0.1, shape => ARRAY[28, 28, 1], seed => 1)"
+	fi
+	$PSQL -c "SELECT name, partitions, train_rows, valid_rows FROM mop.datasets"
+}
+
+run_phase() {
+	local p=$1
+	echo "==== phase $p  $(date -u '+%H:%M:%S')"
+	# never measure while the issue 3/4 benchmark (run_mop_bench.sh) runs
+	if [ "$p" != setup ] && pgrep -f run_mop_bench.sh >/dev/null; then
+		echo "  (waiting for run_mop_bench.sh to finish)"
+		while pgrep -f run_mop_bench.sh >/dev/null; do sleep 5; done
+		echo "  (done waiting $(date -u '+%H:%M:%S'))"
+	fi
+	case $p in
+		setup) phase_setup ;;
+		compare) $PY test/bench/mop_adaptive_bench.py compare ;;
+		converge) $PY test/bench/mop_adaptive_bench.py converge --reps "${CONV_REPS:-2}" ;;
+		optuna) $PY test/bench/mop_adaptive_bench.py optuna --reps "${OPT_REPS:-1}" ;;
+		*) echo "unknown phase $p"; return 2 ;;
+	esac
+}
+
+export MOPB_WAIT_MAX=${MOPB_WAIT_MAX:-120}
+mopb_env_line
+RC=0
+for p in $PHASES; do
+	run_phase "$p" 2>&1 | tee "$OUTD/$p.log"
+	[ "${PIPESTATUS[0]}" -eq 0 ] || RC=1
+done
+exit $RC
