@@ -297,8 +297,9 @@ def run_optuna(n_trials, rep):
     states = {}
     for tr in study.trials:
         states[tr.state.name] = states.get(tr.state.name, 0) + 1
+    ntrials = sum(states.values())
     os.remove(db)
-    return dict(wall=wall, load=t_load, curve=curve, epochs=len(curve), trials=len(study.trials), states=states)
+    return dict(wall=wall, load=t_load, curve=curve, epochs=len(curve), trials=ntrials, states=states)
 
 
 def phase_optuna(args):
