@@ -13,7 +13,7 @@
 #   throughput 4.2: 16-config grid, 1 epoch, W=1 vs W=2, random / longest
 #   torch      4.3: mop end to end vs psycopg2 + PyTorch, sequential and 2 procs
 #   sim        4.4: scheduler simulation (sim_sched.c)
-# Knobs: OVH_REPS (5), PREP_REPS (3), TP_REPS (3), TORCH_REPS (1), MOPB_DIR, MOPB_PORT,
+# Knobs: OVH_REPS (5), PREP_REPS (3), TP_REPS (3), TORCH_REPS (3), MOPB_DIR, MOPB_PORT,
 # MOPB_COMMIT (HEAD), MOPB_WAIT_MAX (240: seconds to wait for a quiet machine
 # before each measurement; other processes using > 0.3 cores count as busy).
 # Output: stdout and test/bench/.cache/mop_bench/<phase>.log (+ .json results).
@@ -27,7 +27,7 @@ PHASES=${*:-setup overhead prepare converge throughput torch sim}
 OVH_REPS=${OVH_REPS:-5}
 PREP_REPS=${PREP_REPS:-3}
 TP_REPS=${TP_REPS:-3}
-TORCH_REPS=${TORCH_REPS:-1}
+TORCH_REPS=${TORCH_REPS:-3}
 
 # mop is built from a pinned commit (MOPB_COMMIT, default HEAD) into
 # $MOPB_DIR/build and loaded from $MOPB_DIR/lib (dynamic_library_path), and
@@ -74,6 +74,7 @@ SQL
 run_phase() {
 	local p=$1
 	echo "==== phase $p  $(date -u '+%H:%M:%S')"
+	[ "$p" = setup ] || mopb_env_line
 	case $p in
 		setup) phase_setup ;;
 		overhead) mopb_wait_quiet; (cd test/bench && $PY mop_overhead.py --reps "$OVH_REPS") ;;
@@ -88,7 +89,6 @@ run_phase() {
 
 export MOPB_SRC=$MOPB_DIR/build   # the pinned sources (bare engine, simulator)
 export MOPB_WAIT_MAX=${MOPB_WAIT_MAX:-240}
-mopb_env_line
 RC=0
 for p in $PHASES; do
 	run_phase "$p" 2>&1 | tee "$OUTD/$p.log"
