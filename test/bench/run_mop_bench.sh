@@ -10,6 +10,7 @@
 #   overhead   3a: mop_train epoch time vs the bare engine (bare_engine.c)
 #   prepare    3b: mop_prepare throughput vs COPY (SELECT * ...) TO '/dev/null'
 #   converge   4.1: MOP vs sequential vs model averaging, 4 configs x 5 epochs
+#   converge4  (optional, not in the default list) the same with 4 partitions, W=2
 #   throughput 4.2: 16-config grid, 1 epoch, W=1 vs W=2, random / longest
 #   torch      4.3: mop end to end vs psycopg2 + PyTorch, sequential and 2 procs
 #   sim        4.4: scheduler simulation (sim_sched.c)
@@ -80,6 +81,12 @@ run_phase() {
 		overhead) mopb_wait_quiet; (cd test/bench && $PY mop_overhead.py --reps "$OVH_REPS") ;;
 		prepare) mopb_wait_quiet; $PY test/bench/mop_prepare_bench.py --reps "$PREP_REPS" ;;
 		converge) mopb_wait_quiet; $PY test/bench/mop_converge.py ;;
+		converge4)
+			if [ "$($PSQL -tAc "select count(*) from mop.datasets where name = 'fashion4'")" != 1 ]; then
+				$PSQL -c "SELECT * FROM mop_prepare('fashion_train', 'label', ARRAY['pixels'], 'fashion4',
+				            partitions => 4, validation => 0.1, shape => ARRAY[28, 28, 1], seed => 1)" || return 1
+			fi
+			$PY test/bench/mop_converge.py --dataset fashion4 ;;
 		throughput) mopb_wait_quiet; $PY test/bench/mop_throughput.py --reps "$TP_REPS" ;;
 		torch) mopb_wait_quiet; $PY test/bench/mop_vs_torch.py --reps "$TORCH_REPS" ;;
 		sim) (cd "$MOPB_SRC" && gcc -O2 -Isrc/search "$ROOT/test/bench/sim_sched.c" src/search/sched.c src/search/sim.c -o "$ROOT/$OUTD/sim_sched" -lm) && "$OUTD/sim_sched" ;;
