@@ -140,12 +140,19 @@ def phase_compare(args):
 CONV_SPACE = {"model": MLP_A, "optimizer": "adam", "batch_size": 256, "seed": 1,
               "learning_rate": [1e-6, 2e-6, 4e-6, 8e-6, 1e-3, 2e-3, 0.5, 1.0, 2.0, 4.0]}
 CONV_TARGETS = (0.87, 0.88, 0.885)
+# --hard: 16 configurations, 2 good (lr 1e-3, 2e-3), a target that needs ~5+ epochs
+CONV_SPACE_HARD = dict(CONV_SPACE, learning_rate=[1e-6, 1.5e-6, 2e-6, 3e-6, 4e-6, 6e-6, 8e-6, 1e-3, 2e-3,
+                                                  0.3, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0])
+CONV_TARGETS_HARD = (0.88, 0.885, 0.89)
 
 
 def phase_converge(args):
+    global CONV_TARGETS
     c = connect()
     k = c.cursor()
-    sp = json.dumps(CONV_SPACE)
+    sp = json.dumps(CONV_SPACE_HARD if args.hard else CONV_SPACE)
+    if args.hard:
+        CONV_TARGETS = CONV_TARGETS_HARD
     print(f"space: {sp}; epochs {args.epochs}; target {CONV_TARGETS}")
     R = {"convergence": [], "random": []}
     for rep in range(1, args.reps + 1):
@@ -180,7 +187,7 @@ def phase_converge(args):
         print(f"RESULT time to {t}: median random {med['random']:.1f}s, convergence {med['convergence']:.1f}s, "
               f"ratio random/convergence {med['random'] / med['convergence']:.2f}x")
     print(f"finished {utcnow()}; load {loadavg()}")
-    save_json("converge.json", R)
+    save_json("converge_hard.json" if args.hard else "converge.json", R)
 
 
 # ---------------------------------------------------------------- optuna
@@ -381,6 +388,7 @@ if __name__ == "__main__":
     ap.add_argument("phase", choices=["compare", "converge", "optuna"])
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--epochs", type=int, default=6)
+    ap.add_argument("--hard", action="store_true")
     a = ap.parse_args()
     print(f"{a.phase}: {utcnow()}; load {loadavg()}", flush=True)
     {"compare": phase_compare, "converge": phase_converge, "optuna": phase_optuna}[a.phase](a)

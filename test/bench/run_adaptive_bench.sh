@@ -7,13 +7,15 @@
 #
 #   bash test/bench/run_adaptive_bench.sh [phase ...]
 #
-# phases (default: all, in this order: setup optuna converge compare):
+# phases (default: all, in this order: setup optuna converge converge_hard compare):
 #   setup    build mop (pinned commit, default HEAD) into $MOPB_DIR, start the
 #            cluster, load fashion_train, mop_prepare 'fashion' (2 partitions,
 #            10% validation, seed 1)
 #   compare  5.1: hyperband / asha / tpe / grid / random, same space, ~same epochs
 #   converge 5.2: scheduler 'convergence' vs 'random' on a space with few good
 #            configurations, interleaved repetitions (CONV_REPS, default 2)
+#   converge_hard  5.2 on a harder space: 16 learning rates, 2 good, 8 epochs,
+#            targets 0.88/0.885/0.89 (CONV_REPS, default 2)
 #   optuna   5.3: mop_hyperband vs Optuna 3.1 (TPE + HyperbandPruner) driving
 #            PyTorch CPU on 2 processes (OPT_REPS, default 1)
 # Output: stdout and test/bench/.cache/adaptive/<phase>.log (+ .json).
@@ -25,7 +27,7 @@ export MOPB_PORT=${MOPB_PORT:-55433}
 source test/bench/mop_bench_lib.sh
 OUTD=test/bench/.cache/adaptive
 mkdir -p "$OUTD"
-PHASES=${*:-setup optuna converge compare}
+PHASES=${*:-setup optuna converge converge_hard compare}
 
 phase_setup() {
 	local sha
@@ -71,6 +73,7 @@ run_phase() {
 		setup) phase_setup ;;
 		compare) $PY test/bench/mop_adaptive_bench.py compare ;;
 		converge) $PY test/bench/mop_adaptive_bench.py converge --reps "${CONV_REPS:-2}" ;;
+		converge_hard) $PY test/bench/mop_adaptive_bench.py converge --hard --epochs 8 --reps "${CONV_REPS:-2}" ;;
 		optuna) $PY test/bench/mop_adaptive_bench.py optuna --reps "${OPT_REPS:-1}" ;;
 		*) echo "unknown phase $p"; return 2 ;;
 	esac
