@@ -7,7 +7,7 @@
 #
 #   bash test/bench/run_adaptive_bench.sh [phase ...]
 #
-# phases (default: all, in this order: setup optuna converge converge_hard compare):
+# phases (default: all, in this order: setup optuna compare converge_hard converge):
 #   setup    build mop (pinned commit, default HEAD) into $MOPB_DIR, start the
 #            cluster, load fashion_train, mop_prepare 'fashion' (2 partitions,
 #            10% validation, seed 1)
@@ -27,7 +27,7 @@ export MOPB_PORT=${MOPB_PORT:-55433}
 source test/bench/mop_bench_lib.sh
 OUTD=test/bench/.cache/adaptive
 mkdir -p "$OUTD"
-PHASES=${*:-setup optuna converge converge_hard compare}
+PHASES=${*:-setup optuna compare converge_hard converge}
 
 phase_setup() {
 	local sha
@@ -63,12 +63,8 @@ phase_setup() {
 run_phase() {
 	local p=$1
 	echo "==== phase $p  $(date -u '+%H:%M:%S')"
-	# never measure while the issue 3/4 benchmark (run_mop_bench.sh) runs
-	if [ "$p" != setup ] && pgrep -f run_mop_bench.sh >/dev/null; then
-		echo "  (waiting for run_mop_bench.sh to finish)"
-		while pgrep -f run_mop_bench.sh >/dev/null; do sleep 5; done
-		echo "  (done waiting $(date -u '+%H:%M:%S'))"
-	fi
+	# (each measurement first waits, at most MOPB_WAIT_MAX s, for other benchmark
+	# scripts to end and the machine to be quiet; see quiet() in mop_adaptive_bench.py)
 	case $p in
 		setup) phase_setup ;;
 		compare) $PY test/bench/mop_adaptive_bench.py compare ;;
@@ -79,7 +75,7 @@ run_phase() {
 	esac
 }
 
-export MOPB_WAIT_MAX=${MOPB_WAIT_MAX:-120}
+export MOPB_WAIT_MAX=${MOPB_WAIT_MAX:-90}
 mopb_env_line
 RC=0
 for p in $PHASES; do
