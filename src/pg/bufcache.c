@@ -40,7 +40,7 @@ typedef struct BufEntry
 {
 	BufKey		key;
 	Size		len;
-	char	   *data;			/* in cache_cxt, MAXALIGNed */
+	char	   *data;			/* VARDATA of the detoasted value, in cache_cxt */
 } BufEntry;
 
 static HTAB *cache = NULL;
@@ -110,17 +110,26 @@ mop_buffer_fetch(Datum d, Size *len)
 		return e->data;
 	}
 
-	b = DatumGetByteaP(d);
-	*len = VARSIZE(b) - VARHDRSZ;
-	if (cache_bytes + *len > (Size) mop_buffer_cache_mb * 1024 * 1024)
-		return VARDATA(b);		/* full: no admission */
+	if (cache_bytes + (Size) key.extsize > (Size) mop_buffer_cache_mb * 1024 * 1024)
+	{
+		/* full: no admission */
+		b = DatumGetByteaP(d);
+		*len = VARSIZE(b) - VARHDRSZ;
+		return VARDATA(b);
+	}
 
+	/* detoast straight into the cache's memory: no second copy */
+	{
+		MemoryContext old = MemoryContextSwitchTo(cache_cxt);
+
+		b = DatumGetByteaP(d);
+		MemoryContextSwitchTo(old);
+	}
+	*len = VARSIZE(b) - VARHDRSZ;
 	e = hash_search(cache, &key, HASH_ENTER, &found);
 	e->len = *len;
-	e->data = MemoryContextAllocHuge(cache_cxt, Max(*len, 1));
-	memcpy(e->data, VARDATA(b), *len);
+	e->data = VARDATA(b);		/* 4-byte aligned, as floats need */
 	cache_bytes += *len;
-	pfree(b);
 	return e->data;
 }
 
