@@ -502,6 +502,7 @@ CREATE POLICY own_decisions ON mop.decisions
 	USING (EXISTS (SELECT 1 FROM mop.runs r WHERE r.id OPERATOR(pg_catalog.=) run_id));
 GRANT SELECT, INSERT, UPDATE, DELETE ON mop.decisions TO PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('mop.decisions', '');
+SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mop.decisions', 'id'), '');
 
 CREATE FUNCTION @extschema@.mop_hyperband_plan(max_resource int, eta int DEFAULT 3)
 	RETURNS TABLE (bracket int, round int, configs int, resource int)
