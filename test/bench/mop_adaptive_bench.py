@@ -153,7 +153,7 @@ def phase_compare(args):
     print(f"space: {sp}")
     print(f"grid space: learning_rate {GRID['learning_rate']}; mop.scheduler = {sql1(k, 'SHOW mop.scheduler')[0]}")
     R = {}
-    for rep in range(1, args.reps + 1):
+    for rep in range(args.start, args.start + args.reps):
         order = methods if rep % 2 else list(reversed(methods))
         for name, q, s, desc in order:
             quiet()
@@ -177,7 +177,7 @@ def phase_compare(args):
             print(f"| {name} | {desc} | {d['epochs']:.0f} | {d['models']} | {b:.4f} | {tb:.1f} | "
                   + " | ".join(fmt_t(tt[t]) for t in TARGETS) + f" | {d['run_s']:.1f} | {cfg_str(d['best_config'])} |")
     print(f"finished {utcnow()}; load {loadavg()}")
-    save_json("compare.json", R)
+    save_json(f"compare{args.tag}.json", R)
 
 
 # ---------------------------------------------------------------- converge
@@ -434,6 +434,8 @@ if __name__ == "__main__":
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--epochs", type=int, default=6)
     ap.add_argument("--hard", action="store_true")
+    ap.add_argument("--start", type=int, default=1, help="compare: first repetition (seed)")
+    ap.add_argument("--tag", default="", help="compare: suffix of the .json file")
     a = ap.parse_args()
     print(f"{a.phase}: {utcnow()}; load {loadavg()}", flush=True)
     {"compare": phase_compare, "converge": phase_converge, "optuna": phase_optuna}[a.phase](a)
