@@ -101,6 +101,21 @@ static int32 tpe_running;		/* trials proposed and not yet told */
 
 static mop_poll driver_next(mop_action *a);
 static double driver_score(double vm);
+
+/*
+ * Add a model to the scheduler.  Under the convergence-aware scheduler a
+ * model without results yet gets the top priority (Hermes' minimum quantum:
+ * new configurations give feedback early).
+ */
+static int32
+add_model(mop_sched *s, int32 epochs)
+{
+	int32		i = mop_sched_add_model(s, epochs);
+
+	if (i >= 0 && run->pick == MOP_PICK_PRIORITY)
+		mop_sched_set_priority(s, i, 1e30);
+	return i;
+}
 static void driver_report(int32 trial, int32 resource, double score);
 static int	n_partitions;
 static int64 resumed_hops;	/* sub-epochs already done when resuming */
@@ -414,7 +429,7 @@ restore_models(mop_sched *s)
 
 		models[i].id = DatumGetInt64(SPI_getbinval(tup, td, 1, &isnull));
 		models[i].target = strcmp(status, "training") == 0 ? run->epochs : done;
-		idx = mop_sched_add_model(s, models[i].target);
+		idx = add_model(s, models[i].target);
 		if (i == 0)
 			run->higher_is_better = DatumGetBool(SPI_getbinval(tup, td, 4, &isnull));
 		if (!no_visits)
@@ -567,7 +582,7 @@ replay_driver(mop_sched *s)
 					elog(ERROR, "run %lld: decision for a model that does not exist", (long long) run->run_id);
 				models[trial].id = ids[trial];
 				models[trial].target = a.resource;
-				mop_sched_add_model(s, a.resource);
+				add_model(s, a.resource);
 				n_models = trial + 1;
 				break;
 			case MOP_ACT_CONTINUE:
@@ -955,7 +970,7 @@ apply_action(mop_sched *s, const mop_action *a)
 				elog(ERROR, "mop run %lld: driver started trial %d, expected %d",
 					 (long long) run->run_id, a->trial, n_models);
 			insert_model(run->run_id, a->trial, a->resource);
-			if (mop_sched_add_model(s, a->resource) != a->trial)
+			if (add_model(s, a->resource) != a->trial)
 				elog(ERROR, "mop run %lld: scheduler out of step with the driver",
 					 (long long) run->run_id);
 			SpinLockAcquire(&run->mutex);
@@ -1171,6 +1186,17 @@ schedule(mop_sched *s)
 			{
 				mop_action	a;
 
+				/*
+				 * On MOP a worker is often briefly without a task (the models
+				 * in flight have visited its partition or are busy); ASHA
+				 * would answer each such moment with a new configuration.
+				 * Keep at most two models per worker with work left: enough
+				 * for the worker to find one, few enough that results (and
+				 * promotions) come before every trial is started.
+				 */
+				if (asha && mop_sched_active(s) >= 2 * n_workers)
+					break;
+
 				driver = driver_next(&a);
 				if (driver != MOP_POLL_ACTION)
 					break;
@@ -1362,7 +1388,7 @@ mop_coordinator_main(Datum arg)
 			restore_models(s);
 		else
 			for (int i = 0; i < n_models; i++)
-				mop_sched_add_model(s, models[i].target);
+				add_model(s, models[i].target);
 		if (run->replay_run_id)
 			load_sequences(s);
 
@@ -1401,7 +1427,7 @@ mop_coordinator_main(Datum arg)
 					restore_models(s);
 				else
 					for (int k = 0; k < n_models; k++)
-						mop_sched_add_model(s, models[k].target);
+						add_model(s, models[k].target);
 				if (run->replay_run_id)
 					load_sequences(s);
 				elog(LOG, "mop run %lld: only %d workers could be started",

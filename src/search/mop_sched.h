@@ -103,6 +103,9 @@ int32_t		mop_sched_epochs_done(const mop_sched *s, int32_t model);
 int32_t		mop_sched_visited(const mop_sched *s, int32_t model);	/* this epoch */
 int			mop_sched_busy(const mop_sched *s, int32_t model);
 
+/* Models that still have work (budget left, not stopped) or are busy. */
+int32_t		mop_sched_active(const mop_sched *s);
+
 /* 1 when no model has work left and none is busy. */
 int			mop_sched_finished(const mop_sched *s);
 

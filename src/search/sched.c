@@ -452,6 +452,17 @@ mop_sched_busy(const mop_sched *s, int32_t model)
 	return s->m[model].busy;
 }
 
+/* Models with work left or busy. */
+int32_t
+mop_sched_active(const mop_sched *s)
+{
+	int32_t		n = 0;
+
+	for (int32_t i = 0; i < s->n; i++)
+		n += s->m[i].busy || remaining(s, &s->m[i]) > 0;
+	return n;
+}
+
 /* No work left and nothing running. */
 int
 mop_sched_finished(const mop_sched *s)

@@ -226,3 +226,20 @@ TEST(sched_replays_a_sequence)
 	CHECK(mop_sched_finished(s));	/* the sequence ended: nothing left */
 	mop_sched_free(s);
 }
+
+TEST(sched_active_counts_models_with_work)
+{
+	mop_sched  *s = mop_sched_new(1, 1, 1, 0, MOP_PICK_RANDOM);
+	mop_task	t;
+
+	mop_sched_add_model(s, 1);
+	mop_sched_add_model(s, 1);
+	mop_sched_add_model(s, 0);	/* no budget */
+	CHECK(mop_sched_active(s) == 2);
+	CHECK(mop_sched_next(s, 0, &t) == MOP_ASSIGNED);
+	mop_sched_stop(s, t.model);
+	CHECK(mop_sched_active(s) == 2);	/* stopped but still busy */
+	mop_sched_complete(s, &t, 1.0);
+	CHECK(mop_sched_active(s) == 1);
+	mop_sched_free(s);
+}
