@@ -859,7 +859,20 @@ task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, doubl
 			mi->loss[mi->n_evals] = isfinite(vl) ? vl : NAN;
 			mi->seconds[mi->n_evals] = mi->trained;
 			mi->n_evals++;
-			mop_hermes_apply(s, t->model, mi->loss, mi->seconds, mi->n_evals, NULL);
+			{
+				/*
+				 * relative: the fraction of its loss a model removes per
+				 * second.  The absolute slope favours a far-too-small
+				 * learning rate, whose large loss keeps falling slowly, over
+				 * a good model that has already removed most of its loss
+				 * (measured in docs/benchmarks.md).
+				 */
+				mop_hermes_opts ho;
+
+				mop_hermes_default_opts(&ho);
+				ho.relative = 1;
+				mop_hermes_apply(s, t->model, mi->loss, mi->seconds, mi->n_evals, &ho);
+			}
 		}
 
 		SpinLockAcquire(&run->mutex);
