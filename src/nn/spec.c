@@ -228,6 +228,50 @@ validate_training(const nn_spec *spec, nn_error *err)
 	return NN_OK;
 }
 
+/*
+ * Validate the window (kernel or pool) of user layer i and push its internal
+ * layer with window, stride, padding and output shape set; *out is NULL when
+ * the plan is full.  size_word / fit_word name the window in messages.
+ */
+static nn_status
+plan_window(const nn_layer_spec *ls, int i, const char *nm, const char *size_word,
+			const char *fit_word, int sh, int sw, int type, nn_plan *p,
+			int h, int w, int c, nn_ilayer **out, nn_error *err)
+{
+	int			oh,
+				ow,
+				pt,
+				pl;
+	nn_ilayer  *L;
+
+	*out = NULL;
+	if (ls->kernel_h < 1 || ls->kernel_w < 1 || ls->kernel_h > 1024 || ls->kernel_w > 1024)
+		return nn_fail(err, NN_ERR_INVALID, "layer %d (%s): %s %dx%d must be in 1..1024",
+					   i, nm, size_word, ls->kernel_h, ls->kernel_w);
+	if (sh < 1 || sw < 1 || sh > 1024 || sw > 1024)
+		return nn_fail(err, NN_ERR_INVALID, "layer %d (%s): stride %dx%d must be in 1..1024",
+					   i, nm, sh, sw);
+	if (ls->padding != NN_PAD_VALID && ls->padding != NN_PAD_SAME)
+		return nn_fail(err, NN_ERR_INVALID, "layer %d (%s): unknown padding %d", i, nm, ls->padding);
+	if (!conv_axis(h, ls->kernel_h, sh, ls->padding, &oh, &pt) ||
+		!conv_axis(w, ls->kernel_w, sw, ls->padding, &ow, &pl))
+		return nn_fail(err, NN_ERR_SHAPE,
+					   "layer %d (%s): %s %dx%d does not fit input %dx%d with valid padding",
+					   i, nm, fit_word, ls->kernel_h, ls->kernel_w, h, w);
+	if (!(L = push_layer(p, type, i, h, w, c)))
+		return NN_OK;
+	L->kh = ls->kernel_h;
+	L->kw = ls->kernel_w;
+	L->sh = sh;
+	L->sw = sw;
+	L->pt = pt;
+	L->pl = pl;
+	L->oh = oh;
+	L->ow = ow;
+	*out = L;
+	return NN_OK;
+}
+
 /* Compile one user layer into plan entries; *h,*w,*c is the running shape. */
 static nn_status
 plan_layer(const nn_spec *spec, int i, nn_plan *p, int *h, int *w, int *c,
@@ -274,37 +318,15 @@ plan_layer(const nn_spec *spec, int i, nn_plan *p, int *h, int *w, int *c,
 			{
 				int			sh = ls->stride_h ? ls->stride_h : 1;
 				int			sw = ls->stride_w ? ls->stride_w : 1;
-				int			oh,
-							ow,
-							pt,
-							pl;
 
 				if (ls->filters < 1 || ls->filters > NN_MAX_DIM)
 					return nn_fail(err, NN_ERR_INVALID, "layer %d (conv2d): filters %d must be in 1..%d",
 								   i, ls->filters, NN_MAX_DIM);
-				if (ls->kernel_h < 1 || ls->kernel_w < 1 || ls->kernel_h > 1024 || ls->kernel_w > 1024)
-					return nn_fail(err, NN_ERR_INVALID, "layer %d (conv2d): kernel %dx%d must be in 1..1024",
-								   i, ls->kernel_h, ls->kernel_w);
-				if (sh < 1 || sw < 1 || sh > 1024 || sw > 1024)
-					return nn_fail(err, NN_ERR_INVALID, "layer %d (conv2d): stride %dx%d must be in 1..1024",
-								   i, sh, sw);
-				if (ls->padding != NN_PAD_VALID && ls->padding != NN_PAD_SAME)
-					return nn_fail(err, NN_ERR_INVALID, "layer %d (conv2d): unknown padding %d", i, ls->padding);
-				if (!conv_axis(*h, ls->kernel_h, sh, ls->padding, &oh, &pt) ||
-					!conv_axis(*w, ls->kernel_w, sw, ls->padding, &ow, &pl))
-					return nn_fail(err, NN_ERR_SHAPE,
-								   "layer %d (conv2d): kernel %dx%d does not fit input %dx%d with valid padding",
-								   i, ls->kernel_h, ls->kernel_w, *h, *w);
-				if (!(L = push_layer(p, NN_LAYER_CONV2D, i, *h, *w, *c)))
+				if ((s = plan_window(ls, i, nm, "kernel", "kernel", sh, sw, NN_LAYER_CONV2D,
+									 p, *h, *w, *c, &L, err)) != NN_OK)
+					return s;
+				if (!L)
 					break;
-				L->kh = ls->kernel_h;
-				L->kw = ls->kernel_w;
-				L->sh = sh;
-				L->sw = sw;
-				L->pt = pt;
-				L->pl = pl;
-				L->oh = oh;
-				L->ow = ow;
 				L->oc = ls->filters;
 				L->use_bias = ls->use_bias;
 				shape[0] = L->kh;
@@ -328,34 +350,10 @@ plan_layer(const nn_spec *spec, int i, nn_plan *p, int *h, int *w, int *c,
 			{
 				int			sh = ls->stride_h ? ls->stride_h : ls->kernel_h;
 				int			sw = ls->stride_w ? ls->stride_w : ls->kernel_w;
-				int			oh,
-							ow,
-							pt,
-							pl;
 
-				if (ls->kernel_h < 1 || ls->kernel_w < 1 || ls->kernel_h > 1024 || ls->kernel_w > 1024)
-					return nn_fail(err, NN_ERR_INVALID, "layer %d (maxpool2d): pool size %dx%d must be in 1..1024",
-								   i, ls->kernel_h, ls->kernel_w);
-				if (sh < 1 || sw < 1 || sh > 1024 || sw > 1024)
-					return nn_fail(err, NN_ERR_INVALID, "layer %d (maxpool2d): stride %dx%d must be in 1..1024",
-								   i, sh, sw);
-				if (ls->padding != NN_PAD_VALID && ls->padding != NN_PAD_SAME)
-					return nn_fail(err, NN_ERR_INVALID, "layer %d (maxpool2d): unknown padding %d", i, ls->padding);
-				if (!conv_axis(*h, ls->kernel_h, sh, ls->padding, &oh, &pt) ||
-					!conv_axis(*w, ls->kernel_w, sw, ls->padding, &ow, &pl))
-					return nn_fail(err, NN_ERR_SHAPE,
-								   "layer %d (maxpool2d): pool %dx%d does not fit input %dx%d with valid padding",
-								   i, ls->kernel_h, ls->kernel_w, *h, *w);
-				if (!(L = push_layer(p, NN_LAYER_MAXPOOL2D, i, *h, *w, *c)))
-					break;
-				L->kh = ls->kernel_h;
-				L->kw = ls->kernel_w;
-				L->sh = sh;
-				L->sw = sw;
-				L->pt = pt;
-				L->pl = pl;
-				L->oh = oh;
-				L->ow = ow;
+				if ((s = plan_window(ls, i, nm, "pool size", "pool", sh, sw, NN_LAYER_MAXPOOL2D,
+									 p, *h, *w, *c, &L, err)) != NN_OK)
+					return s;
 				break;
 			}
 
