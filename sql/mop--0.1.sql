@@ -353,6 +353,20 @@ SELECT pg_catalog.pg_extension_config_dump(pg_catalog.pg_get_serial_sequence('mo
 
 -- model hopper parallelism: searches, runs, progress -------------------------
 
+CREATE TYPE mop.search_result AS (
+	run_id				bigint,
+	model_id			bigint,
+	rank				int,
+	status				text,
+	metric				text,
+	best_valid_metric	float8,
+	best_valid_loss		float8,
+	best_epoch			int,
+	epochs_done			int,
+	config				jsonb
+);
+COMMENT ON TYPE mop.search_result IS 'a model of a run, ranked by its best validation metric in the metric''s direction (failed and diverged last)';
+
 CREATE FUNCTION @extschema@.mop_grid_search(
 	dataset text,
 	space jsonb,
@@ -364,9 +378,7 @@ CREATE FUNCTION @extschema@.mop_grid_search(
 	wait boolean DEFAULT true,
 	early_stopping text DEFAULT NULL,
 	warm_start bigint DEFAULT NULL)
-	RETURNS TABLE (run_id bigint, model_id bigint, rank int, status text, metric text,
-				   best_valid_metric float8, best_valid_loss float8, best_epoch int,
-				   epochs_done int, config jsonb)
+	RETURNS SETOF mop.search_result
 	AS 'MODULE_PATHNAME', 'mop_grid_search'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
@@ -385,9 +397,7 @@ CREATE FUNCTION @extschema@.mop_random_search(
 	wait boolean DEFAULT true,
 	early_stopping text DEFAULT NULL,
 	warm_start bigint DEFAULT NULL)
-	RETURNS TABLE (run_id bigint, model_id bigint, rank int, status text, metric text,
-				   best_valid_metric float8, best_valid_loss float8, best_epoch int,
-				   epochs_done int, config jsonb)
+	RETURNS SETOF mop.search_result
 	AS 'MODULE_PATHNAME', 'mop_random_search'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
@@ -396,9 +406,7 @@ COMMENT ON FUNCTION @extschema@.mop_random_search(text, jsonb, int, int, int, in
 
 CREATE FUNCTION @extschema@.mop_resume(run_id bigint, workers int DEFAULT NULL,
 	wait boolean DEFAULT true, add jsonb DEFAULT NULL)
-	RETURNS TABLE (run_id bigint, model_id bigint, rank int, status text, metric text,
-				   best_valid_metric float8, best_valid_loss float8, best_epoch int,
-				   epochs_done int, config jsonb)
+	RETURNS SETOF mop.search_result
 	AS 'MODULE_PATHNAME', 'mop_resume'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
@@ -407,9 +415,7 @@ COMMENT ON FUNCTION @extschema@.mop_resume(bigint, int, boolean, jsonb)
 
 CREATE FUNCTION @extschema@.mop_replay(run_id bigint, workers int DEFAULT NULL,
 	wait boolean DEFAULT true)
-	RETURNS TABLE (run_id bigint, model_id bigint, rank int, status text, metric text,
-				   best_valid_metric float8, best_valid_loss float8, best_epoch int,
-				   epochs_done int, config jsonb)
+	RETURNS SETOF mop.search_result
 	AS 'MODULE_PATHNAME', 'mop_replay'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
@@ -521,9 +527,7 @@ CREATE FUNCTION @extschema@.mop_hyperband(
 	seed int DEFAULT 0,
 	scheduler text DEFAULT NULL,
 	wait boolean DEFAULT true)
-	RETURNS TABLE (run_id bigint, model_id bigint, rank int, status text, metric text,
-				   best_valid_metric float8, best_valid_loss float8, best_epoch int,
-				   epochs_done int, config jsonb)
+	RETURNS SETOF mop.search_result
 	AS 'MODULE_PATHNAME', 'mop_hyperband'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
@@ -541,9 +545,7 @@ CREATE FUNCTION @extschema@.mop_asha(
 	seed int DEFAULT 0,
 	scheduler text DEFAULT NULL,
 	wait boolean DEFAULT true)
-	RETURNS TABLE (run_id bigint, model_id bigint, rank int, status text, metric text,
-				   best_valid_metric float8, best_valid_loss float8, best_epoch int,
-				   epochs_done int, config jsonb)
+	RETURNS SETOF mop.search_result
 	AS 'MODULE_PATHNAME', 'mop_asha'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
@@ -561,9 +563,7 @@ CREATE FUNCTION @extschema@.mop_pbt(
 	workers int DEFAULT NULL,
 	seed int DEFAULT 0,
 	wait boolean DEFAULT true)
-	RETURNS TABLE (run_id bigint, model_id bigint, rank int, status text, metric text,
-				   best_valid_metric float8, best_valid_loss float8, best_epoch int,
-				   epochs_done int, config jsonb)
+	RETURNS SETOF mop.search_result
 	AS 'MODULE_PATHNAME', 'mop_pbt_sql'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
@@ -580,9 +580,7 @@ CREATE FUNCTION @extschema@.mop_tpe(
 	workers int DEFAULT NULL,
 	seed int DEFAULT 0,
 	wait boolean DEFAULT true)
-	RETURNS TABLE (run_id bigint, model_id bigint, rank int, status text, metric text,
-				   best_valid_metric float8, best_valid_loss float8, best_epoch int,
-				   epochs_done int, config jsonb)
+	RETURNS SETOF mop.search_result
 	AS 'MODULE_PATHNAME', 'mop_tpe_sql'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
