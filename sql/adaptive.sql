@@ -161,6 +161,16 @@ SELECT DISTINCT run_id AS guc_run
                trials => 2, epochs => 1, workers => 2) \gset
 SELECT options->>'scheduler' AS scheduler_from_guc FROM mop.runs WHERE id = :guc_run;
 RESET mop.scheduler;
+-- FIFO (Hermes' baseline): one worker trains each model to the end, in order
+CREATE TEMP TABLE fifo AS
+SELECT * FROM mop_grid_search('blobs',
+  '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.01, 0.02, 0.03]}',
+  epochs => 2, workers => 1, scheduler => 'fifo');
+SELECT r.options->>'scheduler' AS scheduler, count(DISTINCT h.model_id) AS models, count(*) AS hops,
+       bool_and(h.model_id >= prev) AS models_in_order
+  FROM (SELECT run_id, model_id, lag(model_id, 1, 0::bigint) OVER (ORDER BY started_at, id) AS prev
+          FROM mop.hops WHERE run_id = (SELECT run_id FROM fifo LIMIT 1)) h
+  JOIN mop.runs r ON r.id = h.run_id GROUP BY 1;
 
 -- errors
 CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$

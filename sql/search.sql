@@ -206,7 +206,8 @@ SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers"
 SELECT pg_temp.err($$SELECT * FROM mop_grid_search('nosuch', '{"model": {"layers": [{"type": "dense", "units": 3}]}}')$$);
 SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 0)$$);
 SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', workers => 0)$$);
-SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', scheduler => 'fifo')$$);
+SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', scheduler => 'lifo')$$);
+SELECT pg_temp.err($$SET mop.scheduler = 'lifo'$$);
 SELECT pg_temp.err($$SELECT * FROM mop_random_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', trials => 0)$$);
 SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '[1, 2]')$$);
 SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": [{"type": "dense", "units": 3}], "momentum": {"choice": [0.5], "when": {"optimizer": "sgd"}}}')$$);

@@ -78,6 +78,7 @@ typedef struct ModelInfo
 	 * the training seconds spent up to then */
 	int32		n_evals;
 	double		trained;		/* seconds of sub-epochs so far */
+	double		trained_at_eval;	/* trained at the last evaluation */
 	double		loss[64];
 	double		seconds[64];
 } ModelInfo;
@@ -96,6 +97,8 @@ static mop_tpe *tpe;			/* TPE, or NULL */
 static int32 *tpe_ids;			/* TPE observation id of each trial */
 static Jsonb **tpe_configs;		/* configuration TPE proposed for each trial */
 static int32 tpe_running;		/* trials proposed and not yet told */
+static double hermes_seconds;	/* training seconds of evaluated epochs */
+static int64 hermes_epochs;		/* epochs evaluated: their mean is the horizon */
 
 #define DRIVER (hb != NULL || asha != NULL || tpe != NULL)
 
@@ -251,8 +254,7 @@ create_run(void)
 	snprintf(opts, sizeof(opts),
 			 "{\"deterministic\": %s, \"scheduler\": \"%s\", \"blas_threads\": %d%s%s%s%s}",
 			 run->deterministic ? "true" : "false",
-			 run->pick == MOP_PICK_LONGEST ? "longest" :
-			 run->pick == MOP_PICK_PRIORITY ? "convergence" : "random",
+			 mop_pick_name(run->pick),
 			 run->blas_threads,
 			 run->replay_run_id ? ", \"replay_of\": " : "",
 			 run->replay_run_id ? psprintf(INT64_FORMAT, run->replay_run_id) : "",
@@ -354,8 +356,9 @@ load_run(void)
 		char	   *pick = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
 															 SPI_tuptable->tupdesc, 6, &isnull));
 
-		run->pick = strcmp(pick, "longest") == 0 ? MOP_PICK_LONGEST :
-			strcmp(pick, "convergence") == 0 ? MOP_PICK_PRIORITY : MOP_PICK_RANDOM;
+		int			p = mop_pick_parse(pick);
+
+		run->pick = p >= 0 ? (mop_pick) p : MOP_PICK_RANDOM;
 	}
 	/* a resumed replay keeps following the recorded schedule */
 	run->replay_run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 7, &isnull));
@@ -849,7 +852,12 @@ task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, doubl
 		mi->trained += seconds;
 		if (epoch_done && run->pick == MOP_PICK_PRIORITY)
 		{
-			/* Hermes: prefer the models whose loss falls fastest per second */
+			/*
+			 * Hermes: prefer the models whose loss falls fastest per second,
+			 * weighed against where they stand (the loss expected after one
+			 * more typical epoch; see src/search/mop_hermes.h for why the
+			 * rate alone is not used).
+			 */
 			if (mi->n_evals == 64)
 			{
 				memmove(mi->loss, mi->loss + 1, sizeof(double) * 63);
@@ -859,18 +867,14 @@ task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, doubl
 			mi->loss[mi->n_evals] = isfinite(vl) ? vl : NAN;
 			mi->seconds[mi->n_evals] = mi->trained;
 			mi->n_evals++;
+			hermes_seconds += mi->trained - mi->trained_at_eval;
+			hermes_epochs++;
+			mi->trained_at_eval = mi->trained;
 			{
-				/*
-				 * relative: the fraction of its loss a model removes per
-				 * second.  The absolute slope favours a far-too-small
-				 * learning rate, whose large loss keeps falling slowly, over
-				 * a good model that has already removed most of its loss
-				 * (measured in docs/benchmarks.md).
-				 */
 				mop_hermes_opts ho;
 
 				mop_hermes_default_opts(&ho);
-				ho.relative = 1;
+				ho.horizon = hermes_seconds / hermes_epochs;
 				mop_hermes_apply(s, t->model, mi->loss, mi->seconds, mi->n_evals, &ho);
 			}
 		}

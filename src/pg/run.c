@@ -65,6 +65,18 @@ PG_FUNCTION_INFO_V1(mop_progress);
 int			mop_workers = 2;
 char	   *mop_scheduler = NULL;
 
+/* mop.scheduler must name a scheduler. */
+static bool
+check_scheduler(char **newval, void **extra, GucSource source)
+{
+	if (*newval && mop_pick_parse(*newval) < 0)
+	{
+		GUC_check_errdetail("Valid values are \"random\", \"longest\", \"convergence\" and \"fifo\".");
+		return false;
+	}
+	return true;
+}
+
 /* Define the GUCs of runs (called from _PG_init). */
 void
 mop_run_define_gucs(void)
@@ -77,12 +89,12 @@ mop_run_define_gucs(void)
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
 	DefineCustomStringVariable("mop.scheduler",
-							   "Default scheduler of model-selection runs: random, longest or convergence.",
+							   "Default scheduler of model-selection runs: random, longest, convergence or fifo.",
 							   "Used by every search function whose scheduler argument is not given.",
 							   &mop_scheduler,
 							   "random",
 							   PGC_USERSET, 0,
-							   NULL, NULL, NULL);
+							   check_scheduler, NULL, NULL);
 }
 
 /*
@@ -130,16 +142,14 @@ typedef struct RunRequest
 static mop_pick
 parse_pick(const char *s)
 {
-	if (strcmp(s, "random") == 0)
-		return MOP_PICK_RANDOM;
-	if (strcmp(s, "longest") == 0)
-		return MOP_PICK_LONGEST;
-	if (strcmp(s, "convergence") == 0)
-		return MOP_PICK_PRIORITY;
+	int			pick = mop_pick_parse(s);
+
+	if (pick >= 0)
+		return (mop_pick) pick;
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("invalid value for \"scheduler\": \"%s\"", s),
-			 errhint("Use 'random' (Cerebro's randomized scheduler), 'longest' (longest remaining work first) or 'convergence' (Hermes: fastest-converging models first).")));
+			 errhint("Use 'random' (Cerebro's randomized scheduler), 'longest' (longest remaining work first), 'convergence' (Hermes: the models converging fastest towards the lowest loss first) or 'fifo' (each model to the end, in the order given).")));
 	pg_unreachable();
 }
 

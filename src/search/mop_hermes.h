@@ -6,20 +6,35 @@
  * per unit of training time.  For a model with validation losses
  * loss[0..n-1] (one per evaluation: after every epoch, or every sub-epoch
  * the caller evaluates) and the cumulative training seconds seconds[0..n-1]
- * at those points:
+ * at those points, the convergence rate over the last k evaluations is
  *
- *     k        = min(window, n - 1)
- *     priority = (loss[n-1-k] - loss[n-1]) / (seconds[n-1] - seconds[n-1-k])
+ *     k    = min(window, n - 1)
+ *     rate = (loss[n-1-k] - loss[n-1]) / (seconds[n-1] - seconds[n-1-k])
  *
- * the loss decrease per second over the last k evaluations (with relative,
- * divided by |loss[n-1-k]|: the fraction of the loss removed per second,
- * comparable across models of different loss scales).  A model whose loss
- * rises gets a negative priority; a NaN or infinite latest loss gets
- * -infinity (it diverged: it should be stopped, never preferred).
+ * the loss decrease per second (with relative, divided by |loss[n-1-k]|:
+ * the fraction of the loss removed per second).  Two rules rank by it:
  *
- * New models get a minimum quantum: until a model has min_evals evaluations
- * (at least 2 are needed for a slope) and min_seconds of training, its
- * priority is new_priority, above every slope, so it is scheduled early and
+ *   MOP_HERMES_RATE       priority = rate: Hermes' rule as published.
+ *   MOP_HERMES_PROJECTED  priority = -(loss[n-1] - rate * horizon): minus
+ *                         the loss the model is expected to reach after
+ *                         `horizon` more seconds of training (one typical
+ *                         epoch, say).  The default.
+ *
+ * The rate alone rewards being far from the optimum: a far-too-small
+ * learning rate keeps removing loss slowly long after a good model has
+ * converged, and wins the workers (measured in docs/benchmarks.md).  The
+ * projected loss keeps the rate -- of two models at the same loss the one
+ * falling faster per second comes first, and a slow model's rate counts for
+ * less over the same horizon -- but weighs it against where the model
+ * stands, so the workers go to the models that will be best soonest, which
+ * is what "time to a target accuracy" asks.  With one evaluation the rate is
+ * taken as 0 (the level alone).  A model whose loss rises is projected to
+ * rise further (a negative rate).
+ *
+ * A NaN or infinite loss in the window gives -infinity (it diverged: it
+ * should be stopped, never preferred).  New models get a minimum quantum:
+ * until a model has min_evals evaluations and min_seconds of training, its
+ * priority is new_priority, above every other, so it is scheduled early and
  * gives feedback quickly.  Because MOP schedules one sub-epoch at a time, a
  * model whose priority drops is preempted at the next sub-epoch boundary.
  */
@@ -30,16 +45,28 @@
 
 #include "mop_sched.h"
 
+typedef enum mop_hermes_rule
+{
+	MOP_HERMES_PROJECTED = 0,
+	MOP_HERMES_RATE = 1
+} mop_hermes_rule;
+
 typedef struct mop_hermes_opts
 {
-	int32_t		window;			/* evaluations in the slope; default 3 */
-	int32_t		min_evals;		/* default 2 */
+	mop_hermes_rule rule;		/* default MOP_HERMES_PROJECTED */
+	int32_t		window;			/* evaluations in the rate; default 3 */
+	int32_t		min_evals;		/* default 1 (RATE: at least 2) */
 	double		min_seconds;	/* default 0 */
 	double		new_priority;	/* default 1e30 */
-	int			relative;		/* default 0 */
+	double		horizon;		/* PROJECTED: seconds to project; default 0 */
+	int			relative;		/* RATE: fraction of the loss; default 0 */
 } mop_hermes_opts;
 
 void		mop_hermes_default_opts(mop_hermes_opts *o);
+
+/* Loss decrease per second over the last window evaluations (0 if n < 2). */
+double		mop_hermes_rate(const double *loss, const double *seconds, int32_t n,
+							int32_t window, int relative);
 
 /* A model's priority from its history (opts NULL: defaults); see above. */
 double		mop_hermes_priority(const double *loss, const double *seconds, int32_t n,

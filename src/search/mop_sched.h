@@ -17,7 +17,10 @@
  *                     (ties at random) -- the classic LPT rule, which keeps
  *                     long models from being left for the end;
  *   MOP_PICK_PRIORITY the highest caller-set priority first (Hermes-style
- *                     convergence-aware scheduling sets these).
+ *                     convergence-aware scheduling sets these);
+ *   MOP_PICK_FIFO     the earliest-added model first: each model is trained
+ *                     to the end before later ones get a worker, except to
+ *                     keep workers busy (the FIFO baseline of Hermes).
  * Deterministic mode fixes, from the seed alone, the order in which each
  * model visits the partitions in each epoch; a model is only given the
  * partition that is next in its order.  Its result then depends on nothing
@@ -35,8 +38,15 @@ typedef enum mop_pick
 {
 	MOP_PICK_RANDOM = 0,
 	MOP_PICK_LONGEST = 1,
-	MOP_PICK_PRIORITY = 2
+	MOP_PICK_PRIORITY = 2,
+	MOP_PICK_FIFO = 3
 } mop_pick;
+
+/* The SQL name of a pick policy ("random", "longest", "convergence", "fifo"). */
+const char *mop_pick_name(mop_pick pick);
+
+/* The policy of a SQL name; -1 if unknown. */
+int			mop_pick_parse(const char *name);
 
 typedef struct mop_task
 {

@@ -79,7 +79,7 @@ mop_sched_new(int n_workers, int n_partitions, uint64_t seed, int deterministic,
 	mop_sched  *s;
 
 	if (n_workers < 1 || n_partitions < n_workers || n_partitions > 1 << 20 ||
-		pick < MOP_PICK_RANDOM || pick > MOP_PICK_PRIORITY)
+		pick < MOP_PICK_RANDOM || pick > MOP_PICK_FIFO)
 		return NULL;
 	s = calloc(1, sizeof(*s));
 	if (!s)
@@ -300,6 +300,27 @@ partition_for(mop_sched *s, int32_t i, int32_t w)
 	return -1;
 }
 
+static const char *const pick_names[] = {"random", "longest", "convergence", "fifo"};
+
+/* The SQL name of a pick policy. */
+const char *
+mop_pick_name(mop_pick pick)
+{
+	if (pick < MOP_PICK_RANDOM || pick > MOP_PICK_FIFO)
+		return "random";
+	return pick_names[pick];
+}
+
+/* The policy of a SQL name; -1 if unknown. */
+int
+mop_pick_parse(const char *name)
+{
+	for (int i = 0; i <= MOP_PICK_FIFO; i++)
+		if (name && strcmp(name, pick_names[i]) == 0)
+			return i;
+	return -1;
+}
+
 /* Next task for idle worker w. */
 mop_next
 mop_sched_next(mop_sched *s, int32_t worker, mop_task *task)
@@ -331,6 +352,9 @@ mop_sched_next(mop_sched *s, int32_t worker, mop_task *task)
 				break;
 			case MOP_PICK_PRIORITY:
 				key = ms->priority;
+				break;
+			case MOP_PICK_FIFO:
+				key = -(double) i;
 				break;
 			default:
 				key = 0;

@@ -1,7 +1,8 @@
 /*
- * test_hermes.c -- convergence-aware priorities: the window slope on
- * scripted histories, relative mode, the new-model quantum, diverged and
- * rising losses, and the order a MOP_PICK_PRIORITY scheduler then follows.
+ * test_hermes.c -- convergence-aware priorities: the window rate on
+ * scripted histories (Hermes' rule, relative mode), the projected-loss rule
+ * that is the default, the new-model quantum, diverged and rising losses,
+ * and the order a MOP_PICK_PRIORITY scheduler then follows.
  */
 #include "harness.h"
 #include "../../src/search/mop_hermes.h"
@@ -9,14 +10,22 @@
 static const double loss5[5] = {1.0, 0.8, 0.5, 0.45, 0.44};
 static const double sec5[5] = {10, 20, 30, 40, 50};
 
+/* Hermes' published rule: the rate alone. */
+static void
+rate_opts(mop_hermes_opts *o)
+{
+	mop_hermes_default_opts(o);
+	o->rule = MOP_HERMES_RATE;
+}
+
 TEST(hermes_window_slope)
 {
 	mop_hermes_opts o;
 
-	mop_hermes_default_opts(&o);
+	rate_opts(&o);
 	/* window 3: (0.8 - 0.44) / (50 - 20) */
 	CHECK(close_enough(mop_hermes_priority(loss5, sec5, 5, &o), 0.36 / 30, 1e-12));
-	CHECK(close_enough(mop_hermes_priority(loss5, sec5, 5, NULL), 0.36 / 30, 1e-12));
+	CHECK(close_enough(mop_hermes_rate(loss5, sec5, 5, 3, 0), 0.36 / 30, 1e-12));
 	o.window = 1;
 	CHECK(close_enough(mop_hermes_priority(loss5, sec5, 5, &o), 0.01 / 10, 1e-12));
 	o.window = 10;				/* longer than the history: all of it */
@@ -43,7 +52,7 @@ TEST(hermes_new_models_and_divergence)
 				nan_first[3] = {NAN, 0.4, 0.3},
 				flat_t[3] = {5, 5, 5};
 
-	mop_hermes_default_opts(&o);
+	rate_opts(&o);
 	CHECK(mop_hermes_priority(loss5, sec5, 0, &o) == 1e30);
 	CHECK(mop_hermes_priority(loss5, sec5, 1, &o) == 1e30);
 	CHECK(mop_hermes_priority(loss5, sec5, 2, &o) < 1e30);
@@ -53,7 +62,7 @@ TEST(hermes_new_models_and_divergence)
 	o.min_seconds = 0;
 	o.min_evals = 4;
 	CHECK(mop_hermes_priority(loss5, sec5, 3, &o) == 1e30);
-	mop_hermes_default_opts(&o);
+	rate_opts(&o);
 	CHECK(mop_hermes_priority(rising, sec5, 3, &o) < 0);
 	CHECK(mop_hermes_priority(nan_last, sec5, 3, &o) == -INFINITY);
 	CHECK(mop_hermes_priority(nan_last, sec5, 1, &o) == 1e30);	/* fine so far */
@@ -67,19 +76,21 @@ TEST(hermes_drives_priority_scheduler)
 {
 	mop_sched  *s = mop_sched_new(1, 1, 1, 0, MOP_PICK_PRIORITY);
 	mop_task	task;
+	mop_hermes_opts o;
 	double		fast[3] = {1.0, 0.6, 0.3},
 				slow[3] = {1.0, 0.95, 0.9},
 				diverged[3] = {1.0, 0.9, NAN},
 				t[3] = {1, 2, 3};
 
+	rate_opts(&o);
 	for (int m = 0; m < 3; m++)
 		CHECK(mop_sched_add_model(s, 10) == m);
-	mop_hermes_apply(s, 0, slow, t, 3, NULL);
-	mop_hermes_apply(s, 1, fast, t, 3, NULL);
-	mop_hermes_apply(s, 2, fast, t, 1, NULL);	/* new: its quantum first */
+	mop_hermes_apply(s, 0, slow, t, 3, &o);
+	mop_hermes_apply(s, 1, fast, t, 3, &o);
+	mop_hermes_apply(s, 2, fast, t, 1, &o);	/* new: its quantum first */
 	CHECK(mop_sched_next(s, 0, &task) == MOP_ASSIGNED && task.model == 2);
 	mop_sched_complete(s, &task, 1.0);
-	mop_hermes_apply(s, 2, diverged, t, 3, NULL);
+	mop_hermes_apply(s, 2, diverged, t, 3, &o);
 	/* then the fastest-converging model, preempting the slow one */
 	CHECK(mop_sched_next(s, 0, &task) == MOP_ASSIGNED && task.model == 1);
 	mop_sched_complete(s, &task, 1.0);
@@ -88,8 +99,97 @@ TEST(hermes_drives_priority_scheduler)
 		double		flat[4] = {1.0, 0.6, 0.3, 0.3};
 		double		t4[4] = {1, 2, 3, 40};
 
-		mop_hermes_apply(s, 1, flat, t4, 4, NULL);
+		mop_hermes_apply(s, 1, flat, t4, 4, &o);
 	}
 	CHECK(mop_sched_next(s, 0, &task) == MOP_ASSIGNED && task.model == 0);
 	mop_sched_free(s);
+}
+
+TEST(hermes_projected_rule)
+{
+	mop_hermes_opts o;
+	double		one[1] = {0.7},
+				t1[1] = {5};
+
+	mop_hermes_default_opts(&o);
+	CHECK(o.rule == MOP_HERMES_PROJECTED && o.min_evals == 1);
+	/* no horizon: the level alone, whatever the rate */
+	CHECK(close_enough(mop_hermes_priority(loss5, sec5, 5, &o), -0.44, 1e-12));
+	CHECK(close_enough(mop_hermes_priority(loss5, sec5, 5, NULL), -0.44, 1e-12));
+	/* a horizon of 10 s at (0.8 - 0.44) / 30 per second */
+	o.horizon = 10;
+	CHECK(close_enough(mop_hermes_priority(loss5, sec5, 5, &o), -(0.44 - 0.12), 1e-12));
+	/* one evaluation: the level (the rate is unknown, taken as 0) */
+	CHECK(close_enough(mop_hermes_priority(one, t1, 1, &o), -0.7, 1e-12));
+	CHECK(mop_hermes_priority(one, t1, 0, &o) == 1e30);
+	/* relative applies to the rate rule only */
+	o.relative = 1;
+	CHECK(close_enough(mop_hermes_priority(loss5, sec5, 5, &o), -(0.44 - 0.12), 1e-12));
+	/* a rising loss is projected to rise */
+	{
+		double		rising[3] = {0.5, 0.6, 0.7};
+
+		CHECK(close_enough(mop_hermes_priority(rising, sec5, 3, &o), -(0.7 + 0.1), 1e-12));
+	}
+	/* divergence, anywhere in the window */
+	{
+		double		nan_last[3] = {0.5, 0.4, NAN},
+					nan_first[3] = {NAN, 0.4, 0.3};
+
+		CHECK(mop_hermes_priority(nan_last, sec5, 3, &o) == -INFINITY);
+		CHECK(mop_hermes_priority(nan_first, sec5, 3, &o) == -INFINITY);
+	}
+}
+
+/*
+ * The case that made the projected loss the default: a good model that
+ * converged in two epochs against a far-too-small learning rate whose large
+ * loss keeps falling.  The rate (absolute or relative) prefers the slow
+ * model; the projected loss prefers the good one unless the slow one would
+ * overtake it within the horizon.
+ */
+TEST(hermes_projected_prefers_converged_good_model)
+{
+	mop_hermes_opts o;
+	double		good[4] = {0.45, 0.36, 0.34, 0.335},
+				tiny_lr[4] = {2.10, 1.80, 1.50, 1.20},
+				t[4] = {2, 4, 6, 8};
+
+	mop_hermes_default_opts(&o);
+	o.horizon = 2;				/* one epoch */
+	CHECK(mop_hermes_priority(good, t, 4, &o) > mop_hermes_priority(tiny_lr, t, 4, &o));
+	o.rule = MOP_HERMES_RATE;
+	CHECK(mop_hermes_priority(good, t, 4, &o) < mop_hermes_priority(tiny_lr, t, 4, &o));
+	o.relative = 1;
+	CHECK(mop_hermes_priority(good, t, 4, &o) < mop_hermes_priority(tiny_lr, t, 4, &o));
+	/* of two models at the same loss, the one falling faster comes first */
+	{
+		double		steep[3] = {0.9, 0.6, 0.4},
+					flat[3] = {0.45, 0.42, 0.4};
+
+		mop_hermes_default_opts(&o);
+		o.horizon = 2;
+		CHECK(mop_hermes_priority(steep, t, 3, &o) > mop_hermes_priority(flat, t, 3, &o));
+		/* and a model twice as slow per epoch gains half as much */
+		{
+			double		t_slow[3] = {4, 8, 12};
+
+			CHECK(close_enough(mop_hermes_priority(steep, t_slow, 3, &o),
+							   -(0.4 - 0.5 / 8 * 2), 1e-12));
+		}
+	}
+	/* in the scheduler: the good model's sub-epochs go first */
+	{
+		mop_sched  *s = mop_sched_new(1, 1, 1, 0, MOP_PICK_PRIORITY);
+		mop_task	task;
+
+		mop_hermes_default_opts(&o);
+		o.horizon = 2;
+		CHECK(mop_sched_add_model(s, 10) == 0);
+		CHECK(mop_sched_add_model(s, 10) == 1);
+		mop_hermes_apply(s, 0, tiny_lr, t, 4, &o);
+		mop_hermes_apply(s, 1, good, t, 4, &o);
+		CHECK(mop_sched_next(s, 0, &task) == MOP_ASSIGNED && task.model == 1);
+		mop_sched_free(s);
+	}
 }

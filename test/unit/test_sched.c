@@ -86,6 +86,7 @@ TEST(sched_invariants_longest_and_priority)
 {
 	run_case(4, 4, 16, 0, MOP_PICK_LONGEST, 5);
 	run_case(2, 6, 9, 0, MOP_PICK_PRIORITY, 6);
+	run_case(3, 6, 9, 0, MOP_PICK_FIFO, 9);
 }
 
 TEST(sched_invariants_deterministic)
@@ -194,6 +195,37 @@ TEST(sched_priority_policy_prefers_high)
 	mop_sched_complete(s, &t, 1);
 	CHECK(mop_sched_next(s, 0, &t) == MOP_ASSIGNED && t.model == 1);
 	mop_sched_free(s);
+}
+
+TEST(sched_fifo_trains_models_in_order)
+{
+	mop_sched  *s = mop_sched_new(2, 2, 3, 0, MOP_PICK_FIFO);
+	mop_task	t0,
+				t1;
+
+	CHECK(s != NULL);
+	for (int i = 0; i < 4; i++)
+		mop_sched_add_model(s, 2);
+	/* both workers take model 0 and 1 (model 0 cannot be on two workers) */
+	CHECK(mop_sched_next(s, 0, &t0) == MOP_ASSIGNED && t0.model == 0);
+	CHECK(mop_sched_next(s, 1, &t1) == MOP_ASSIGNED && t1.model == 1);
+	mop_sched_complete(s, &t0, 1);
+	mop_sched_complete(s, &t1, 1);
+	/* swap partitions: model 0 again first, never model 2 while 0 has work */
+	CHECK(mop_sched_next(s, 1, &t1) == MOP_ASSIGNED && t1.model == 0);
+	CHECK(mop_sched_next(s, 0, &t0) == MOP_ASSIGNED && t0.model == 1);
+	mop_sched_complete(s, &t0, 1);
+	mop_sched_complete(s, &t1, 1);
+	CHECK(mop_sched_next(s, 0, &t0) == MOP_ASSIGNED && t0.model == 0);
+	CHECK(mop_sched_epochs_done(s, 0) == 1);
+	mop_sched_free(s);
+	/* names */
+	CHECK(strcmp(mop_pick_name(MOP_PICK_FIFO), "fifo") == 0);
+	CHECK(mop_pick_parse("convergence") == MOP_PICK_PRIORITY);
+	CHECK(mop_pick_parse("fifo") == MOP_PICK_FIFO);
+	CHECK(mop_pick_parse("FIFO") == -1 && mop_pick_parse(NULL) == -1);
+	for (int p = MOP_PICK_RANDOM; p <= MOP_PICK_FIFO; p++)
+		CHECK(mop_pick_parse(mop_pick_name((mop_pick) p)) == p);
 }
 
 TEST(sched_replays_a_sequence)
