@@ -4,9 +4,10 @@
   compare   Hyperband, ASHA, TPE vs grid and random search on one space with
             (nearly) the same total budget in epochs; best validation accuracy,
             time to it, time to fixed targets, total wall.
-  converge  scheduler => 'convergence' vs 'random' on a grid with few good
-            configurations (2 of 10 learning rates), interleaved repetitions;
-            time to a target validation accuracy.
+  converge  scheduler => 'convergence' vs 'fifo' (Hermes' baseline) and
+            'random' (Cerebro's, mop's default) on a grid with few good
+            configurations (2 of 10 learning rates; --hard: 2 of 16),
+            interleaved repetitions; time to a target validation accuracy.
   optuna    mop_hyperband vs Optuna 3.1 (TPESampler + HyperbandPruner) driving
             PyTorch on CPU in 2 processes (1 thread each), same space, same
             R/eta, same trial count; time to common accuracy targets.
@@ -198,9 +199,13 @@ def phase_converge(args):
     if args.hard:
         CONV_TARGETS = CONV_TARGETS_HARD
     print(f"space: {sp}; epochs {args.epochs}; target {CONV_TARGETS}")
-    R = {"convergence": [], "random": []}
+    scheds = args.schedulers.split(",")
+    R = {sch: [] for sch in scheds}
     for rep in range(1, args.reps + 1):
-        order = ["random", "convergence"] if rep % 2 else ["convergence", "random"]
+        # rotate the order so no scheduler always runs first (or last)
+        order = scheds[(rep - 1) % len(scheds):] + scheds[:(rep - 1) % len(scheds)]
+        if rep % 2 == 0:
+            order.reverse()
         for sch in order:
             quiet()
             la = loadavg()
@@ -219,7 +224,7 @@ def phase_converge(args):
     print()
     print("| scheduler | rep (seed) | " + " | ".join(f"time to {t} (s)" for t in CONV_TARGETS) + " | best | total (s) |")
     print("|---|---|" + "---|" * len(CONV_TARGETS) + "---|---|")
-    for sch in ("random", "convergence"):
+    for sch in scheds:
         for i, d in enumerate(R[sch]):
             b, tb, tt = summarize(d["curve"], CONV_TARGETS)
             print(f"| {sch} | {i + 1} | " + " | ".join(fmt_t(tt[t]) for t in CONV_TARGETS) + f" | {b:.4f} | {d['run_s']:.1f} |")
@@ -228,8 +233,11 @@ def phase_converge(args):
         for sch in R:
             v = [summarize(d["curve"], CONV_TARGETS)[2][t] for d in R[sch]]
             med[sch] = median([x if x is not None else float("inf") for x in v])
-        print(f"RESULT time to {t}: median random {med['random']:.1f}s, convergence {med['convergence']:.1f}s, "
-              f"ratio random/convergence {med['random'] / med['convergence']:.2f}x")
+        line = f"RESULT time to {t}: medians " + ", ".join(f"{sch} {med[sch]:.1f}s" for sch in scheds)
+        if "convergence" in med:
+            line += "; " + ", ".join(f"{sch}/convergence {med[sch] / med['convergence']:.2f}x"
+                                     for sch in scheds if sch != "convergence")
+        print(line)
     print(f"finished {utcnow()}; load {loadavg()}")
     save_json("converge_hard.json" if args.hard else "converge.json", R)
 
@@ -434,6 +442,7 @@ if __name__ == "__main__":
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--epochs", type=int, default=6)
     ap.add_argument("--hard", action="store_true")
+    ap.add_argument("--schedulers", default="random,fifo,convergence", help="converge: schedulers compared")
     ap.add_argument("--start", type=int, default=1, help="compare: first repetition (seed)")
     ap.add_argument("--tag", default="", help="compare: suffix of the .json file")
     a = ap.parse_args()

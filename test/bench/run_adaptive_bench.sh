@@ -12,7 +12,7 @@
 #            cluster, load fashion_train, mop_prepare 'fashion' (2 partitions,
 #            10% validation, seed 1)
 #   compare  5.1: hyperband / asha / tpe / grid / random, same space, ~same epochs
-#   converge 5.2: scheduler 'convergence' vs 'random' on a space with few good
+#   converge 5.2: scheduler 'convergence' vs 'fifo' and 'random' on a space with few good
 #            configurations, interleaved repetitions (CONV_REPS, default 2)
 #   converge_hard  5.2 on a harder space: 16 learning rates, 2 good, 8 epochs,
 #            targets 0.88/0.885/0.89 (CONV_REPS, default 2)
