@@ -172,6 +172,62 @@ SELECT r.options->>'scheduler' AS scheduler, count(DISTINCT h.model_id) AS model
           FROM mop.hops WHERE run_id = (SELECT run_id FROM fifo LIMIT 1)) h
   JOIN mop.runs r ON r.id = h.run_id GROUP BY 1;
 
+-- reproducible with a seed: deterministic => true fixes each model's
+-- partition order from the seed; Hyperband's rungs are barriers, TPE
+-- proposes in synchronous batches and PBT ranks synchronous generations, so
+-- two runs give bit-identical models (Hyperband even with other worker counts)
+CREATE FUNCTION pg_temp.same_models(a bigint, b bigint) RETURNS text LANGUAGE sql AS $$
+  SELECT count(*) || ' models, ' ||
+         CASE WHEN bool_and(x.config = y.config AND x.state = y.state AND x.status = y.status
+                            AND x.epochs_done = y.epochs_done) THEN 'identical' ELSE 'different' END
+    FROM (SELECT row_number() OVER (ORDER BY id) AS rn, * FROM mop.models WHERE run_id = a) x
+    FULL JOIN (SELECT row_number() OVER (ORDER BY id) AS rn, * FROM mop.models WHERE run_id = b) y USING (rn)
+$$;
+SELECT DISTINCT run_id AS hb_d1 FROM mop_hyperband('blobs',
+  '{"model": {"layers": [{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 3}]},
+    "learning_rate": {"loguniform": [0.0001, 0.1]}, "batch_size": [16, 32]}',
+  max_resource => 9, eta => 3, workers => 3, seed => 7, deterministic => true) \gset
+SELECT DISTINCT run_id AS hb_d2 FROM mop_hyperband('blobs',
+  '{"model": {"layers": [{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 3}]},
+    "learning_rate": {"loguniform": [0.0001, 0.1]}, "batch_size": [16, 32]}',
+  max_resource => 9, eta => 3, workers => 2, seed => 7, deterministic => true) \gset
+SELECT pg_temp.same_models(:hb_d1, :hb_d2) AS hyperband_3_vs_2_workers;
+SELECT DISTINCT run_id AS tpe_d1 FROM mop_tpe('blobs',
+  '{"model": {"layers": [{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 3}]},
+    "optimizer": "sgd", "learning_rate": {"loguniform": [0.00001, 0.1]}, "batch_size": [16, 32, 64]}',
+  trials => 8, epochs => 2, n_startup => 3, workers => 3, seed => 8, deterministic => true) \gset
+SELECT DISTINCT run_id AS tpe_d2 FROM mop_tpe('blobs',
+  '{"model": {"layers": [{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 3}]},
+    "optimizer": "sgd", "learning_rate": {"loguniform": [0.00001, 0.1]}, "batch_size": [16, 32, 64]}',
+  trials => 8, epochs => 2, n_startup => 3, workers => 3, seed => 8, deterministic => true) \gset
+SELECT pg_temp.same_models(:tpe_d1, :tpe_d2) AS tpe_twice,
+       (SELECT (options->>'batch')::int FROM mop.runs WHERE id = :tpe_d1) AS tpe_batch;
+-- each batch of 3 was proposed from the results of all earlier batches
+SELECT bool_and(substring(reason FROM 'after (\d+) completed')::int = (rn - 1) / 3 * 3) AS batches_synchronous
+  FROM (SELECT reason, row_number() OVER (ORDER BY model_id) AS rn FROM mop.decisions
+         WHERE run_id = :tpe_d1 AND action = 'new') d;
+SELECT DISTINCT run_id AS pbt_d1 FROM mop_pbt('blobs',
+  '{"model": {"layers": [{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 3}]},
+    "optimizer": "sgd", "learning_rate": {"loguniform": [0.00001, 0.1]}, "batch_size": [16, 32, 64]}',
+  population => 6, epochs => 6, "interval" => 2, workers => 3, seed => 9, deterministic => true) \gset
+SELECT DISTINCT run_id AS pbt_d2 FROM mop_pbt('blobs',
+  '{"model": {"layers": [{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 3}]},
+    "optimizer": "sgd", "learning_rate": {"loguniform": [0.00001, 0.1]}, "batch_size": [16, 32, 64]}',
+  population => 6, epochs => 6, "interval" => 2, workers => 3, seed => 9, deterministic => true) \gset
+SELECT pg_temp.same_models(:pbt_d1, :pbt_d2) AS pbt_twice;
+-- the same lineage: generations at epochs 2 and 4, the same exploits in the same order
+SELECT (SELECT string_agg(DISTINCT from_resource::text, ',') FROM mop.decisions
+         WHERE run_id = :pbt_d1 AND action = 'report') AS generations,
+       (SELECT count(*) FROM mop.decisions WHERE run_id = :pbt_d1 AND action = 'exploit') > 0 AS exploited,
+       (SELECT array_agg(ARRAY[m.rn, p.rn] ORDER BY d.id) FROM mop.decisions d
+          JOIN (SELECT id, row_number() OVER (ORDER BY id) rn FROM mop.models WHERE run_id = :pbt_d1) m ON m.id = d.model_id
+          JOIN (SELECT id, row_number() OVER (ORDER BY id) rn FROM mop.models WHERE run_id = :pbt_d1) p ON p.id = d.parent_model_id
+         WHERE d.run_id = :pbt_d1 AND d.action = 'exploit')
+     = (SELECT array_agg(ARRAY[m.rn, p.rn] ORDER BY d.id) FROM mop.decisions d
+          JOIN (SELECT id, row_number() OVER (ORDER BY id) rn FROM mop.models WHERE run_id = :pbt_d2) m ON m.id = d.model_id
+          JOIN (SELECT id, row_number() OVER (ORDER BY id) rn FROM mop.models WHERE run_id = :pbt_d2) p ON p.id = d.parent_model_id
+         WHERE d.run_id = :pbt_d2 AND d.action = 'exploit') AS same_lineage;
+
 -- errors
 CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN

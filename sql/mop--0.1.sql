@@ -526,12 +526,13 @@ CREATE FUNCTION @extschema@.mop_hyperband(
 	workers int DEFAULT NULL,
 	seed int DEFAULT 0,
 	scheduler text DEFAULT NULL,
-	wait boolean DEFAULT true)
+	wait boolean DEFAULT true,
+	deterministic boolean DEFAULT false)
 	RETURNS SETOF mop.search_result
 	AS 'MODULE_PATHNAME', 'mop_hyperband'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.mop_hyperband(text, jsonb, int, int, int, int, text, boolean)
+COMMENT ON FUNCTION @extschema@.mop_hyperband(text, jsonb, int, int, int, int, text, boolean, boolean)
 	IS 'Hyperband on model hopper parallelism: successive halving brackets, promoted models resume from their checkpoints';
 
 CREATE FUNCTION @extschema@.mop_asha(
@@ -562,12 +563,13 @@ CREATE FUNCTION @extschema@.mop_pbt(
 	resample float8 DEFAULT 0.25,
 	workers int DEFAULT NULL,
 	seed int DEFAULT 0,
-	wait boolean DEFAULT true)
+	wait boolean DEFAULT true,
+	deterministic boolean DEFAULT false)
 	RETURNS SETOF mop.search_result
 	AS 'MODULE_PATHNAME', 'mop_pbt_sql'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.mop_pbt(text, jsonb, int, int, int, float8, float8, int, int, boolean)
+COMMENT ON FUNCTION @extschema@.mop_pbt(text, jsonb, int, int, int, float8, float8, int, int, boolean, boolean)
 	IS 'population based training on model hopper parallelism: exploit copies weights and optimizer state, explore perturbs hyperparameters';
 
 CREATE FUNCTION @extschema@.mop_tpe(
@@ -579,12 +581,13 @@ CREATE FUNCTION @extschema@.mop_tpe(
 	gamma float8 DEFAULT 0.1,
 	workers int DEFAULT NULL,
 	seed int DEFAULT 0,
-	wait boolean DEFAULT true)
+	wait boolean DEFAULT true,
+	deterministic boolean DEFAULT false)
 	RETURNS SETOF mop.search_result
 	AS 'MODULE_PATHNAME', 'mop_tpe_sql'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.mop_tpe(text, jsonb, int, int, int, float8, int, int, boolean)
+COMMENT ON FUNCTION @extschema@.mop_tpe(text, jsonb, int, int, int, float8, int, int, boolean, boolean)
 	IS 'Tree-structured Parzen Estimator on model hopper parallelism: proposals from completed results whenever a worker would idle';
 
 CREATE FUNCTION @extschema@.mop_pbt_schedule(model_id bigint)

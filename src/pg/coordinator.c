@@ -97,6 +97,13 @@ static mop_tpe *tpe;			/* TPE, or NULL */
 static int32 *tpe_ids;			/* TPE observation id of each trial */
 static Jsonb **tpe_configs;		/* configuration TPE proposed for each trial */
 static int32 tpe_running;		/* trials proposed and not yet told */
+static bool *tpe_told;			/* has TPE been told trial i's score? */
+static bool *tpe_done;			/* has trial i's score arrived? */
+static double *tpe_score;		/* ... that score */
+static bool replaying;			/* replaying recorded driver calls (resume) */
+static int32 tpe_batch;			/* deterministic TPE: trials per synchronous batch */
+static bool *pbt_waiting;		/* deterministic PBT: member is at the generation barrier */
+static double *pbt_scores;		/* ... with this score */
 static double hermes_seconds;	/* training seconds of evaluated epochs */
 static int64 hermes_epochs;		/* epochs evaluated: their mean is the horizon */
 
@@ -120,6 +127,8 @@ add_model(mop_sched *s, int32 epochs)
 	return i;
 }
 static void driver_report(int32 trial, int32 resource, double score);
+static void record_report(int32 trial, int32 resource, double score, const char *reason);
+static void tpe_report(int32 trial, double score);
 static int	n_partitions;
 static int64 resumed_hops;	/* sub-epochs already done when resuming */
 
@@ -224,6 +233,17 @@ insert_model(int64 run_id, int i, int32 target)
 	n_models = Max(n_models, i + 1);
 }
 
+/* The shortest text that reads back as exactly d (options a resume re-reads). */
+static char *
+exact_double(double d)
+{
+	char	   *t = psprintf("%.15g", d);
+
+	if (strtod(t, NULL) != d)
+		t = psprintf("%.17g", d);
+	return t;
+}
+
 /* Create the run and its models (new run), committed. */
 static void
 create_run(void)
@@ -267,12 +287,14 @@ create_run(void)
 					  run->max_resource, run->eta, run->min_resource, run->n_configs) :
 			 run->median_stop ? ", \"early_stopping\": \"median\"" :
 			 run->algo == MOP_ALGO_TPE ?
-			 psprintf(", \"algorithm\": \"tpe\", \"trials\": %d, \"n_startup\": %d, \"gamma\": %g",
-					  run->n_configs, run->tpe_startup, run->tpe_gamma) :
+			 psprintf(", \"algorithm\": \"tpe\", \"trials\": %d, \"n_startup\": %d, \"gamma\": %s%s",
+					  run->n_configs, run->tpe_startup, exact_double(run->tpe_gamma),
+					  run->deterministic ?
+					  psprintf(", \"batch\": %d", Min(run->n_workers, n_partitions)) : "") :
 			 run->algo == MOP_ALGO_PBT ?
 			 psprintf(", \"algorithm\": \"pbt\", \"population\": %d, \"interval\": %d, "
-					  "\"quantile\": %g, \"resample\": %g", run->n_configs, run->pbt_interval,
-					  run->pbt_quantile, run->pbt_resample) : "",
+					  "\"quantile\": %s, \"resample\": %s", run->n_configs, run->pbt_interval,
+					  exact_double(run->pbt_quantile), exact_double(run->pbt_resample)) : "",
 			 run->warm_start_run_id ?
 			 psprintf(", \"warm_start\": " INT64_FORMAT, run->warm_start_run_id) : "");
 	t[0] = TEXTOID;
@@ -335,7 +357,11 @@ load_run(void)
 			 "COALESCE(r.options->>'scheduler', 'random'), "
 			 "COALESCE((r.options->>'replay_of')::bigint, 0), "
 			 "COALESCE(r.options->>'algorithm', ''), COALESCE((r.options->>'max_resource')::int, 0), "
-			 "COALESCE((r.options->>'eta')::int, 0), COALESCE((r.options->>'min_resource')::int, 1) "
+			 "COALESCE((r.options->>'eta')::int, 0), COALESCE((r.options->>'min_resource')::int, 1), "
+			 "COALESCE((r.options->>'n_startup')::int, 10), COALESCE((r.options->>'gamma')::float8, 0.1), "
+			 "COALESCE((r.options->>'interval')::int, 1), COALESCE((r.options->>'quantile')::float8, 0.25), "
+			 "COALESCE((r.options->>'resample')::float8, 0.25), "
+			 "COALESCE((r.options->>'batch')::int, 0) "
 			 "FROM mop.runs r JOIN mop.datasets d ON d.id OPERATOR(pg_catalog.=) r.dataset_id "
 			 "WHERE r.id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF r",
 			 1, t, v, SPI_OK_SELECT);
@@ -363,16 +389,27 @@ load_run(void)
 	/* a resumed replay keeps following the recorded schedule */
 	run->replay_run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 7, &isnull));
 	{
-		char	   *algo = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
-															 SPI_tuptable->tupdesc, 8, &isnull));
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	td = SPI_tuptable->tupdesc;
+		char	   *algo = TextDatumGetCString(SPI_getbinval(tup, td, 8, &isnull));
 
-		run->max_resource = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 9, &isnull));
-		run->eta = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 10, &isnull));
-		run->min_resource = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 11, &isnull));
+		run->max_resource = DatumGetInt32(SPI_getbinval(tup, td, 9, &isnull));
+		run->eta = DatumGetInt32(SPI_getbinval(tup, td, 10, &isnull));
+		run->min_resource = DatumGetInt32(SPI_getbinval(tup, td, 11, &isnull));
+		run->tpe_startup = DatumGetInt32(SPI_getbinval(tup, td, 12, &isnull));
+		run->tpe_gamma = DatumGetFloat8(SPI_getbinval(tup, td, 13, &isnull));
+		run->pbt_interval = DatumGetInt32(SPI_getbinval(tup, td, 14, &isnull));
+		run->pbt_quantile = DatumGetFloat8(SPI_getbinval(tup, td, 15, &isnull));
+		run->pbt_resample = DatumGetFloat8(SPI_getbinval(tup, td, 16, &isnull));
+		tpe_batch = DatumGetInt32(SPI_getbinval(tup, td, 17, &isnull));
 		if (strcmp(algo, "hyperband") == 0)
 			run->algo = MOP_ALGO_HYPERBAND;
 		else if (strcmp(algo, "asha") == 0)
 			run->algo = MOP_ALGO_ASHA;
+		else if (strcmp(algo, "tpe") == 0)
+			run->algo = MOP_ALGO_TPE;
+		else if (strcmp(algo, "pbt") == 0)
+			run->algo = MOP_ALGO_PBT;
 		else if (algo[0] != '\0')
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -496,8 +533,15 @@ load_sequences(mop_sched *s)
 	commit_tx();
 }
 
+/* Do two configurations hold the same values? */
+static bool
+same_config(Jsonb *a, Jsonb *b)
+{
+	return a && b && compareJsonbContainers(&a->root, &b->root) == 0;
+}
+
 /*
- * Resume an adaptive (Hyperband, ASHA) run: replay the recorded driver calls
+ * Resume an adaptive (Hyperband, ASHA, TPE) run: replay the recorded driver calls
  * -- every action in mop.decisions and every result ('report' rows), in
  * order -- into a fresh driver, which then stands exactly where the
  * interrupted one stood; rebuild the scheduler's models on the way; restore
@@ -515,12 +559,13 @@ replay_driver(mop_sched *s)
 	int32	   *done;
 	char	  **status;
 	double	   *last_metric;
+	Jsonb	  **configs;
 
 	begin_tx();
 	v[0] = Int64GetDatum(run->run_id);
 	exec_sql("SELECT m.id, m.epochs_done, m.status, "
 			 "(SELECT e.valid_metric FROM mop.epochs e WHERE e.model_id OPERATOR(pg_catalog.=) m.id "
-			 " AND e.epoch OPERATOR(pg_catalog.=) m.epochs_done) "
+			 " AND e.epoch OPERATOR(pg_catalog.=) m.epochs_done), m.config "
 			 "FROM mop.models m WHERE m.run_id OPERATOR(pg_catalog.=) $1 ORDER BY m.id",
 			 1, t, v, SPI_OK_SELECT);
 	n_existing = (int) SPI_processed;
@@ -529,6 +574,7 @@ replay_driver(mop_sched *s)
 	done = MemoryContextAlloc(TopMemoryContext, sizeof(int32) * Max(n_existing, 1));
 	status = MemoryContextAlloc(TopMemoryContext, sizeof(char *) * Max(n_existing, 1));
 	last_metric = MemoryContextAlloc(TopMemoryContext, sizeof(double) * Max(n_existing, 1));
+	configs = MemoryContextAlloc(TopMemoryContext, sizeof(Jsonb *) * Max(n_existing, 1));
 	for (int i = 0; i < n_existing; i++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
@@ -541,6 +587,12 @@ replay_driver(mop_sched *s)
 										TextDatumGetCString(SPI_getbinval(tup, td, 3, &isnull)));
 		m = SPI_getbinval(tup, td, 4, &isnull);
 		last_metric[i] = isnull ? NAN : DatumGetFloat8(m);
+		{
+			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+			configs[i] = DatumGetJsonbPCopy(SPI_getbinval(tup, td, 5, &isnull));
+			MemoryContextSwitchTo(old);
+		}
 	}
 	if (n_existing > run->n_configs)
 		elog(ERROR, "run %lld has more models than configurations", (long long) run->run_id);
@@ -552,6 +604,7 @@ replay_driver(mop_sched *s)
 			 "WHERE d.run_id OPERATOR(pg_catalog.=) $1 ORDER BY d.id",
 			 1, t, v, SPI_OK_SELECT);
 	n_models = 0;
+	replaying = true;
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[r];
@@ -568,12 +621,16 @@ replay_driver(mop_sched *s)
 
 			if (hb)
 				mop_hb_report(hb, trial, resource, score);
-			else
+			else if (asha)
 				mop_asha_report(asha, trial, resource, score);
+			else
+				tpe_report(trial, score);
 			continue;
 		}
 		if (driver_next(&a) != MOP_POLL_ACTION || a.trial != trial ||
-			strcmp(mop_act_name(a.kind), action) != 0)
+			strcmp(mop_act_name(a.kind), action) != 0 ||
+			(tpe && a.kind == MOP_ACT_NEW && trial < n_existing &&
+			 !same_config(tpe_configs[trial], configs[trial])))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("the recorded decisions of run %lld do not replay (at decision %d: %s of model %d)",
@@ -597,6 +654,7 @@ replay_driver(mop_sched *s)
 				break;
 		}
 	}
+	replaying = false;
 	commit_tx();
 
 	/* progress of each model, and results committed but never reported */
@@ -630,6 +688,8 @@ replay_driver(mop_sched *s)
 
 			running = mop_hb_trial(hb, i, &info) == 0 && info.state == MOP_TRIAL_RUNNING;
 		}
+		else if (tpe)
+			running = !tpe_done[i];
 		else
 		{
 			mop_trial_state st;
@@ -648,6 +708,156 @@ replay_driver(mop_sched *s)
 		else if (done[i] >= models[i].target)
 			driver_report(i, models[i].target, driver_score(last_metric[i]));
 	}
+}
+
+/*
+ * Resume a PBT run: feed the recorded interval results ('report' rows) in
+ * order into a fresh population built from the same seed; PBT's decisions
+ * depend only on the seed and that sequence, so it makes the same exploits,
+ * each checked against its recorded 'exploit' row, and then stands where
+ * the interrupted run stood (members' values, ages, lineage).  A
+ * deterministic run's reports come in generations (one transaction each,
+ * all at the same epochs): each is ranked at once, as pbt_barrier did, and
+ * members that had reached the next barrier when the run stopped wait there
+ * again with the score of their last epoch.
+ */
+static void
+replay_pbt(mop_sched *s)
+{
+	Oid			t[1] = {INT8OID};
+	Datum		v[1];
+	bool		isnull;
+	int			n;
+	char	  **action;
+	int32	   *member,
+			   *parent,
+			   *epochs;
+	double	   *score;
+	int32		gen_epochs = 0;
+	mop_pbt_decision *out = palloc(sizeof(mop_pbt_decision) * Max(n_models, 1));
+
+	begin_tx();
+	v[0] = Int64GetDatum(run->run_id);
+	exec_sql("WITH m AS (SELECT id, pg_catalog.row_number() OVER (ORDER BY id) OPERATOR(pg_catalog.-) 1 AS idx "
+			 "FROM mop.models WHERE run_id OPERATOR(pg_catalog.=) $1) "
+			 "SELECT d.action, m.idx, d.score, pm.idx, d.from_resource FROM mop.decisions d "
+			 "JOIN m ON m.id OPERATOR(pg_catalog.=) d.model_id "
+			 "LEFT JOIN m pm ON pm.id OPERATOR(pg_catalog.=) d.parent_model_id "
+			 "WHERE d.run_id OPERATOR(pg_catalog.=) $1 "
+			 "AND d.action OPERATOR(pg_catalog.=) ANY ('{report,exploit}'::text[]) ORDER BY d.id",
+			 1, t, v, SPI_OK_SELECT);
+	n = (int) SPI_processed;
+	action = palloc(sizeof(char *) * Max(n, 1));
+	member = palloc(sizeof(int32) * Max(n, 1));
+	parent = palloc(sizeof(int32) * Max(n, 1));
+	epochs = palloc(sizeof(int32) * Max(n, 1));
+	score = palloc(sizeof(double) * Max(n, 1));
+	for (int r = 0; r < n; r++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[r];
+		TupleDesc	td = SPI_tuptable->tupdesc;
+		Datum		d;
+
+		action[r] = TextDatumGetCString(SPI_getbinval(tup, td, 1, &isnull));
+		member[r] = (int32) DatumGetInt64(SPI_getbinval(tup, td, 2, &isnull));
+		d = SPI_getbinval(tup, td, 3, &isnull);
+		score[r] = isnull ? NAN : DatumGetFloat8(d);
+		d = SPI_getbinval(tup, td, 4, &isnull);
+		parent[r] = isnull ? -1 : (int32) DatumGetInt64(d);
+		d = SPI_getbinval(tup, td, 5, &isnull);
+		epochs[r] = isnull ? -1 : DatumGetInt32(d);
+		if (member[r] < 0 || member[r] >= n_models)
+			goto corrupt;
+	}
+	commit_tx();
+
+	for (int r = 0; r < n;)
+	{
+		int32		n_out;
+		int			next;
+
+		if (strcmp(action[r], "report") != 0)
+			goto corrupt;
+		if (run->deterministic)
+		{
+			/* a generation: its reports, then its exploits */
+			for (int32 m = 0; m < n_models; m++)
+				pbt_scores[m] = NAN;
+			for (next = r; next < n && strcmp(action[next], "report") == 0 &&
+				 epochs[next] == epochs[r]; next++)
+				pbt_scores[member[next]] = score[next];
+			gen_epochs = epochs[r];
+			n_out = mop_pbt_step(pbt, pbt_scores, out, n_models);
+			if (n_out < 0)
+				goto corrupt;
+			for (int32 i = 0; i < n_out; i++)
+			{
+				bool		waited = false;
+
+				for (int k = r; k < n && strcmp(action[k], "report") == 0 && epochs[k] == gen_epochs; k++)
+					waited |= member[k] == out[i].member && epochs[k] == gen_epochs;
+				if (!waited)
+					continue;	/* a stopped member: never applied */
+				if (next >= n || strcmp(action[next], "exploit") != 0 ||
+					member[next] != out[i].member || parent[next] != out[i].parent)
+					goto corrupt;
+				next++;
+			}
+		}
+		else
+		{
+			int			rc = mop_pbt_ready(pbt, member[r], score[r], out);
+
+			next = r + 1;
+			if (rc < 0)
+				goto corrupt;
+			if (rc == 1)
+			{
+				if (next >= n || strcmp(action[next], "exploit") != 0 ||
+					member[next] != out->member || parent[next] != out->parent)
+					goto corrupt;
+				next++;
+			}
+		}
+		r = next;
+	}
+
+	/* deterministic: members that had reached the next barrier wait there again */
+	if (run->deterministic)
+	{
+		begin_tx();
+		for (int32 m = 0; m < n_models; m++)
+		{
+			int32		done = mop_sched_epochs_done(s, m);
+
+			if (mop_sched_remaining(s, m) == 0 || done == gen_epochs ||
+				done % run->pbt_interval != 0)
+				continue;
+			if (done != gen_epochs + run->pbt_interval)
+				goto corrupt;
+			v[0] = Int64GetDatum(models[m].id);
+			exec_sql("SELECT e.valid_metric FROM mop.epochs e, mop.models m "
+					 "WHERE m.id OPERATOR(pg_catalog.=) $1 AND e.model_id OPERATOR(pg_catalog.=) m.id "
+					 "AND e.epoch OPERATOR(pg_catalog.=) m.epochs_done", 1, t, v, SPI_OK_SELECT);
+			{
+				Datum		d = SPI_processed == 1 ?
+					SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull) : (Datum) 0;
+
+				pbt_scores[m] = SPI_processed == 1 && !isnull ? driver_score(DatumGetFloat8(d)) : NAN;
+			}
+			pbt_waiting[m] = true;
+			mop_sched_set_epochs(s, m, done);
+		}
+		commit_tx();
+	}
+	pfree(out);
+	return;
+
+corrupt:
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("the recorded decisions of run %lld do not replay", (long long) run->run_id),
+			 errdetail("Its PBT results and exploits in mop.decisions do not follow from its seed.")));
 }
 
 /* Start worker i; returns false if it could not be started. */
@@ -758,7 +968,7 @@ stop_model(mop_sched *s, int32 i, const mop_decision *d)
  * hyperparameters; recorded in mop.decisions with its lineage.
  */
 static void
-pbt_exploit(const mop_pbt_decision *d, int32 epochs)
+pbt_exploit_in_tx(const mop_pbt_decision *d, int32 epochs)
 {
 	Oid			t[4];
 	Datum		v[4];
@@ -770,7 +980,6 @@ pbt_exploit(const mop_pbt_decision *d, int32 epochs)
 	nn_status	st;
 	int32		parent_epochs;
 
-	begin_tx();
 	t[0] = INT8OID;
 	v[0] = Int64GetDatum(models[d->parent].id);
 	exec_sql("SELECT state, epochs_done FROM mop.models WHERE id OPERATOR(pg_catalog.=) $1",
@@ -822,6 +1031,76 @@ pbt_exploit(const mop_pbt_decision *d, int32 epochs)
 								  11, dt, dv, dn, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not record a PBT decision of run %lld", (long long) run->run_id);
 	}
+}
+
+/*
+ * Deterministic PBT: synchronous generations.  A member that finishes an
+ * interval waits (its epoch budget is held at its current epochs) until no
+ * member can train any more -- every other one is waiting too, or stopped;
+ * then the whole population is ranked at once (mop_pbt_step), the results
+ * and exploits are recorded in one transaction in member order, and the
+ * waiting members are released.  The decisions then depend only on the seed
+ * and the scores, which under deterministic training depend only on the
+ * seed.
+ */
+static void
+pbt_barrier(mop_sched *s)
+{
+	mop_pbt_decision *out;
+	int32		n_exploit,
+				epochs = -1;
+	bool		any = false;
+
+	for (int32 m = 0; m < n_models; m++)
+		any |= pbt_waiting[m];
+	if (!any || mop_sched_active(s) > 0)
+		return;
+	out = palloc(sizeof(mop_pbt_decision) * n_models);
+	for (int32 m = 0; m < n_models; m++)
+		if (!pbt_waiting[m])
+			pbt_scores[m] = NAN;	/* stopped: ranks last */
+	n_exploit = mop_pbt_step(pbt, pbt_scores, out, n_models);
+	if (n_exploit < 0)
+		elog(ERROR, "run %lld: PBT could not rank its population (%d)",
+			 (long long) run->run_id, n_exploit);
+	begin_tx();
+	for (int32 m = 0; m < n_models; m++)
+		if (pbt_waiting[m])
+		{
+			epochs = mop_sched_epochs_done(s, m);
+			record_report(m, epochs, pbt_scores[m], "result at the end of a generation");
+		}
+	for (int32 i = 0; i < n_exploit; i++)
+		if (pbt_waiting[out[i].member])
+			pbt_exploit_in_tx(&out[i], epochs);
+	commit_tx();
+	for (int32 m = 0; m < n_models; m++)
+		if (pbt_waiting[m])
+		{
+			pbt_waiting[m] = false;
+			mop_sched_set_epochs(s, m, models[m].target);
+		}
+	pfree(out);
+}
+
+/*
+ * PBT: member finished an interval with score.  Decide, and record the
+ * result and any exploit in one transaction, so that a resumed run replays
+ * exactly the decisions whose effects were committed.
+ */
+static void
+pbt_interval_done(int32 member, int32 epochs, double score)
+{
+	mop_pbt_decision d;
+	int			r = mop_pbt_ready(pbt, member, score, &d);
+
+	if (r < 0)
+		elog(ERROR, "run %lld: PBT refused a result of member %d (%d)",
+			 (long long) run->run_id, member, r);
+	begin_tx();
+	record_report(member, epochs, score, "result at the end of an interval");
+	if (r == 1)
+		pbt_exploit_in_tx(&d, epochs);
 	commit_tx();
 }
 
@@ -893,11 +1172,20 @@ task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, doubl
 		if (epoch_done && pbt && !target_done)
 		{
 			int32		epochs = mop_sched_epochs_done(s, t->model);
-			mop_pbt_decision d;
 
-			if (epochs % run->pbt_interval == 0 &&
-				mop_pbt_ready(pbt, t->model, driver_score(vm), &d) == 1)
-				pbt_exploit(&d, epochs);
+			if (epochs % run->pbt_interval == 0)
+			{
+				if (run->deterministic)
+				{
+					/* wait at the generation barrier */
+					pbt_waiting[t->model] = true;
+					pbt_scores[t->model] = driver_score(vm);
+					mop_sched_set_epochs(s, t->model, epochs);
+					pbt_barrier(s);
+				}
+				else
+					pbt_interval_done(t->model, epochs, driver_score(vm));
+			}
 		}
 		if (epoch_done && median)
 		{
@@ -927,6 +1215,8 @@ task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, doubl
 		SpinLockRelease(&run->mutex);
 		if (DRIVER)
 			driver_report(t->model, models[t->model].target, NAN);
+		if (pbt && run->deterministic)
+			pbt_barrier(s);			/* it may have been the last one awaited */
 	}
 }
 
@@ -1019,6 +1309,69 @@ apply_action(mop_sched *s, const mop_action *a)
 	commit_tx();
 }
 
+/* Tell TPE trial i's score. */
+static void
+tpe_tell(int32 i)
+{
+	if (mop_tpe_tell(tpe, tpe_ids[i], tpe_score[i]) != 0)
+		elog(ERROR, "run %lld: TPE does not know trial %d", (long long) run->run_id, i);
+	tpe_told[i] = true;
+}
+
+/*
+ * The score of TPE trial i arrived.  TPE is told at once, except in a
+ * deterministic run: there the scores of a batch are held until the whole
+ * batch is in and then told in trial order, so that no proposal of the
+ * batch sees a result of its own batch (which one arrives first is timing).
+ */
+static void
+tpe_report(int32 trial, double score)
+{
+	if (tpe_done[trial])
+		elog(ERROR, "run %lld: TPE trial %d reported twice", (long long) run->run_id, trial);
+	tpe_done[trial] = true;
+	tpe_score[trial] = score;
+	tpe_running--;
+	if (!run->deterministic)
+	{
+		tpe_tell(trial);
+		return;
+	}
+	for (;;)
+	{
+		int32		first = 0,
+					last;
+
+		while (first < n_models && tpe_told[first])
+			first++;
+		last = Min(first + Max(tpe_batch, 1), run->n_configs);
+		if (first >= n_models)
+			return;
+		for (int32 i = first; i < last; i++)
+			if (i >= n_models || !tpe_done[i])
+				return;			/* the batch is not complete yet */
+		for (int32 i = first; i < last; i++)
+			tpe_tell(i);
+	}
+}
+
+/*
+ * Deterministic TPE proposes in synchronous batches of tpe_batch trials:
+ * trial n is asked only once every trial of the earlier batches has been
+ * told.  What TPE knows at each ask -- the complete trials and the pending
+ * "constant liars" -- then depends only on the seed, never on timing.
+ */
+static bool
+tpe_batch_ready(int32 n)
+{
+	int32		first = (n / Max(tpe_batch, 1)) * Max(tpe_batch, 1);
+
+	for (int32 i = 0; i < first; i++)
+		if (!tpe_told[i])
+			return false;
+	return true;
+}
+
 /* Ask the run's driver for its next action. */
 static mop_poll
 driver_next(mop_action *a)
@@ -1033,7 +1386,8 @@ driver_next(mop_action *a)
 	 * whenever the models in flight have visited its partition, and without
 	 * the cap every proposal would be made before any result is known.
 	 */
-	if (n_models < run->n_configs && tpe_running < n_workers)
+	if (n_models < run->n_configs &&
+		(replaying || (run->deterministic ? tpe_batch_ready(n_models) : tpe_running < n_workers)))
 	{
 		double		x[64];
 		MemoryContext old;
@@ -1062,26 +1416,38 @@ driver_next(mop_action *a)
 	return tpe_running > 0 ? MOP_POLL_WAIT : MOP_POLL_DONE;
 }
 
+/*
+ * Record a result told to a driver or to PBT (a 'report' row of
+ * mop.decisions), in the caller's transaction: replaying these rows in order
+ * into a fresh driver rebuilds its state when the run is resumed.
+ */
+static void
+record_report(int32 trial, int32 resource, double score, const char *reason)
+{
+	Oid			t[5] = {INT8OID, INT8OID, FLOAT8OID, INT4OID, TEXTOID};
+	Datum		v[5];
+	char		n[5] = {' ', ' ', isfinite(score) ? ' ' : 'n', ' ', ' '};
+
+	v[0] = Int64GetDatum(run->run_id);
+	v[1] = Int64GetDatum(models[trial].id);
+	v[2] = Float8GetDatum(isfinite(score) ? score : 0.0);
+	v[3] = Int32GetDatum(resource);
+	v[4] = CStringGetTextDatum(reason);
+	if (SPI_execute_with_args("INSERT INTO mop.decisions (run_id, model_id, action, why, reason, "
+							  "score, from_resource) VALUES ($1, $2, 'report', 'report', $5, $3, $4)",
+							  5, t, v, n, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not record a result of run %lld", (long long) run->run_id);
+}
+
 /* Report a model's result at its target to the run's driver. */
 static void
 driver_report(int32 trial, int32 resource, double score)
 {
-	if (hb || asha)
+	if (hb || asha || tpe)
 	{
 		/* recorded, so that a resumed run can replay the driver exactly */
-		Oid			t[4] = {INT8OID, INT8OID, FLOAT8OID, INT4OID};
-		Datum		v[4];
-		char		n[4] = {' ', ' ', isfinite(score) ? ' ' : 'n', ' '};
-
 		begin_tx();
-		v[0] = Int64GetDatum(run->run_id);
-		v[1] = Int64GetDatum(models[trial].id);
-		v[2] = Float8GetDatum(isfinite(score) ? score : 0.0);
-		v[3] = Int32GetDatum(resource);
-		if (SPI_execute_with_args("INSERT INTO mop.decisions (run_id, model_id, action, why, reason, "
-								  "score, from_resource) VALUES ($1, $2, 'report', 'report', "
-								  "'result at the rung', $3, $4)", 4, t, v, n, false, 0) != SPI_OK_INSERT)
-			elog(ERROR, "could not record a result of run %lld", (long long) run->run_id);
+		record_report(trial, resource, score, hb || asha ? "result at the rung" : "result of the trial");
 		commit_tx();
 	}
 	if (hb)
@@ -1089,10 +1455,7 @@ driver_report(int32 trial, int32 resource, double score)
 	else if (asha)
 		mop_asha_report(asha, trial, resource, score);
 	else if (tpe)
-	{
-		mop_tpe_tell(tpe, tpe_ids[trial], score);
-		tpe_running--;
-	}
+		tpe_report(trial, score);
 }
 
 /* Settle worker w's task after its process died, and start a new one. */
@@ -1349,6 +1712,8 @@ mop_coordinator_main(Datum arg)
 		else
 			create_run();
 		n_workers = Min(run->n_workers, n_partitions);
+		if (tpe_batch <= 0)
+			tpe_batch = n_workers;
 		s = mop_sched_new(n_workers, n_partitions, (uint64) run->seed, run->deterministic,
 						  (mop_pick) run->pick);
 		if (s == NULL)
@@ -1372,6 +1737,8 @@ mop_coordinator_main(Datum arg)
 			if ((pbt = mop_pbt_new(pbt_space->params, pbt_space->n_params, run->n_configs,
 								   &o, (uint64) run->seed)) == NULL)
 				elog(ERROR, "could not create the PBT population");
+			pbt_waiting = MemoryContextAllocZero(TopMemoryContext, sizeof(bool) * run->n_configs);
+			pbt_scores = MemoryContextAllocZero(TopMemoryContext, sizeof(double) * run->n_configs);
 		}
 		if (run->algo == MOP_ALGO_TPE)
 		{
@@ -1381,6 +1748,9 @@ mop_coordinator_main(Datum arg)
 			pbt_space = mop_space_describe(DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
 																			  CStringGetDatum(payload_str(2)))));
 			tpe_ids = palloc0(sizeof(int32) * run->n_configs);
+			tpe_told = palloc0(sizeof(bool) * run->n_configs);
+			tpe_done = palloc0(sizeof(bool) * run->n_configs);
+			tpe_score = palloc0(sizeof(double) * run->n_configs);
 			tpe_configs = palloc0(sizeof(Jsonb *) * run->n_configs);
 			MemoryContextSwitchTo(old);
 			mop_tpe_default_opts(&o);
@@ -1402,7 +1772,15 @@ mop_coordinator_main(Datum arg)
 			replay_driver(s);
 		}
 		else if (run->resume_run_id)
+		{
 			restore_models(s);
+			if (pbt)
+			{
+				replay_pbt(s);
+				if (run->deterministic)
+					pbt_barrier(s);
+			}
+		}
 		else
 			for (int i = 0; i < n_models; i++)
 				add_model(s, models[i].target);

@@ -199,6 +199,13 @@ warm_start_arg(FunctionCallInfo fcinfo, int argno)
 	return id;
 }
 
+/* Optional boolean argument argno (false when absent or NULL). */
+static bool
+opt_bool(FunctionCallInfo fcinfo, int argno)
+{
+	return PG_NARGS() > argno && !PG_ARGISNULL(argno) && PG_GETARG_BOOL(argno);
+}
+
 /* The scheduler of argument argno, or mop.scheduler when it is NULL. */
 static mop_pick
 pick_arg(FunctionCallInfo fcinfo, int argno)
@@ -766,7 +773,8 @@ mop_resume(PG_FUNCTION_ARGS)
 
 		SPI_connect();
 		SPI_execute_with_args("SELECT options->>'algorithm', space, (options->>'max_resource')::int, "
-							  "(options->>'eta')::int, (options->>'max_trials')::int, seed "
+							  "(options->>'eta')::int, COALESCE((options->>'max_trials')::int, "
+							  "(options->>'trials')::int, (options->>'population')::int), seed "
 							  "FROM mop.runs WHERE id OPERATOR(pg_catalog.=) $1",
 							  1, &t, &v, NULL, false, 1);
 		if (SPI_processed == 1)
@@ -791,11 +799,12 @@ mop_resume(PG_FUNCTION_ARGS)
 			MemoryContextSwitchTo(old);
 		}
 		SPI_finish();
-		if (algo && strcmp(algo, "hyperband") != 0 && strcmp(algo, "asha") != 0)
+		if (algo && PG_NARGS() > 3 && !PG_ARGISNULL(3))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("resuming a %s run is not supported yet", algo),
-					 errhint("Its committed models and decisions are kept in mop.models and mop.decisions; Hyperband, ASHA, grid and random runs can be resumed.")));
+					 errmsg("configurations cannot be added to a %s run", algo),
+					 errhint("add => extends grid and random runs; a %s run decides its configurations itself.",
+							 algo)));
 		if (algo && space)
 		{
 			if (strcmp(algo, "hyperband") == 0)
@@ -814,6 +823,7 @@ mop_resume(PG_FUNCTION_ARGS)
 
 				req.kind = "resume";
 				req.dataset = dataset;
+				req.space = space;	/* TPE and PBT rebuild their sampler from it */
 				req.configs = added;
 				req.workers = choose_workers(PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1),
 											 partitions);
@@ -1153,6 +1163,7 @@ mop_hyperband(PG_FUNCTION_ARGS)
 		req.seed = seed;
 		req.pick = pick_arg(fcinfo, 6);
 		req.wait = PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7);
+		req.deterministic = opt_bool(fcinfo, 8);
 		req.algo = MOP_ALGO_HYPERBAND;
 		req.max_resource = R;
 		req.eta = eta;
@@ -1321,6 +1332,7 @@ mop_pbt_sql(PG_FUNCTION_ARGS)
 		req.seed = seed;
 		req.pick = pick_arg(fcinfo, -1);
 		req.wait = PG_ARGISNULL(9) ? true : PG_GETARG_BOOL(9);
+		req.deterministic = opt_bool(fcinfo, 10);
 		req.algo = MOP_ALGO_PBT;
 		req.pbt_interval = interval;
 		req.pbt_quantile = quantile;
@@ -1387,6 +1399,7 @@ mop_tpe_sql(PG_FUNCTION_ARGS)
 		req.seed = seed;
 		req.pick = pick_arg(fcinfo, -1);
 		req.wait = PG_ARGISNULL(8) ? true : PG_GETARG_BOOL(8);
+		req.deterministic = opt_bool(fcinfo, 9);
 		req.algo = MOP_ALGO_TPE;
 		req.tpe_startup = n_startup;
 		req.tpe_gamma = gamma;

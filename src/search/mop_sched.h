@@ -116,6 +116,9 @@ int			mop_sched_busy(const mop_sched *s, int32_t model);
 /* Models that still have work (budget left, not stopped) or are busy. */
 int32_t		mop_sched_active(const mop_sched *s);
 
+/* Sub-epochs model still has to train (0: stopped, or at its budget). */
+int64_t		mop_sched_remaining(const mop_sched *s, int32_t model);
+
 /* 1 when no model has work left and none is busy. */
 int			mop_sched_finished(const mop_sched *s);
 

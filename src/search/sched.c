@@ -487,6 +487,15 @@ mop_sched_active(const mop_sched *s)
 	return n;
 }
 
+/* Sub-epochs a model still has to train. */
+int64_t
+mop_sched_remaining(const mop_sched *s, int32_t model)
+{
+	if (model < 0 || model >= s->n)
+		return 0;
+	return remaining(s, &s->m[model]);
+}
+
 /* No work left and nothing running. */
 int
 mop_sched_finished(const mop_sched *s)

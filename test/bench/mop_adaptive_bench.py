@@ -148,9 +148,14 @@ def phase_compare(args):
         ("grid", "SELECT * FROM mop_grid_search('fashion', %s::jsonb, epochs => 3, workers => 2, seed => %s)", gr,
          "24 configs (lr 1e-4,1e-3,1e-2,1e-1) x 3 epochs"),
     ]
+    if args.methods:
+        keep = args.methods.split(",")
+        methods = [m for m in methods if m[0] in keep]
     c = connect()
     k = c.cursor()
     k.execute("LOAD 'mop'")
+    if args.scheduler:
+        k.execute("SET mop.scheduler = %s", (args.scheduler,))
     print(f"space: {sp}")
     print(f"grid space: learning_rate {GRID['learning_rate']}; mop.scheduler = {sql1(k, 'SHOW mop.scheduler')[0]}")
     R = {}
@@ -379,22 +384,23 @@ def phase_optuna(args):
     t_prep = time.time() - t0
     k.execute("SELECT mop_drop_dataset('e2e')")
     print(f"  mop_prepare (60000 rows, 2 partitions, 10% validation, standardised): {t_prep:.1f}s")
-    R = {"mop": [], "optuna": []}
+    mops = ["mop_" + x for x in args.mop_schedulers.split(",")]
+    R = {w: [] for w in mops + ["optuna"]}
     for rep in range(1, args.reps + 1):
-        order = ["mop", "optuna"] if rep % 2 else ["optuna", "mop"]
+        order = mops + ["optuna"] if rep % 2 else ["optuna"] + mops[::-1]
         for who in order:
             quiet()
             la = loadavg()
-            if who == "mop":
-                d = run_mop(k, "SELECT * FROM mop_hyperband('fashion', %s::jsonb, max_resource => 9, eta => 3, workers => 2, seed => %s)",
-                            (sp, 10 + rep))
+            if who.startswith("mop"):
+                d = run_mop(k, "SELECT * FROM mop_hyperband('fashion', %s::jsonb, max_resource => 9, eta => 3, workers => 2, seed => %s, scheduler => %s)",
+                            (sp, 10 + rep, who[4:]))
                 d["prepare"] = t_prep
             else:
                 d = run_optuna(17, rep)
             d["load_before"] = la
             R[who].append(d)
             b, tb, tt = summarize(d["curve"])
-            extra = (f"run {d['run_s']:.1f}s, {d['epochs']:.0f} epochs, {d['models']} configs" if who == "mop" else
+            extra = (f"run {d['run_s']:.1f}s, {d['epochs']:.0f} epochs, {d['models']} configs" if who != "optuna" else
                      f"wall {d['wall']:.1f}s incl. read+preprocess {d['load']:.1f}s, {d['epochs']} epochs, {d['trials']} trials {d['states']}")
             print(f"  rep {rep} {who}: best {b:.4f} at {tb:.1f}s; " + ", ".join(f"to {t}: {fmt_t(v)}s" for t, v in tt.items())
                   + f"; {extra}; load before {la}; other benchmark running {100 * d['contended']:.0f}% of the time", flush=True)
@@ -403,30 +409,31 @@ def phase_optuna(args):
     print("| side | rep | what the clock includes | epochs trained | best valid acc | time to best (s) | "
           + " | ".join(f"time to {t} (s)" for t in allt) + " | total (s) |")
     print("|---|---|---|---|---|---|" + "---|" * len(allt) + "---|")
-    for who in ("mop", "optuna"):
+    for who in R:
         for i, d in enumerate(R[who]):
             b, tb, tt = summarize(d["curve"], allt)
             inc = ("mop_hyperband from mop.runs.started_at (data already prepared; mop_prepare %.1fs not included)" % d["prepare"]
-                   if who == "mop" else "script start: psycopg2 read + numpy preprocess (%.1fs) + 2 forked processes" % d["load"])
-            tot = d["run_s"] if who == "mop" else d["wall"]
+                   if who != "optuna" else "script start: psycopg2 read + numpy preprocess (%.1fs) + 2 forked processes" % d["load"])
+            tot = d["run_s"] if who != "optuna" else d["wall"]
             print(f"| {who} | {i + 1} | {inc} | {d['epochs']:.0f} | {b:.4f} | {tb:.1f} | "
                   + " | ".join(fmt_t(tt[t]) for t in allt) + f" | {tot:.1f} |")
     # speedups on medians, mop both without and with mop_prepare; optuna both with and without its load
-    for t in allt:
-        mm = [summarize(d["curve"], allt)[2][t] for d in R["mop"]]
-        oo = [summarize(d["curve"], allt)[2][t] for d in R["optuna"]]
-        if None in mm or None in oo:
-            print(f"RESULT target {t}: mop {mm}, optuna {oo} (not reached by every run)")
-            continue
-        m, o = median(mm), median(oo)
-        ol = median([x - d["load"] for x, d in zip(oo, R["optuna"])])
-        print(f"RESULT target {t}: mop {m:.1f}s (+ mop_prepare {t_prep:.1f}s = {m + t_prep:.1f}s), "
-              f"optuna {o:.1f}s (training only {ol:.1f}s): speedup {o / m:.2f}x like-for-like without loading "
-              f"({ol:.1f}/{m:.1f} = {ol / m:.2f}x), with loading {(o) / (m + t_prep):.2f}x")
-    # mop's own best as the target
-    mb = median([summarize(d["curve"])[0] for d in R["mop"]])
-    print(f"mop best (median) {mb:.4f}; optuna reached it: "
-          + ", ".join(fmt_t(summarize(d["curve"], (mb,))[2][mb]) for d in R["optuna"]))
+    for who in mops:
+        for t in allt:
+            mm = [summarize(d["curve"], allt)[2][t] for d in R[who]]
+            oo = [summarize(d["curve"], allt)[2][t] for d in R["optuna"]]
+            if None in mm or None in oo:
+                print(f"RESULT {who} target {t}: mop {mm}, optuna {oo} (not reached by every run)")
+                continue
+            m, o = median(mm), median(oo)
+            ol = median([x - d["load"] for x, d in zip(oo, R["optuna"])])
+            print(f"RESULT {who} target {t}: mop {m:.1f}s (+ mop_prepare {t_prep:.1f}s = {m + t_prep:.1f}s), "
+                  f"optuna {o:.1f}s (training only {ol:.1f}s): "
+                  f"training only {ol:.1f}/{m:.1f} = {ol / m:.2f}x, with loading {(o) / (m + t_prep):.2f}x")
+        # mop's own best as the target
+        mb = median([summarize(d["curve"])[0] for d in R[who]])
+        print(f"{who} best (median) {mb:.4f}; optuna reached it: "
+              + ", ".join(fmt_t(summarize(d["curve"], (mb,))[2][mb]) for d in R["optuna"]))
     print(f"finished {utcnow()}; load {loadavg()}")
     save_json("optuna.json", R)
 
@@ -443,6 +450,9 @@ if __name__ == "__main__":
     ap.add_argument("--epochs", type=int, default=6)
     ap.add_argument("--hard", action="store_true")
     ap.add_argument("--schedulers", default="random,fifo,convergence", help="converge: schedulers compared")
+    ap.add_argument("--methods", default="", help="compare: only these methods (comma-separated)")
+    ap.add_argument("--scheduler", default="", help="compare: mop.scheduler for every method")
+    ap.add_argument("--mop-schedulers", default="random,convergence", help="optuna: mop_hyperband's schedulers")
     ap.add_argument("--start", type=int, default=1, help="compare: first repetition (seed)")
     ap.add_argument("--tag", default="", help="compare: suffix of the .json file")
     a = ap.parse_args()

@@ -12,12 +12,14 @@
 #            cluster, load fashion_train, mop_prepare 'fashion' (2 partitions,
 #            10% validation, seed 1)
 #   compare  5.1: hyperband / asha / tpe / grid / random, same space, ~same epochs
+#            (CMP_REPS, default 1; CMP_METHODS, e.g. asha,random; CMP_SCHEDULER)
 #   converge 5.2: scheduler 'convergence' vs 'fifo' and 'random' on a space with few good
 #            configurations, interleaved repetitions (CONV_REPS, default 2)
 #   converge_hard  5.2 on a harder space: 16 learning rates, 2 good, 8 epochs,
 #            targets 0.88/0.885/0.89 (CONV_REPS, default 2)
 #   optuna   5.3: mop_hyperband vs Optuna 3.1 (TPE + HyperbandPruner) driving
-#            PyTorch CPU on 2 processes (OPT_REPS, default 1)
+#            PyTorch CPU on 2 processes (OPT_REPS, default 1); mop with the
+#            random and the convergence scheduler (OPT_MOP_SCHEDULERS)
 # Output: stdout and test/bench/.cache/adaptive/<phase>.log (+ .json).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -67,10 +69,10 @@ run_phase() {
 	# scripts to end and the machine to be quiet; see quiet() in mop_adaptive_bench.py)
 	case $p in
 		setup) phase_setup ;;
-		compare) $PY test/bench/mop_adaptive_bench.py compare ;;
+		compare) $PY test/bench/mop_adaptive_bench.py compare --reps "${CMP_REPS:-1}" ${CMP_METHODS:+--methods "$CMP_METHODS"} ${CMP_SCHEDULER:+--scheduler "$CMP_SCHEDULER"} ;;
 		converge) $PY test/bench/mop_adaptive_bench.py converge --reps "${CONV_REPS:-2}" ;;
 		converge_hard) $PY test/bench/mop_adaptive_bench.py converge --hard --epochs 8 --reps "${CONV_REPS:-2}" ;;
-		optuna) $PY test/bench/mop_adaptive_bench.py optuna --reps "${OPT_REPS:-1}" ;;
+		optuna) $PY test/bench/mop_adaptive_bench.py optuna --reps "${OPT_REPS:-1}" --mop-schedulers "${OPT_MOP_SCHEDULERS:-random,convergence}" ;;
 		*) echo "unknown phase $p"; return 2 ;;
 	esac
 }

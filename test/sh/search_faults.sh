@@ -6,7 +6,12 @@
 #      run completes with every MOP invariant intact;
 #   3. an immediate server stop mid-run loses no committed checkpoint, and
 #      mop_resume completes the run with exactly the models of an
-#      uninterrupted deterministic run.
+#      uninterrupted deterministic run;
+#   4-7. Hyperband, ASHA, TPE and PBT runs stopped immediately resume by
+#      replaying their recorded decisions and results into a fresh driver,
+#      and finish without retraining anything committed;
+#   8. deterministic TPE and PBT runs resumed after an immediate stop end
+#      bit-identical to uninterrupted runs.
 # Uses its own cluster (it restarts the server).  Prints ok / not ok lines.
 set -u
 cd "$(dirname "$0")"
@@ -139,3 +144,68 @@ res=$($PSQL -c "SELECT count(*) || ' ' || bool_and(status IN ('done', 'stopped')
 noretrain=$($PSQL -c "SELECT sum(h.n) = sum(m.epochs_done) * 2 FROM mop.models m JOIN (SELECT model_id, count(*) AS n FROM mop.hops GROUP BY model_id) h ON h.model_id = m.id WHERE m.run_id = $r")
 [ "$res" = "12 true true" ] && [ "$noretrain" = "t" ] || fail "faults: asha: after resume: $res, no retraining: $noretrain"
 echo "ok faults: ASHA stopped immediately (run left '$st') resumed by replay: 12 trials on their rungs, top third promoted, no retraining"
+
+# 6. TPE: resumed by replaying its asks and tells into a fresh sampler (each
+#    replayed proposal is checked against the stored configuration), then
+#    proposes the remaining trials
+TSPACE='{"model": {"layers": [{"type": "dense", "units": 256, "activation": "relu"}, {"type": "dense", "units": 10}]}, "learning_rate": {"loguniform": [0.0001, 0.01]}, "batch_size": {"choice": [16, 32]}}'
+r=$($PSQL -c "SELECT DISTINCT run_id FROM mop_tpe('big', '$TSPACE', trials => 8, epochs => 2, n_startup => 3, workers => 2, seed => 4, wait => false)")
+wait_hops "$r" 9 || fail "faults: tpe: the run never trained"
+cluster_stop immediate || fail "faults: tpe: immediate stop failed"
+cluster_start || fail "faults: tpe: restart failed"
+before=$($PSQL -c "SELECT count(*) FROM mop.decisions WHERE run_id = $r AND action = 'report'")
+st=$($PSQL -c "SELECT status FROM mop.runs WHERE id = $r")
+if [ "$st" != "done" ]; then
+	$PSQL -c "SELECT count(*) FROM mop_resume($r)" >/dev/null || fail "faults: tpe: mop_resume failed"
+fi
+res=$($PSQL -c "SELECT count(*) || ' ' || bool_and(status = 'done' AND epochs_done = 2) || ' ' || count(DISTINCT config) FROM mop.models WHERE run_id = $r")
+reports=$($PSQL -c "SELECT count(*) FROM mop.decisions WHERE run_id = $r AND action = 'report'")
+noretrain=$($PSQL -c "SELECT sum(h.n) = sum(m.epochs_done) * 2 FROM mop.models m JOIN (SELECT model_id, count(*) AS n FROM mop.hops GROUP BY model_id) h ON h.model_id = m.id WHERE m.run_id = $r")
+[ "$res" = "8 true 8" ] && [ "$reports" = "8" ] && [ "$noretrain" = "t" ] || fail "faults: tpe: after resume: $res, $reports results, no retraining: $noretrain"
+echo "ok faults: TPE stopped immediately ($before results recorded, run left '$st') resumed by replaying its sampler: 8 distinct trials done, no retraining"
+
+# 7. PBT: resumed by replaying the recorded interval results into a fresh
+#    population (each replayed exploit checked against its record)
+PSPACE='{"model": {"layers": [{"type": "dense", "units": 256, "activation": "relu"}, {"type": "dense", "units": 10}]}, "learning_rate": {"loguniform": [0.0001, 0.05]}}'
+r=$($PSQL -c "SELECT DISTINCT run_id FROM mop_pbt('big', '$PSPACE', population => 4, epochs => 6, quantile => 0.5, workers => 2, seed => 2, wait => false)")
+wait_hops "$r" 14 || fail "faults: pbt: the run never trained"
+cluster_stop immediate || fail "faults: pbt: immediate stop failed"
+cluster_start || fail "faults: pbt: restart failed"
+before=$($PSQL -c "SELECT count(*) FILTER (WHERE action = 'report') || ' results, ' || count(*) FILTER (WHERE action = 'exploit') || ' exploits' FROM mop.decisions WHERE run_id = $r")
+st=$($PSQL -c "SELECT status FROM mop.runs WHERE id = $r")
+if [ "$st" != "done" ]; then
+	$PSQL -c "SELECT count(*) FROM mop_resume($r)" >/dev/null || fail "faults: pbt: mop_resume failed"
+fi
+res=$($PSQL -c "SELECT count(*) || ' ' || bool_and(status = 'done' AND epochs_done = 6) FROM mop.models WHERE run_id = $r")
+dec=$($PSQL -c "SELECT (count(*) FILTER (WHERE action = 'report') BETWEEN 18 AND 20) || ' ' || (count(*) FILTER (WHERE action = 'exploit') >= 1) FROM mop.decisions WHERE run_id = $r")
+noretrain=$($PSQL -c "SELECT sum(h.n) = sum(m.epochs_done) * 2 FROM mop.models m JOIN (SELECT model_id, count(*) AS n FROM mop.hops GROUP BY model_id) h ON h.model_id = m.id WHERE m.run_id = $r")
+sched=$($PSQL -c "SELECT count(*) > 0 FROM mop_pbt_schedule((SELECT model_id FROM mop.best WHERE run_id = $r))")
+[ "$res" = "4 true" ] && [ "$dec" = "true true" ] && [ "$noretrain" = "t" ] && [ "$sched" = "t" ] || fail "faults: pbt: after resume: $res, decisions $dec, no retraining: $noretrain, schedule $sched"
+echo "ok faults: PBT stopped immediately ($before recorded, run left '$st') resumed by replaying its population: 4 members done, lineage readable, no retraining"
+
+# 8. deterministic TPE and PBT stopped immediately and resumed end exactly
+#    like uninterrupted runs with the same seed (bit-identical models)
+same() {	# run a, run b -> "n/n" identical
+	$PSQL -c "SELECT count(*) FILTER (WHERE x.state = y.state AND x.config = y.config) || '/' || count(*) FROM (SELECT row_number() OVER (ORDER BY id) rn, * FROM mop.models WHERE run_id = $1) x JOIN (SELECT row_number() OVER (ORDER BY id) rn, * FROM mop.models WHERE run_id = $2) y USING (rn)"
+}
+for algo in tpe pbt; do
+	if [ $algo = tpe ]; then
+		call="mop_tpe('big', '$TSPACE', trials => 6, epochs => 2, n_startup => 2, workers => 2, seed => 6, deterministic => true"
+		n=6
+	else
+		call="mop_pbt('big', '$PSPACE', population => 4, epochs => 4, quantile => 0.5, workers => 2, seed => 6, deterministic => true"
+		n=4
+	fi
+	ref=$($PSQL -c "SELECT DISTINCT run_id FROM $call)")
+	r=$($PSQL -c "SELECT DISTINCT run_id FROM $call, wait => false)")
+	wait_hops "$r" 9 || fail "faults: deterministic $algo: the run never trained"
+	cluster_stop immediate || fail "faults: deterministic $algo: immediate stop failed"
+	cluster_start || fail "faults: deterministic $algo: restart failed"
+	st=$($PSQL -c "SELECT status FROM mop.runs WHERE id = $r")
+	if [ "$st" != "done" ]; then
+		$PSQL -c "SELECT count(*) FROM mop_resume($r)" >/dev/null || fail "faults: deterministic $algo: mop_resume failed"
+	fi
+	s=$(same "$ref" "$r")
+	[ "$s" = "$n/$n" ] || fail "faults: deterministic $algo: resumed run differs from the uninterrupted one ($s identical)"
+	echo "ok faults: deterministic $algo stopped immediately (run left '$st') and resumed: models bit-identical to an uninterrupted run ($s)"
+done
