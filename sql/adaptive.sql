@@ -68,6 +68,11 @@ SELECT bool_and(rank <= keep) AS promoted_from_top
 SELECT count(*) FILTER (WHERE action = 'new') AS started,
        count(*) FILTER (WHERE action = 'stop') AS stopped
   FROM mop.decisions WHERE run_id = :asha_run;
+-- new trials start only when a worker would idle: at most two models with
+-- work per worker, so before the first result at most 2 x 3 trials started
+SELECT count(*) FILTER (WHERE action = 'new' AND id < (SELECT min(id) FROM mop.decisions
+                        WHERE run_id = :asha_run AND action = 'report')) <= 6 AS started_on_demand
+  FROM mop.decisions WHERE run_id = :asha_run;
 
 -- median stopping with random search: a model whose best score is below the
 -- median of the others at the same epoch stops (invariants only: which ones

@@ -1590,7 +1590,9 @@ schedule(mop_sched *s)
 			{
 				mop_action	a;
 
-				while ((driver = driver_next(&a)) == MOP_POLL_ACTION)
+				/* (ASHA: the same cap as above -- this is also the path at startup) */
+				while ((!asha || mop_sched_active(s) < 2 * n_workers) &&
+					   (driver = driver_next(&a)) == MOP_POLL_ACTION)
 					apply_action(s, &a);
 				if (!mop_sched_finished(s))
 					continue;
