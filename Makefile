@@ -30,7 +30,7 @@ PG_CFLAGS = -O3 -ffp-contract=off -fno-math-errno
 SHLIB_LINK = -ldl -lm
 
 # pg_regress: tests in sql/, expected output in expected/.
-REGRESS = install prepare train aggregate predict errors search adaptive
+REGRESS = install prepare train aggregate predict errors search adaptive device
 REGRESS_OPTS = --inputdir=.
 
 # the optional GPU object (see the end); pgxs reads EXTRA_CLEAN when included
@@ -43,20 +43,20 @@ include $(PGXS)
 
 # PGXS tracks no header dependencies: rebuild every object when a header
 # changes (a stale object with an old struct layout is a silent disaster).
-$(OBJS): $(wildcard src/nn/*.h src/pg/*.h src/search/*.h)
+$(OBJS): $(wildcard src/nn/*.h src/pg/*.h src/search/*.h gpu/*.h)
 
 # Optional CUDA part (the GPU issue): gpu/*.cu -> gpu/mop_gpu.so, built by
 # nvcc only when both nvcc and CUDA sources exist, installed next to mop.so
 # and loaded at run time.  It is deliberately not in OBJS, so PGXS never
 # tries to emit LLVM bitcode for it, and a machine without CUDA builds and
 # tests everything else unchanged.
-NVCC ?= $(shell command -v nvcc 2>/dev/null)
+NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 GPU_SRCS = $(sort $(wildcard gpu/*.cu))
 ifneq ($(and $(NVCC),$(GPU_SRCS)),)
 GPU_LIB = gpu/mop_gpu.so
 all: $(GPU_LIB)
 $(GPU_LIB): $(GPU_SRCS) $(wildcard gpu/*.h) src/nn/nn.h
-	$(NVCC) -O3 -Xcompiler -fPIC -shared -Isrc/nn -o $@ $(GPU_SRCS)
+	$(NVCC) -O3 -Xcompiler -fPIC -shared -Isrc/nn -Igpu -o $@ $(GPU_SRCS)
 install: install-gpu
 .PHONY: install-gpu
 install-gpu: $(GPU_LIB)

@@ -627,3 +627,13 @@ CREATE FUNCTION @extschema@.mop_pbt_schedule(model_id bigint)
 	END;
 COMMENT ON FUNCTION @extschema@.mop_pbt_schedule(bigint)
 	IS 'the hyperparameter schedule a PBT member''s weights were trained with, oldest segment first (from its exploit lineage)';
+
+CREATE FUNCTION @extschema@.mop_gpu_devices(
+	OUT device int, OUT name text, OUT compute_capability text,
+	OUT memory_total_mb bigint, OUT memory_free_mb bigint, OUT multiprocessors int)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'mop_gpu_devices'
+	LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_gpu_devices()
+	IS 'the GPUs this server can use (loads mop''s CUDA part on first call); no rows, with a NOTICE saying why, when there is none';

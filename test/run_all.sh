@@ -4,7 +4,8 @@
 #   bash test/run_all.sh
 #
 # 1. builds the extension (engine + glue);
-# 2. runs the engine's unit tests (make -C test/unit check);
+# 2. runs the engine's unit tests (make -C test/unit check) and the GPU
+#    tests (test/gpu/run.sh: they say "skip" where no GPU is usable);
 # 3. installs the extension (needs root, or sudo) and runs the pg_regress
 #    suite inside a throwaway cluster made by Debian's pg_virtualenv
 #    (regression.diffs is printed on failure);
@@ -65,6 +66,16 @@ if [ -f test/unit/Makefile ]; then
 else
 	echo "(no test/unit)"
 fi
+
+echo "== GPU tests (test/gpu/run.sh; skipped where no GPU is usable)"
+bash test/gpu/run.sh >"$LOG/gpu.log" 2>&1
+rc=$?
+cat "$LOG/gpu.log"
+ok=$(grep -cE '^ok ' "$LOG/gpu.log")
+bad=$(grep -cE '^not ok ' "$LOG/gpu.log")
+PASSED=$((PASSED + ok))
+FAILED=$((FAILED + bad))
+[ "$rc" -ne 0 ] && [ "$bad" -eq 0 ] && FAILED=$((FAILED + 1))
 
 echo "== install"
 if ! $SUDO make -s install PG_CONFIG="$PG_CONFIG" >"$LOG/install.log" 2>&1; then

@@ -48,6 +48,7 @@ _PG_init(void)
 							PGC_USERSET, GUC_UNIT_MB,
 							NULL, NULL, NULL);
 	mop_run_define_gucs();
+	mop_gpu_define_gucs();
 	MarkGUCPrefixReserved("mop");
 }
 

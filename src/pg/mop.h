@@ -20,6 +20,11 @@
 #define MOP_MAX_CLASSES 65536
 
 /* GUC mop.blas_threads: threads of the BLAS pool in this backend. */
+/* gpu.c: mop.device and the lazy loader of the optional CUDA part */
+extern char *mop_device;
+extern void mop_gpu_define_gucs(void);
+extern bool mop_device_check(void);
+
 extern int	mop_blas_threads;
 
 /* GUC mop.buffer_cache_mb: backend-local cache of detoasted buffers. */

@@ -522,6 +522,7 @@ run_search(FunctionCallInfo fcinfo, const RunRequest *req)
 				 errmsg("a blocking mop run needs the READ COMMITTED isolation level"),
 				 errdetail("The run's results are committed by background workers, which a REPEATABLE READ or SERIALIZABLE snapshot cannot see."),
 				 errhint("Run it at READ COMMITTED, or pass wait => false and read mop.models later.")));
+	(void) mop_device_check();	/* 'gpu' fails here, before anything starts */
 	seg = launch(req, &handle);
 	run = dsm_segment_address(seg);
 	run_id = wait_started(run, handle);

@@ -113,6 +113,7 @@ mop_train(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("dataset, config and epochs of mop_train must not be null")));
+	(void) mop_device_check();
 	dsname = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	config = PG_GETARG_JSONB_P(1);
 	epochs = PG_GETARG_INT32(2);
