@@ -386,7 +386,7 @@ def phase_optuna(args):
     print(f"  mop_prepare (60000 rows, 2 partitions, 10% validation, standardised): {t_prep:.1f}s")
     mops = ["mop_" + x for x in args.mop_schedulers.split(",")]
     R = {w: [] for w in mops + ["optuna"]}
-    for rep in range(1, args.reps + 1):
+    for rep in range(args.start, args.start + args.reps):
         order = mops + ["optuna"] if rep % 2 else ["optuna"] + mops[::-1]
         for who in order:
             quiet()
@@ -435,7 +435,7 @@ def phase_optuna(args):
         print(f"{who} best (median) {mb:.4f}; optuna reached it: "
               + ", ".join(fmt_t(summarize(d["curve"], (mb,))[2][mb]) for d in R["optuna"]))
     print(f"finished {utcnow()}; load {loadavg()}")
-    save_json("optuna.json", R)
+    save_json(f"optuna{args.tag}.json", R)
 
 
 def save_json(name, obj):
@@ -453,8 +453,8 @@ if __name__ == "__main__":
     ap.add_argument("--methods", default="", help="compare: only these methods (comma-separated)")
     ap.add_argument("--scheduler", default="", help="compare: mop.scheduler for every method")
     ap.add_argument("--mop-schedulers", default="random,convergence", help="optuna: mop_hyperband's schedulers")
-    ap.add_argument("--start", type=int, default=1, help="compare: first repetition (seed)")
-    ap.add_argument("--tag", default="", help="compare: suffix of the .json file")
+    ap.add_argument("--start", type=int, default=1, help="compare, optuna: first repetition (seed)")
+    ap.add_argument("--tag", default="", help="compare, optuna: suffix of the .json file")
     a = ap.parse_args()
     print(f"{a.phase}: {utcnow()}; load {loadavg()}", flush=True)
     {"compare": phase_compare, "converge": phase_converge, "optuna": phase_optuna}[a.phase](a)

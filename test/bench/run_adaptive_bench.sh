@@ -72,7 +72,7 @@ run_phase() {
 		compare) $PY test/bench/mop_adaptive_bench.py compare --reps "${CMP_REPS:-1}" ${CMP_METHODS:+--methods "$CMP_METHODS"} ${CMP_SCHEDULER:+--scheduler "$CMP_SCHEDULER"} ;;
 		converge) $PY test/bench/mop_adaptive_bench.py converge --reps "${CONV_REPS:-2}" ;;
 		converge_hard) $PY test/bench/mop_adaptive_bench.py converge --hard --epochs 8 --reps "${CONV_REPS:-2}" ;;
-		optuna) $PY test/bench/mop_adaptive_bench.py optuna --reps "${OPT_REPS:-1}" --mop-schedulers "${OPT_MOP_SCHEDULERS:-random,convergence}" ;;
+		optuna) $PY test/bench/mop_adaptive_bench.py optuna --reps "${OPT_REPS:-1}" --mop-schedulers "${OPT_MOP_SCHEDULERS:-random,convergence}" ${OPT_START:+--start "$OPT_START" --tag "_from$OPT_START"} ;;
 		*) echo "unknown phase $p"; return 2 ;;
 	esac
 }
