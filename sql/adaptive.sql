@@ -160,6 +160,24 @@ SELECT r.options->>'scheduler' AS scheduler, count(*) AS models, bool_and(c.stat
 SELECT count(*) AS model_epochs, bool_and(n = 3) AS each_partition_once
   FROM (SELECT model_id, epoch, count(DISTINCT partition) AS n FROM mop.hops
          WHERE run_id = (SELECT run_id FROM conv LIMIT 1) GROUP BY 1, 2) s;
+-- TPE with the median stopping rule (as Optuna's TPE with a pruner): a
+-- stopped trial tells TPE its best score so far, and TPE goes on proposing
+-- (random proposals here, a quarter of them with a hopeless learning rate)
+CREATE TEMP TABLE tpe_med AS
+SELECT * FROM mop_tpe('blobs',
+  '{"model": {"layers": [{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 3}]},
+    "optimizer": "sgd", "learning_rate": [0.0000001, 0.05, 0.03, 0.02], "batch_size": 16}',
+  trials => 10, epochs => 5, n_startup => 10, workers => 3, seed => 6, early_stopping => 'median');
+SELECT run_id AS tpe_med_run FROM tpe_med LIMIT 1 \gset
+SELECT options->>'algorithm' AS algorithm, options->>'early_stopping' AS early_stopping,
+       (SELECT count(*) FROM tpe_med) AS trials,
+       (SELECT bool_and(status = 'done' OR (status = 'stopped' AND epochs_done < 5)) FROM tpe_med) AS settled,
+       (SELECT count(*) FROM mop.decisions WHERE run_id = :tpe_med_run AND action = 'report')
+         = (SELECT count(*) FROM tpe_med) AS every_trial_told
+  FROM mop.runs WHERE id = :tpe_med_run;
+SELECT count(*) > 0 AS some_stopped,
+       bool_and(d.score < d.cutoff) AS below_median
+  FROM mop.decisions d WHERE d.run_id = :tpe_med_run AND d.why = 'median_stop';
 SET mop.scheduler = 'convergence';
 SELECT DISTINCT run_id AS guc_run
   FROM mop_tpe('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.01, 0.001]}',
@@ -258,3 +276,6 @@ SELECT pg_temp.err($$SELECT * FROM mop_tpe('blobs', '{"model": [{"type": "dense"
 SELECT pg_temp.err($$SELECT * FROM mop_tpe('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rate": [0.1, 0.01]}', 5, gamma => 0)$$);
 SELECT pg_temp.err($$SELECT * FROM mop_tpe('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rat": [0.1, 0.01]}', 5)$$);
 SELECT pg_temp.err(format('SELECT * FROM mop_resume(%s)', :hb_run)) = format('55000: run %s has already finished', :hb_run) AS finished_run_not_resumed;
+SELECT pg_temp.err(format($$SELECT * FROM mop_resume(%s, add => '{"model": [{"type": "dense", "units": 3}]}')$$, :hb_run)) AS add_to_hyperband;
+SELECT pg_temp.err(format($$SELECT * FROM mop_resume(%s, add => '{"model": [{"type": "dense", "units": 3}]}')$$, :tpe_run)) AS add_to_tpe;
+SELECT pg_temp.err($$SELECT * FROM mop_tpe('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.01, 0.001]}', trials => 2, epochs => 1, deterministic => true, early_stopping => 'median')$$) AS tpe_median_deterministic;

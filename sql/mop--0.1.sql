@@ -582,12 +582,13 @@ CREATE FUNCTION @extschema@.mop_tpe(
 	workers int DEFAULT NULL,
 	seed int DEFAULT 0,
 	wait boolean DEFAULT true,
-	deterministic boolean DEFAULT false)
+	deterministic boolean DEFAULT false,
+	early_stopping text DEFAULT NULL)
 	RETURNS SETOF mop.search_result
 	AS 'MODULE_PATHNAME', 'mop_tpe_sql'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.mop_tpe(text, jsonb, int, int, int, float8, int, int, boolean, boolean)
+COMMENT ON FUNCTION @extschema@.mop_tpe(text, jsonb, int, int, int, float8, int, int, boolean, boolean, text)
 	IS 'Tree-structured Parzen Estimator on model hopper parallelism: proposals from completed results whenever a worker would idle';
 
 CREATE FUNCTION @extschema@.mop_pbt_schedule(model_id bigint)

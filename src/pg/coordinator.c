@@ -285,7 +285,6 @@ create_run(void)
 			 psprintf(", \"algorithm\": \"asha\", \"max_resource\": %d, \"eta\": %d, "
 					  "\"min_resource\": %d, \"max_trials\": %d",
 					  run->max_resource, run->eta, run->min_resource, run->n_configs) :
-			 run->median_stop ? ", \"early_stopping\": \"median\"" :
 			 run->algo == MOP_ALGO_TPE ?
 			 psprintf(", \"algorithm\": \"tpe\", \"trials\": %d, \"n_startup\": %d, \"gamma\": %s%s",
 					  run->n_configs, run->tpe_startup, exact_double(run->tpe_gamma),
@@ -295,8 +294,9 @@ create_run(void)
 			 psprintf(", \"algorithm\": \"pbt\", \"population\": %d, \"interval\": %d, "
 					  "\"quantile\": %s, \"resample\": %s", run->n_configs, run->pbt_interval,
 					  exact_double(run->pbt_quantile), exact_double(run->pbt_resample)) : "",
-			 run->warm_start_run_id ?
-			 psprintf(", \"warm_start\": " INT64_FORMAT, run->warm_start_run_id) : "");
+			 psprintf("%s%s", run->median_stop ? ", \"early_stopping\": \"median\"" : "",
+					  run->warm_start_run_id ?
+					  psprintf(", \"warm_start\": " INT64_FORMAT, run->warm_start_run_id) : ""));
 	t[0] = TEXTOID;
 	v[0] = CStringGetTextDatum(kind);
 	t[1] = INT8OID;
@@ -597,7 +597,7 @@ replay_driver(mop_sched *s)
 	if (n_existing > run->n_configs)
 		elog(ERROR, "run %lld has more models than configurations", (long long) run->run_id);
 
-	exec_sql("SELECT d.action, m.idx, d.score, d.from_resource, d.to_resource "
+	exec_sql("SELECT d.action, m.idx, d.score, d.from_resource, d.to_resource, d.why "
 			 "FROM mop.decisions d JOIN (SELECT id, pg_catalog.row_number() OVER (ORDER BY id) "
 			 "OPERATOR(pg_catalog.-) 1 AS idx FROM mop.models WHERE run_id OPERATOR(pg_catalog.=) $1) m "
 			 "ON m.id OPERATOR(pg_catalog.=) d.model_id "
@@ -613,6 +613,15 @@ replay_driver(mop_sched *s)
 		int32		trial = (int32) DatumGetInt64(SPI_getbinval(tup, td, 2, &isnull));
 		mop_action	a;
 
+		if (strcmp(action, "stop") == 0 &&
+			strcmp(TextDatumGetCString(SPI_getbinval(tup, td, 6, &isnull)), "median_stop") == 0)
+		{
+			/* the median rule's stop, not the driver's: its result follows as a report */
+			if (trial >= n_models)
+				elog(ERROR, "run %lld: stop of a model that does not exist", (long long) run->run_id);
+			mop_sched_stop(s, trial);
+			continue;
+		}
 		if (strcmp(action, "report") == 0)
 		{
 			Datum		sc = SPI_getbinval(tup, td, 3, &isnull);
@@ -704,6 +713,12 @@ replay_driver(mop_sched *s)
 		{
 			mop_sched_stop(s, i);
 			driver_report(i, models[i].target, NAN);
+		}
+		else if (tpe && strcmp(status[i], "stopped") == 0)
+		{
+			/* stopped by the median rule; its result was not recorded yet */
+			mop_sched_stop(s, i);
+			driver_report(i, done[i], driver_score(last_metric[i]));
 		}
 		else if (done[i] >= models[i].target)
 			driver_report(i, models[i].target, driver_score(last_metric[i]));
@@ -960,6 +975,9 @@ stop_model(mop_sched *s, int32 i, const mop_decision *d)
 	SpinLockAcquire(&run->mutex);
 	run->models_done++;
 	SpinLockRelease(&run->mutex);
+	/* TPE learns from a stopped trial too: its best score before the stop */
+	if (tpe)
+		driver_report(i, d->from_resource, d->score);
 }
 
 /*

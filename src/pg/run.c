@@ -1401,6 +1401,13 @@ mop_tpe_sql(PG_FUNCTION_ARGS)
 		req.pick = pick_arg(fcinfo, -1);
 		req.wait = PG_ARGISNULL(8) ? true : PG_GETARG_BOOL(8);
 		req.deterministic = opt_bool(fcinfo, 9);
+		req.median_stop = parse_early_stopping(fcinfo, 10);
+		if (req.median_stop && req.deterministic)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("early_stopping cannot be combined with deterministic => true"),
+					 errdetail("The median rule compares a trial with the others' results so far, which depends on timing."),
+					 errhint("Drop one of the two.")));
 		req.algo = MOP_ALGO_TPE;
 		req.tpe_startup = n_startup;
 		req.tpe_gamma = gamma;
