@@ -392,8 +392,13 @@ def phase_optuna(args):
             quiet()
             la = loadavg()
             if who.startswith("mop"):
-                d = run_mop(k, "SELECT * FROM mop_hyperband('fashion', %s::jsonb, max_resource => 9, eta => 3, workers => 2, seed => %s, scheduler => %s)",
-                            (sp, 10 + rep, who[4:]))
+                if who == "mop_tpe":
+                    # TPE with the median stopping rule: Optuna's setup (TPE + a pruner), 17 trials, 9 epochs
+                    d = run_mop(k, "SELECT * FROM mop_tpe('fashion', %s::jsonb, trials => 17, epochs => 9, n_startup => 10, "
+                                "early_stopping => 'median', workers => 2, seed => %s)", (sp, 10 + rep))
+                else:
+                    d = run_mop(k, "SELECT * FROM mop_hyperband('fashion', %s::jsonb, max_resource => 9, eta => 3, workers => 2, seed => %s, scheduler => %s)",
+                                (sp, 10 + rep, who[4:]))
                 d["prepare"] = t_prep
             else:
                 d = run_optuna(17, rep)
@@ -452,7 +457,8 @@ if __name__ == "__main__":
     ap.add_argument("--schedulers", default="random,fifo,convergence", help="converge: schedulers compared")
     ap.add_argument("--methods", default="", help="compare: only these methods (comma-separated)")
     ap.add_argument("--scheduler", default="", help="compare: mop.scheduler for every method")
-    ap.add_argument("--mop-schedulers", default="random,convergence", help="optuna: mop_hyperband's schedulers")
+    ap.add_argument("--mop-schedulers", default="random,convergence",
+                    help="optuna: mop sides: random / convergence (mop_hyperband with that scheduler), tpe (mop_tpe with median stopping)")
     ap.add_argument("--start", type=int, default=1, help="compare, optuna: first repetition (seed)")
     ap.add_argument("--tag", default="", help="compare, optuna: suffix of the .json file")
     a = ap.parse_args()
