@@ -39,6 +39,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/float.h"
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -98,6 +99,7 @@ static int32 *tpe_ids;			/* TPE observation id of each trial */
 static Jsonb **tpe_configs;		/* configuration TPE proposed for each trial */
 static int32 tpe_running;		/* trials proposed and not yet told */
 static bool *tpe_told;			/* has TPE been told trial i's score? */
+static int32 tpe_told_prefix;	/* trials 0 .. tpe_told_prefix - 1 are all told */
 static bool *tpe_done;			/* has trial i's score arrived? */
 static double *tpe_score;		/* ... that score */
 static bool replaying;			/* replaying recorded driver calls (resume) */
@@ -233,17 +235,6 @@ insert_model(int64 run_id, int i, int32 target)
 	n_models = Max(n_models, i + 1);
 }
 
-/* The shortest text that reads back as exactly d (options a resume re-reads). */
-static char *
-exact_double(double d)
-{
-	char	   *t = psprintf("%.15g", d);
-
-	if (strtod(t, NULL) != d)
-		t = psprintf("%.17g", d);
-	return t;
-}
-
 /* Create the run and its models (new run), committed. */
 static void
 create_run(void)
@@ -287,13 +278,13 @@ create_run(void)
 					  run->max_resource, run->eta, run->min_resource, run->n_configs) :
 			 run->algo == MOP_ALGO_TPE ?
 			 psprintf(", \"algorithm\": \"tpe\", \"trials\": %d, \"n_startup\": %d, \"gamma\": %s%s",
-					  run->n_configs, run->tpe_startup, exact_double(run->tpe_gamma),
+					  run->n_configs, run->tpe_startup, float8out_internal(run->tpe_gamma),
 					  run->deterministic ?
 					  psprintf(", \"batch\": %d", Min(run->n_workers, n_partitions)) : "") :
 			 run->algo == MOP_ALGO_PBT ?
 			 psprintf(", \"algorithm\": \"pbt\", \"population\": %d, \"interval\": %d, "
 					  "\"quantile\": %s, \"resample\": %s", run->n_configs, run->pbt_interval,
-					  exact_double(run->pbt_quantile), exact_double(run->pbt_resample)) : "",
+					  float8out_internal(run->pbt_quantile), float8out_internal(run->pbt_resample)) : "",
 			 psprintf("%s%s", run->median_stop ? ", \"early_stopping\": \"median\"" : "",
 					  run->warm_start_run_id ?
 					  psprintf(", \"warm_start\": " INT64_FORMAT, run->warm_start_run_id) : ""));
@@ -797,21 +788,23 @@ replay_pbt(mop_sched *s)
 		{
 			/* a generation: its reports, then its exploits */
 			for (int32 m = 0; m < n_models; m++)
+			{
 				pbt_scores[m] = NAN;
+				pbt_waiting[m] = false;
+			}
 			for (next = r; next < n && strcmp(action[next], "report") == 0 &&
 				 epochs[next] == epochs[r]; next++)
+			{
 				pbt_scores[member[next]] = score[next];
+				pbt_waiting[member[next]] = true;
+			}
 			gen_epochs = epochs[r];
 			n_out = mop_pbt_step(pbt, pbt_scores, out, n_models);
 			if (n_out < 0)
 				goto corrupt;
 			for (int32 i = 0; i < n_out; i++)
 			{
-				bool		waited = false;
-
-				for (int k = r; k < n && strcmp(action[k], "report") == 0 && epochs[k] == gen_epochs; k++)
-					waited |= member[k] == out[i].member && epochs[k] == gen_epochs;
-				if (!waited)
+				if (!pbt_waiting[out[i].member])
 					continue;	/* a stopped member: never applied */
 				if (next >= n || strcmp(action[next], "exploit") != 0 ||
 					member[next] != out[i].member || parent[next] != out[i].parent)
@@ -841,6 +834,8 @@ replay_pbt(mop_sched *s)
 	if (run->deterministic)
 	{
 		begin_tx();
+		for (int32 m = 0; m < n_models; m++)
+			pbt_waiting[m] = false;
 		for (int32 m = 0; m < n_models; m++)
 		{
 			int32		done = mop_sched_epochs_done(s, m);
@@ -1334,6 +1329,8 @@ tpe_tell(int32 i)
 	if (mop_tpe_tell(tpe, tpe_ids[i], tpe_score[i]) != 0)
 		elog(ERROR, "run %lld: TPE does not know trial %d", (long long) run->run_id, i);
 	tpe_told[i] = true;
+	while (tpe_told_prefix < n_models && tpe_told[tpe_told_prefix])
+		tpe_told_prefix++;
 }
 
 /*
@@ -1357,12 +1354,9 @@ tpe_report(int32 trial, double score)
 	}
 	for (;;)
 	{
-		int32		first = 0,
-					last;
+		int32		first = tpe_told_prefix,
+					last = Min(first + Max(tpe_batch, 1), run->n_configs);
 
-		while (first < n_models && tpe_told[first])
-			first++;
-		last = Min(first + Max(tpe_batch, 1), run->n_configs);
 		if (first >= n_models)
 			return;
 		for (int32 i = first; i < last; i++)
@@ -1382,12 +1376,7 @@ tpe_report(int32 trial, double score)
 static bool
 tpe_batch_ready(int32 n)
 {
-	int32		first = (n / Max(tpe_batch, 1)) * Max(tpe_batch, 1);
-
-	for (int32 i = 0; i < first; i++)
-		if (!tpe_told[i])
-			return false;
-	return true;
+	return tpe_told_prefix >= (n / Max(tpe_batch, 1)) * Max(tpe_batch, 1);
 }
 
 /* Ask the run's driver for its next action. */

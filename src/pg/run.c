@@ -238,6 +238,28 @@ choose_workers(bool isnull, int requested, int partitions)
 	return Max(w, 1);
 }
 
+/*
+ * The fields every request shares: what, on which dataset, which
+ * configurations for how many epochs, and the workers (argument workers_arg,
+ * NULL: mop.workers) and wait (argument wait_arg, NULL: true) arguments.
+ */
+static void
+request_init(RunRequest *req, FunctionCallInfo fcinfo, const char *kind,
+			 const char *dataset, Jsonb *space, List *configs, int epochs,
+			 int partitions, int workers_arg, int wait_arg)
+{
+	memset(req, 0, sizeof(*req));
+	req->kind = kind;
+	req->dataset = dataset;
+	req->space = space;
+	req->configs = configs;
+	req->epochs = epochs;
+	req->workers = choose_workers(PG_ARGISNULL(workers_arg),
+								  PG_ARGISNULL(workers_arg) ? 0 : PG_GETARG_INT32(workers_arg),
+								  partitions);
+	req->wait = PG_ARGISNULL(wait_arg) ? true : PG_GETARG_BOOL(wait_arg);
+}
+
 /* Create the run segment with the payload and start the coordinator. */
 static dsm_segment *
 launch(const RunRequest *req, BackgroundWorkerHandle **handle)
@@ -609,19 +631,13 @@ mop_grid_search(PG_FUNCTION_ARGS)
 	configs = mop_space_grid(space);
 	validate_configs(configs, ds);
 	{
-		RunRequest	req = {0};
+		RunRequest	req;
 
-		req.kind = "grid";
-		req.dataset = dataset;
-		req.space = space;
-		req.configs = configs;
-		req.epochs = epochs;
-		req.workers = choose_workers(PG_ARGISNULL(3), PG_ARGISNULL(3) ? 0 : PG_GETARG_INT32(3),
-									 ds->partitions);
+		request_init(&req, fcinfo, "grid", dataset, space, configs,
+					 epochs, ds->partitions, 3, 7);
 		req.seed = PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4);
-		req.deterministic = PG_ARGISNULL(5) ? false : PG_GETARG_BOOL(5);
+		req.deterministic = opt_bool(fcinfo, 5);
 		req.pick = pick_arg(fcinfo, 6);
-		req.wait = PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7);
 		req.median_stop = parse_early_stopping(fcinfo, 8);
 		req.warm_start = warm_start_arg(fcinfo, 9);
 		return run_search(fcinfo, &req);
@@ -654,19 +670,13 @@ mop_random_search(PG_FUNCTION_ARGS)
 	configs = mop_space_random(space, trials, (uint64) seed);
 	validate_configs(configs, ds);
 	{
-		RunRequest	req = {0};
+		RunRequest	req;
 
-		req.kind = "random";
-		req.dataset = dataset;
-		req.space = space;
-		req.configs = configs;
-		req.epochs = epochs;
-		req.workers = choose_workers(PG_ARGISNULL(4), PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4),
-									 ds->partitions);
+		request_init(&req, fcinfo, "random", dataset, space, configs,
+					 epochs, ds->partitions, 4, 8);
 		req.seed = seed;
-		req.deterministic = PG_ARGISNULL(6) ? false : PG_GETARG_BOOL(6);
+		req.deterministic = opt_bool(fcinfo, 6);
 		req.pick = pick_arg(fcinfo, 7);
-		req.wait = PG_ARGISNULL(8) ? true : PG_GETARG_BOOL(8);
 		req.median_stop = parse_early_stopping(fcinfo, 9);
 		req.warm_start = warm_start_arg(fcinfo, 10);
 		return run_search(fcinfo, &req);
@@ -820,15 +830,10 @@ mop_resume(PG_FUNCTION_ARGS)
 			}
 			added = mop_space_random(space, trials, (uint64) seed);
 			{
-				RunRequest	req = {0};
+				RunRequest	req;
 
-				req.kind = "resume";
-				req.dataset = dataset;
-				req.space = space;	/* TPE and PBT rebuild their sampler from it */
-				req.configs = added;
-				req.workers = choose_workers(PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1),
-											 partitions);
-				req.wait = PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2);
+				request_init(&req, fcinfo, "resume", dataset, space, added,
+							 0, partitions, 1, 2);
 				req.resume_run_id = run_id;
 				return run_search(fcinfo, &req);
 			}
@@ -843,14 +848,10 @@ mop_resume(PG_FUNCTION_ARGS)
 		validate_configs(added, ds);
 	}
 	{
-		RunRequest	req = {0};
+		RunRequest	req;
 
-		req.kind = "resume";
-		req.dataset = dataset;
-		req.configs = added;
-		req.workers = choose_workers(PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1),
-									 partitions);
-		req.wait = PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2);
+		request_init(&req, fcinfo, "resume", dataset, NULL, added,
+					 0, partitions, 1, 2);
 		req.resume_run_id = run_id;
 		return run_search(fcinfo, &req);
 	}
@@ -912,16 +913,10 @@ mop_replay(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("run %lld has no models to replay", (long long) run_id)));
 	{
-		RunRequest	req = {0};
+		RunRequest	req;
 
-		req.kind = "replay";
-		req.dataset = dataset;
-		req.space = space;
-		req.configs = configs;
-		req.epochs = Max(epochs, 1);
-		req.workers = choose_workers(PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1),
-									 partitions);
-		req.wait = PG_ARGISNULL(2) ? true : PG_GETARG_BOOL(2);
+		request_init(&req, fcinfo, "replay", dataset, space, configs,
+					 Max(epochs, 1), partitions, 1, 2);
 		req.replay_run_id = run_id;
 		return run_search(fcinfo, &req);
 	}
@@ -1152,18 +1147,12 @@ mop_hyperband(PG_FUNCTION_ARGS)
 	configs = mop_space_random(space, trials, (uint64) seed);
 	validate_configs(configs, ds);
 	{
-		RunRequest	req = {0};
+		RunRequest	req;
 
-		req.kind = "hyperband";
-		req.dataset = dataset;
-		req.space = space;
-		req.configs = configs;
-		req.epochs = R;
-		req.workers = choose_workers(PG_ARGISNULL(4), PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4),
-									 ds->partitions);
+		request_init(&req, fcinfo, "hyperband", dataset, space, configs,
+					 R, ds->partitions, 4, 7);
 		req.seed = seed;
 		req.pick = pick_arg(fcinfo, 6);
-		req.wait = PG_ARGISNULL(7) ? true : PG_GETARG_BOOL(7);
 		req.deterministic = opt_bool(fcinfo, 8);
 		req.algo = MOP_ALGO_HYPERBAND;
 		req.max_resource = R;
@@ -1212,18 +1201,12 @@ mop_asha(PG_FUNCTION_ARGS)
 	configs = mop_space_random(space, trials, (uint64) seed);
 	validate_configs(configs, ds);
 	{
-		RunRequest	req = {0};
+		RunRequest	req;
 
-		req.kind = "asha";
-		req.dataset = dataset;
-		req.space = space;
-		req.configs = configs;
-		req.epochs = R;
-		req.workers = choose_workers(PG_ARGISNULL(6), PG_ARGISNULL(6) ? 0 : PG_GETARG_INT32(6),
-									 ds->partitions);
+		request_init(&req, fcinfo, "asha", dataset, space, configs,
+					 R, ds->partitions, 6, 9);
 		req.seed = seed;
 		req.pick = pick_arg(fcinfo, 8);
-		req.wait = PG_ARGISNULL(9) ? true : PG_GETARG_BOOL(9);
 		req.algo = MOP_ALGO_ASHA;
 		req.max_resource = R;
 		req.eta = eta;
@@ -1321,18 +1304,12 @@ mop_pbt_sql(PG_FUNCTION_ARGS)
 	ds = mop_dataset_lookup(dataset, false);
 	validate_configs(configs, ds);
 	{
-		RunRequest	req = {0};
+		RunRequest	req;
 
-		req.kind = "pbt";
-		req.dataset = dataset;
-		req.space = space;
-		req.configs = configs;
-		req.epochs = epochs;
-		req.workers = choose_workers(PG_ARGISNULL(7), PG_ARGISNULL(7) ? 0 : PG_GETARG_INT32(7),
-									 ds->partitions);
+		request_init(&req, fcinfo, "pbt", dataset, space, configs,
+					 epochs, ds->partitions, 7, 9);
 		req.seed = seed;
 		req.pick = pick_arg(fcinfo, -1);
-		req.wait = PG_ARGISNULL(9) ? true : PG_GETARG_BOOL(9);
 		req.deterministic = opt_bool(fcinfo, 10);
 		req.algo = MOP_ALGO_PBT;
 		req.pbt_interval = interval;
@@ -1388,18 +1365,12 @@ mop_tpe_sql(PG_FUNCTION_ARGS)
 	configs = mop_space_random(space, trials, (uint64) seed);
 	validate_configs(configs, ds);
 	{
-		RunRequest	req = {0};
+		RunRequest	req;
 
-		req.kind = "tpe";
-		req.dataset = dataset;
-		req.space = space;
-		req.configs = configs;
-		req.epochs = epochs;
-		req.workers = choose_workers(PG_ARGISNULL(6), PG_ARGISNULL(6) ? 0 : PG_GETARG_INT32(6),
-									 ds->partitions);
+		request_init(&req, fcinfo, "tpe", dataset, space, configs,
+					 epochs, ds->partitions, 6, 8);
 		req.seed = seed;
 		req.pick = pick_arg(fcinfo, -1);
-		req.wait = PG_ARGISNULL(8) ? true : PG_GETARG_BOOL(8);
 		req.deterministic = opt_bool(fcinfo, 9);
 		req.median_stop = parse_early_stopping(fcinfo, 10);
 		if (req.median_stop && req.deterministic)
