@@ -279,3 +279,5 @@ SELECT pg_temp.err(format('SELECT * FROM mop_resume(%s)', :hb_run)) = format('55
 SELECT pg_temp.err(format($$SELECT * FROM mop_resume(%s, add => '{"model": [{"type": "dense", "units": 3}]}')$$, :hb_run)) AS add_to_hyperband;
 SELECT pg_temp.err(format($$SELECT * FROM mop_resume(%s, add => '{"model": [{"type": "dense", "units": 3}]}')$$, :tpe_run)) AS add_to_tpe;
 SELECT pg_temp.err($$SELECT * FROM mop_tpe('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.01, 0.001]}', trials => 2, epochs => 1, deterministic => true, early_stopping => 'median')$$) AS tpe_median_deterministic;
+SELECT pg_temp.err($$SELECT * FROM mop_tpe('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.01, 0.001]}', trials => 2, epochs => 1, early_stopping => 'hyperband')$$) AS tpe_bad_early_stopping;
+SELECT (options->>'gamma')::text AS gamma_text FROM mop.runs WHERE id = :tpe_run;
