@@ -55,6 +55,20 @@ THEN 'ok' ELSE 'broken' END;
 SQL
 }
 
+crash() {	# label: stop the server immediately (no shutdown checkpoint) and start it again
+	cluster_stop immediate || fail "faults: $1: immediate stop failed"
+	cluster_start || fail "faults: $1: restart failed"
+}
+resume_unless_done() {	# label, run: mop_resume the run unless it finished before the stop; sets st
+	st=$($PSQL -c "SELECT status FROM mop.runs WHERE id = $2")
+	if [ "$st" != "done" ]; then
+		$PSQL -c "SELECT count(*) FROM mop_resume($2)" >/dev/null || fail "faults: $1: mop_resume failed"
+	fi
+}
+no_retraining() {	# run -> t when every model trained each committed sub-epoch exactly once
+	$PSQL -c "SELECT sum(h.n) = sum(m.epochs_done) * 2 FROM mop.models m JOIN (SELECT model_id, count(*) AS n FROM mop.hops GROUP BY model_id) h ON h.model_id = m.id WHERE m.run_id = $1"
+}
+
 # 1. cancel a blocking search
 $PSQL -c "SET application_name = 'mop_search_victim'" \
 	-c "SELECT count(*) FROM mop_grid_search('big', '$SPACE', epochs => 50, workers => 2)" \
@@ -101,15 +115,11 @@ ref=$($PSQL -c "SELECT DISTINCT run_id FROM mop_grid_search('big', '$SPACE', epo
 r=$($PSQL -c "SELECT DISTINCT run_id FROM mop_grid_search('big', '$SPACE', epochs => 8, workers => 2, seed => 5, deterministic => true, wait => false)")
 wait_hops "$r" 5 || fail "faults: crash: the run never trained"
 $PSQL -c "SELECT model_id || ':' || epoch || ':' || partition FROM mop.hops WHERE run_id = $r ORDER BY 1" >"$CL_DIR/before"
-cluster_stop immediate || fail "faults: crash: immediate stop failed"
-cluster_start || fail "faults: crash: restart failed"
+crash "crash"
 $PSQL -c "SELECT model_id || ':' || epoch || ':' || partition FROM mop.hops WHERE run_id = $r ORDER BY 1" >"$CL_DIR/after"
 lost=$(comm -23 "$CL_DIR/before" "$CL_DIR/after" | wc -l)
 [ "$lost" = "0" ] || fail "faults: crash: $lost committed sub-epochs lost"
-st=$($PSQL -c "SELECT status FROM mop.runs WHERE id = $r")
-if [ "$st" != "done" ]; then
-	$PSQL -c "SELECT count(*) FROM mop_resume($r)" >/dev/null || fail "faults: crash: mop_resume failed"
-fi
+resume_unless_done "crash" "$r"
 inv=$(invariants "$r" 8 4)
 same=$($PSQL -c "SELECT count(*) FILTER (WHERE a.state = b.state) || '/' || count(*) FROM mop.models a JOIN mop.models b ON a.config = b.config WHERE a.run_id = $ref AND b.run_id = $r")
 [ "$inv" = "ok" ] && [ "$same" = "4/4" ] || fail "faults: crash: invariants $inv, identical models $same"
@@ -119,29 +129,21 @@ echo "ok faults: after an immediate stop ($(wc -l <"$CL_DIR/before") sub-epochs 
 #    replaying its recorded decisions and results, and follows its plan
 r=$($PSQL -c "SELECT DISTINCT run_id FROM mop_hyperband('big', '{\"model\": {\"layers\": [{\"type\": \"dense\", \"units\": 256, \"activation\": \"relu\"}, {\"type\": \"dense\", \"units\": 10}]}, \"learning_rate\": {\"loguniform\": [0.0001, 0.01]}}', max_resource => 9, workers => 2, wait => false)")
 wait_hops "$r" 12 || fail "faults: hyperband: the run never trained"
-cluster_stop immediate || fail "faults: hyperband: immediate stop failed"
-cluster_start || fail "faults: hyperband: restart failed"
+crash "hyperband"
 before=$($PSQL -c "SELECT count(*) FILTER (WHERE action = 'report') || ' results, ' || count(*) FILTER (WHERE action = 'continue') || ' promotions' FROM mop.decisions WHERE run_id = $r")
-st=$($PSQL -c "SELECT status FROM mop.runs WHERE id = $r")
-if [ "$st" != "done" ]; then
-	$PSQL -c "SELECT count(*) FROM mop_resume($r)" >/dev/null || fail "faults: hyperband: mop_resume failed"
-fi
+resume_unless_done "hyperband" "$r"
 plan=$($PSQL -c "SELECT string_agg(status || ':' || epochs_done || ':' || n, ' ' ORDER BY epochs_done, status) FROM (SELECT status, epochs_done, count(*) AS n FROM mop.models WHERE run_id = $r GROUP BY 1, 2) s")
-noretrain=$($PSQL -c "SELECT sum(h.n) = sum(m.epochs_done) * 2 FROM mop.models m JOIN (SELECT model_id, count(*) AS n FROM mop.hops GROUP BY model_id) h ON h.model_id = m.id WHERE m.run_id = $r")
+noretrain=$(no_retraining "$r")
 [ "$plan" = "stopped:1:6 stopped:3:6 done:9:5" ] && [ "$noretrain" = "t" ] || fail "faults: hyperband: after resume: $plan, no retraining: $noretrain"
 echo "ok faults: Hyperband stopped immediately (run left '$st', $before recorded) resumed by replaying its decisions and finished its plan without retraining"
 
 # 5. the same for ASHA
 r=$($PSQL -c "SELECT DISTINCT run_id FROM mop_asha('big', '{\"model\": {\"layers\": [{\"type\": \"dense\", \"units\": 256, \"activation\": \"relu\"}, {\"type\": \"dense\", \"units\": 10}]}, \"learning_rate\": {\"loguniform\": [0.0001, 0.01]}}', max_resource => 9, max_trials => 12, workers => 2, wait => false)")
 wait_hops "$r" 10 || fail "faults: asha: the run never trained"
-cluster_stop immediate || fail "faults: asha: immediate stop failed"
-cluster_start || fail "faults: asha: restart failed"
-st=$($PSQL -c "SELECT status FROM mop.runs WHERE id = $r")
-if [ "$st" != "done" ]; then
-	$PSQL -c "SELECT count(*) FROM mop_resume($r)" >/dev/null || fail "faults: asha: mop_resume failed"
-fi
+crash "asha"
+resume_unless_done "asha" "$r"
 res=$($PSQL -c "SELECT count(*) || ' ' || bool_and(status IN ('done', 'stopped') AND epochs_done IN (1, 3, 9)) || ' ' || (count(*) FILTER (WHERE epochs_done >= 3) >= 4) FROM mop.models WHERE run_id = $r")
-noretrain=$($PSQL -c "SELECT sum(h.n) = sum(m.epochs_done) * 2 FROM mop.models m JOIN (SELECT model_id, count(*) AS n FROM mop.hops GROUP BY model_id) h ON h.model_id = m.id WHERE m.run_id = $r")
+noretrain=$(no_retraining "$r")
 [ "$res" = "12 true true" ] && [ "$noretrain" = "t" ] || fail "faults: asha: after resume: $res, no retraining: $noretrain"
 echo "ok faults: ASHA stopped immediately (run left '$st') resumed by replay: 12 trials on their rungs, top third promoted, no retraining"
 
@@ -151,16 +153,12 @@ echo "ok faults: ASHA stopped immediately (run left '$st') resumed by replay: 12
 TSPACE='{"model": {"layers": [{"type": "dense", "units": 256, "activation": "relu"}, {"type": "dense", "units": 10}]}, "learning_rate": {"loguniform": [0.0001, 0.01]}, "batch_size": {"choice": [16, 32]}}'
 r=$($PSQL -c "SELECT DISTINCT run_id FROM mop_tpe('big', '$TSPACE', trials => 8, epochs => 2, n_startup => 3, workers => 2, seed => 4, wait => false)")
 wait_hops "$r" 9 || fail "faults: tpe: the run never trained"
-cluster_stop immediate || fail "faults: tpe: immediate stop failed"
-cluster_start || fail "faults: tpe: restart failed"
+crash "tpe"
 before=$($PSQL -c "SELECT count(*) FROM mop.decisions WHERE run_id = $r AND action = 'report'")
-st=$($PSQL -c "SELECT status FROM mop.runs WHERE id = $r")
-if [ "$st" != "done" ]; then
-	$PSQL -c "SELECT count(*) FROM mop_resume($r)" >/dev/null || fail "faults: tpe: mop_resume failed"
-fi
+resume_unless_done "tpe" "$r"
 res=$($PSQL -c "SELECT count(*) || ' ' || bool_and(status = 'done' AND epochs_done = 2) || ' ' || count(DISTINCT config) FROM mop.models WHERE run_id = $r")
 reports=$($PSQL -c "SELECT count(*) FROM mop.decisions WHERE run_id = $r AND action = 'report'")
-noretrain=$($PSQL -c "SELECT sum(h.n) = sum(m.epochs_done) * 2 FROM mop.models m JOIN (SELECT model_id, count(*) AS n FROM mop.hops GROUP BY model_id) h ON h.model_id = m.id WHERE m.run_id = $r")
+noretrain=$(no_retraining "$r")
 [ "$res" = "8 true 8" ] && [ "$reports" = "8" ] && [ "$noretrain" = "t" ] || fail "faults: tpe: after resume: $res, $reports results, no retraining: $noretrain"
 echo "ok faults: TPE stopped immediately ($before results recorded, run left '$st') resumed by replaying its sampler: 8 distinct trials done, no retraining"
 
@@ -169,16 +167,12 @@ echo "ok faults: TPE stopped immediately ($before results recorded, run left '$s
 PSPACE='{"model": {"layers": [{"type": "dense", "units": 256, "activation": "relu"}, {"type": "dense", "units": 10}]}, "learning_rate": {"loguniform": [0.0001, 0.05]}}'
 r=$($PSQL -c "SELECT DISTINCT run_id FROM mop_pbt('big', '$PSPACE', population => 4, epochs => 6, quantile => 0.5, workers => 2, seed => 2, wait => false)")
 wait_hops "$r" 14 || fail "faults: pbt: the run never trained"
-cluster_stop immediate || fail "faults: pbt: immediate stop failed"
-cluster_start || fail "faults: pbt: restart failed"
+crash "pbt"
 before=$($PSQL -c "SELECT count(*) FILTER (WHERE action = 'report') || ' results, ' || count(*) FILTER (WHERE action = 'exploit') || ' exploits' FROM mop.decisions WHERE run_id = $r")
-st=$($PSQL -c "SELECT status FROM mop.runs WHERE id = $r")
-if [ "$st" != "done" ]; then
-	$PSQL -c "SELECT count(*) FROM mop_resume($r)" >/dev/null || fail "faults: pbt: mop_resume failed"
-fi
+resume_unless_done "pbt" "$r"
 res=$($PSQL -c "SELECT count(*) || ' ' || bool_and(status = 'done' AND epochs_done = 6) FROM mop.models WHERE run_id = $r")
 dec=$($PSQL -c "SELECT (count(*) FILTER (WHERE action = 'report') BETWEEN 18 AND 20) || ' ' || (count(*) FILTER (WHERE action = 'exploit') >= 1) FROM mop.decisions WHERE run_id = $r")
-noretrain=$($PSQL -c "SELECT sum(h.n) = sum(m.epochs_done) * 2 FROM mop.models m JOIN (SELECT model_id, count(*) AS n FROM mop.hops GROUP BY model_id) h ON h.model_id = m.id WHERE m.run_id = $r")
+noretrain=$(no_retraining "$r")
 sched=$($PSQL -c "SELECT count(*) > 0 FROM mop_pbt_schedule((SELECT model_id FROM mop.best WHERE run_id = $r))")
 [ "$res" = "4 true" ] && [ "$dec" = "true true" ] && [ "$noretrain" = "t" ] && [ "$sched" = "t" ] || fail "faults: pbt: after resume: $res, decisions $dec, no retraining: $noretrain, schedule $sched"
 echo "ok faults: PBT stopped immediately ($before recorded, run left '$st') resumed by replaying its population: 4 members done, lineage readable, no retraining"
@@ -199,12 +193,8 @@ for algo in tpe pbt; do
 	ref=$($PSQL -c "SELECT DISTINCT run_id FROM $call)")
 	r=$($PSQL -c "SELECT DISTINCT run_id FROM $call, wait => false)")
 	wait_hops "$r" 9 || fail "faults: deterministic $algo: the run never trained"
-	cluster_stop immediate || fail "faults: deterministic $algo: immediate stop failed"
-	cluster_start || fail "faults: deterministic $algo: restart failed"
-	st=$($PSQL -c "SELECT status FROM mop.runs WHERE id = $r")
-	if [ "$st" != "done" ]; then
-		$PSQL -c "SELECT count(*) FROM mop_resume($r)" >/dev/null || fail "faults: deterministic $algo: mop_resume failed"
-	fi
+	crash "deterministic $algo"
+	resume_unless_done "deterministic $algo" "$r"
 	s=$(same "$ref" "$r")
 	[ "$s" = "$n/$n" ] || fail "faults: deterministic $algo: resumed run differs from the uninterrupted one ($s identical)"
 	echo "ok faults: deterministic $algo stopped immediately (run left '$st') and resumed: models bit-identical to an uninterrupted run ($s)"
