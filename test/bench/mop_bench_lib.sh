@@ -52,3 +52,28 @@ mopb_env_line() {
 	echo "extension CFLAGS: $(pg_config --cflags | sed 's/ -f[a-z-]*prefix-map=[^ ]*//g') + PG_CFLAGS $(sed -n 's/^PG_CFLAGS *= *//p' "$(dirname "${BASH_SOURCE[0]}")/../../Makefile")"
 	echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
+
+# Build mop at MOPB_COMMIT (default HEAD) into $MOPB_DIR/build -- once per
+# commit -- start the cluster, and install mop's SQL into it directly (not
+# CREATE EXTENSION: other sessions' "make install" into the shared $libdir
+# must not change the mop.so a benchmark server runs).
+mopb_pinned_up() {
+	local sha
+	sha=$(git rev-parse "${MOPB_COMMIT:-HEAD}") || return 1
+	if [ "$(cat "$MOPB_DIR/commit" 2>/dev/null)" != "$sha" ]; then
+		[ -d "$MOPB_DIR/data" ] && mopb_cluster_down 2>/dev/null
+		rm -rf "$MOPB_DIR"
+		mkdir -p "$MOPB_DIR/build" "$MOPB_DIR/lib" && chown postgres "$MOPB_DIR"
+		git archive "$sha" | tar -x -C "$MOPB_DIR/build" || return 1
+		make -s -C "$MOPB_DIR/build" -j2 >"$MOPB_DIR/build.log" 2>&1 || { tail -20 "$MOPB_DIR/build.log"; return 1; }
+		cp "$MOPB_DIR/build/mop.so" "$MOPB_DIR/lib/mop.so"
+		chmod -R a+rX "$MOPB_DIR/lib"
+		echo "$sha" >"$MOPB_DIR/commit"
+	fi
+	mopb_cluster_up || return 1
+	if [ "$($PSQL -tAc "select count(*) from pg_namespace where nspname = 'mop'")" != 1 ]; then
+		sed -e '/^\\echo/d' -e '/pg_extension_config_dump/d' -e 's/@extschema@/public/g' \
+			-e "s/'MODULE_PATHNAME'/'mop'/g" "$MOPB_DIR/build/sql/mop--0.1.sql" | $PSQL -f - >/dev/null || return 1
+	fi
+	echo "mop: commit $sha, built in $MOPB_DIR/build, loaded from $($PSQL -tAc "show dynamic_library_path")"
+}

@@ -38,24 +38,7 @@ TORCH_REPS=${TORCH_REPS:-3}
 # and a server loading a shared $libdir/mop.so that no longer matches its SQL
 # definitions fails in odd ways.  Nothing outside $MOPB_DIR is written.
 phase_setup() {
-	local sha
-	sha=$(git rev-parse "${MOPB_COMMIT:-HEAD}") || return 1
-	if [ "$(cat "$MOPB_DIR/commit" 2>/dev/null)" != "$sha" ]; then
-		[ -d "$MOPB_DIR/data" ] && mopb_cluster_down 2>/dev/null
-		rm -rf "$MOPB_DIR"
-		mkdir -p "$MOPB_DIR/build" "$MOPB_DIR/lib" && chown postgres "$MOPB_DIR"
-		git archive "$sha" | tar -x -C "$MOPB_DIR/build" || return 1
-		make -s -C "$MOPB_DIR/build" -j2 >"$MOPB_DIR/build.log" 2>&1 || { tail -20 "$MOPB_DIR/build.log"; return 1; }
-		cp "$MOPB_DIR/build/mop.so" "$MOPB_DIR/lib/mop.so"
-		chmod -R a+rX "$MOPB_DIR/lib"
-		echo "$sha" >"$MOPB_DIR/commit"
-	fi
-	mopb_cluster_up || return 1
-	if [ "$($PSQL -tAc "select count(*) from pg_namespace where nspname = 'mop'")" != 1 ]; then
-		sed -e '/^\\echo/d' -e '/pg_extension_config_dump/d' -e 's/@extschema@/public/g' \
-			-e "s/'MODULE_PATHNAME'/'mop'/g" "$MOPB_DIR/build/sql/mop--0.1.sql" | $PSQL -f - >/dev/null || return 1
-	fi
-	echo "mop: commit $sha, built in $MOPB_DIR/build, loaded from $($PSQL -tAc "show dynamic_library_path")"
+	mopb_pinned_up || return 1
 	if [ "$($PSQL -tAc "select count(*) from pg_class where relname = 'fashion_test'")" != 1 ]; then
 		$PSQL <<'SQL'
 CREATE TABLE fashion_train (label text NOT NULL, pixels real[] NOT NULL);
