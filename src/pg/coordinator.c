@@ -1517,6 +1517,20 @@ assign(mop_sched *s, int w, Latch *latch)
 }
 
 /*
+ * May the driver be asked for an action now?  On MOP a worker is often
+ * briefly without a task (the models in flight have visited its partition
+ * or are busy), and ASHA would answer each such moment with a new
+ * configuration.  So under ASHA at most two models per worker have work
+ * left: enough for a worker to find one, few enough that results (and
+ * promotions) come before every trial is started.
+ */
+static bool
+driver_may_start(const mop_sched *s)
+{
+	return !asha || mop_sched_active(s) < 2 * n_workers;
+}
+
+/*
  * The scheduling loop; returns true if cancelled.  Each round: settle
  * finished tasks and dead workers, give idle workers work, and sleep until a
  * worker reports.  With a driver (Hyperband, ASHA), a worker that the
@@ -1573,15 +1587,7 @@ schedule(mop_sched *s)
 			{
 				mop_action	a;
 
-				/*
-				 * On MOP a worker is often briefly without a task (the models
-				 * in flight have visited its partition or are busy); ASHA
-				 * would answer each such moment with a new configuration.
-				 * Keep at most two models per worker with work left: enough
-				 * for the worker to find one, few enough that results (and
-				 * promotions) come before every trial is started.
-				 */
-				if (asha && mop_sched_active(s) >= 2 * n_workers)
+				if (!driver_may_start(s))
 					break;
 
 				driver = driver_next(&a);
@@ -1597,8 +1603,8 @@ schedule(mop_sched *s)
 			{
 				mop_action	a;
 
-				/* (ASHA: the same cap as above -- this is also the path at startup) */
-				while ((!asha || mop_sched_active(s) < 2 * n_workers) &&
+				/* (this is also the path at startup, before workers are ready) */
+				while (driver_may_start(s) &&
 					   (driver = driver_next(&a)) == MOP_POLL_ACTION)
 					apply_action(s, &a);
 				if (!mop_sched_finished(s))
