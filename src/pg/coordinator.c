@@ -108,6 +108,7 @@ static bool *pbt_waiting;		/* deterministic PBT: member is at the generation bar
 static double *pbt_scores;		/* ... with this score */
 static double hermes_seconds;	/* training seconds of evaluated epochs */
 static int64 hermes_epochs;		/* epochs evaluated: their mean is the horizon */
+static double hermes_best_first = INFINITY;	/* best loss of a first evaluation */
 
 #define DRIVER (hb != NULL || asha != NULL || tpe != NULL)
 
@@ -115,17 +116,26 @@ static mop_poll driver_next(mop_action *a);
 static double driver_score(double vm);
 
 /*
- * Add a model to the scheduler.  Under the convergence-aware scheduler a
- * model without results yet gets the top priority (Hermes' minimum quantum:
- * new configurations give feedback early).
+ * Convergence-aware priority of a model not started yet: what it may reach
+ * after its first epoch, optimistically the best first epoch so far (top
+ * priority while there is none).  Once started, a model has the top
+ * priority until its first evaluation, Hermes' minimum quantum (assign()).
+ * See src/search/mop_hermes.h.
  */
+static double
+fresh_priority(void)
+{
+	return mop_hermes_fresh_priority(hermes_best_first, NULL);
+}
+
+/* Add a model to the scheduler (with fresh_priority() when it applies). */
 static int32
 add_model(mop_sched *s, int32 epochs)
 {
 	int32		i = mop_sched_add_model(s, epochs);
 
 	if (i >= 0 && run->pick == MOP_PICK_PRIORITY)
-		mop_sched_set_priority(s, i, 1e30);
+		mop_sched_set_priority(s, i, fresh_priority());
 	return i;
 }
 static void driver_report(int32 trial, int32 resource, double score);
@@ -1169,6 +1179,18 @@ task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, doubl
 				ho.horizon = hermes_seconds / hermes_epochs;
 				mop_hermes_apply(s, t->model, mi->loss, mi->seconds, mi->n_evals, &ho);
 			}
+
+			/* a better first epoch: re-rank the models without results */
+			if (mop_sched_epochs_done(s, t->model) == 1 && isfinite(vl) &&
+				vl < hermes_best_first)
+			{
+				int32		n = Min(n_models, mop_sched_n_models(s));
+
+				hermes_best_first = vl;
+				for (int32 i = 0; i < n; i++)
+					if (models[i].n_evals == 0 && !mop_sched_started(s, i))
+						mop_sched_set_priority(s, i, fresh_priority());
+			}
 		}
 
 		SpinLockAcquire(&run->mutex);
@@ -1497,6 +1519,9 @@ assign(mop_sched *s, int w, Latch *latch)
 
 	if (mop_sched_next(s, w, &t) != MOP_ASSIGNED)
 		return false;
+	/* convergence-aware: a started model's minimum quantum (fresh_priority) */
+	if (run->pick == MOP_PICK_PRIORITY && models[t.model].n_evals == 0)
+		mop_sched_set_priority(s, t.model, 1e30);
 	workers[w].busy = true;
 	workers[w].task = t;
 	SpinLockAcquire(&run->mutex);

@@ -80,6 +80,15 @@ mop_hermes_priority(const double *loss, const double *seconds, int32_t n,
 	return -(loss[n - 1] - rate * (o.horizon > 0 ? o.horizon : 0.0));
 }
 
+/* Priority of a configuration not started yet; see mop_hermes.h. */
+double
+mop_hermes_fresh_priority(double best_first_loss, const mop_hermes_opts *opts)
+{
+	if (isfinite(best_first_loss))
+		return -best_first_loss;
+	return opts ? opts->new_priority : 1e30;
+}
+
 /* Compute and set a model's priority in the scheduler. */
 void
 mop_hermes_apply(mop_sched *s, int32_t model, const double *loss, const double *seconds,

@@ -37,6 +37,21 @@
  * priority is new_priority, above every other, so it is scheduled early and
  * gives feedback quickly.  Because MOP schedules one sub-epoch at a time, a
  * model whose priority drops is preempted at the next sub-epoch boundary.
+ *
+ * The quantum is for models already started.  A configuration not started
+ * yet has nothing to show; giving it the top priority too makes the search
+ * breadth-first (every configuration gets its first epoch before any model
+ * gets a second), so a good model found early waits for all of them.  Its
+ * priority is instead what it may be expected to reach after its first
+ * epoch, optimistically the best first-epoch loss seen so far
+ * (mop_hermes_fresh_priority): models projected to do better than that --
+ * the leader, while its loss keeps falling -- keep training; the others
+ * wait for the new configurations.  With the MOP scheduler's tie-breaks (a
+ * started model first, then the unstarted one with the most epochs
+ * granted), the leader wins a tie, and a good configuration with a large
+ * budget goes deep at once.  The caller gives a model new_priority when it
+ * starts, and re-ranks the unstarted ones when the best first epoch
+ * improves.  Measured against the breadth-first order in docs/benchmarks.md.
  */
 #ifndef MOP_HERMES_H
 #define MOP_HERMES_H
@@ -71,6 +86,12 @@ double		mop_hermes_rate(const double *loss, const double *seconds, int32_t n,
 /* A model's priority from its history (opts NULL: defaults); see above. */
 double		mop_hermes_priority(const double *loss, const double *seconds, int32_t n,
 								const mop_hermes_opts *opts);
+
+/*
+ * Priority of a configuration not started yet: minus the best first-epoch
+ * loss seen so far, or new_priority while there is none (not finite).
+ */
+double		mop_hermes_fresh_priority(double best_first_loss, const mop_hermes_opts *opts);
 
 /* The same, set as `model`'s priority in a MOP scheduler. */
 void		mop_hermes_apply(mop_sched *s, int32_t model, const double *loss,

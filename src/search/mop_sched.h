@@ -17,7 +17,9 @@
  *                     (ties at random) -- the classic LPT rule, which keeps
  *                     long models from being left for the end;
  *   MOP_PICK_PRIORITY the highest caller-set priority first (Hermes-style
- *                     convergence-aware scheduling sets these);
+ *                     convergence-aware scheduling sets these); among equal
+ *                     priorities a model already started first, then the
+ *                     unstarted one with the most sub-epochs left;
  *   MOP_PICK_FIFO     the earliest-added model first: each model is trained
  *                     to the end before later ones get a worker, except to
  *                     keep workers busy (the FIFO baseline of Hermes).
@@ -112,6 +114,7 @@ void		mop_sched_restore(mop_sched *s, int32_t model, int32_t epochs_done,
 int32_t		mop_sched_epochs_done(const mop_sched *s, int32_t model);
 int32_t		mop_sched_visited(const mop_sched *s, int32_t model);	/* this epoch */
 int			mop_sched_busy(const mop_sched *s, int32_t model);
+int			mop_sched_started(const mop_sched *s, int32_t model);	/* ever given a task */
 
 /* Models that still have work (budget left, not stopped) or are busy. */
 int32_t		mop_sched_active(const mop_sched *s);

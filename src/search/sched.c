@@ -10,6 +10,7 @@
  * generator, so a run's schedule is reproducible from its seed and the order
  * of events.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,7 @@ typedef struct model_state
 	int32_t		n_visited;		/* partitions visited in the current epoch */
 	int32_t		busy;
 	int32_t		stopped;
+	int32_t		started;		/* has been given a task (or restored with progress) */
 	double		cost_sum;		/* observed sub-epoch costs */
 	int64_t		cost_n;
 	double		priority;
@@ -327,7 +329,8 @@ mop_sched_next(mop_sched *s, int32_t worker, mop_task *task)
 {
 	int32_t		best = -1,
 				best_p = -1;
-	double		best_key = 0;
+	double		best_key = 0,
+				best_key2 = 0;
 	uint64_t	ties = 0;
 	int			any_left = 0;
 
@@ -337,7 +340,8 @@ mop_sched_next(mop_sched *s, int32_t worker, mop_task *task)
 	{
 		model_state *ms = &s->m[i];
 		int32_t		p;
-		double		key;
+		double		key,
+					key2 = 0;
 
 		if (remaining(s, ms) > 0 || ms->busy)
 			any_left = 1;
@@ -351,7 +355,14 @@ mop_sched_next(mop_sched *s, int32_t worker, mop_task *task)
 				key = (double) remaining(s, ms) * est_cost(s, ms);
 				break;
 			case MOP_PICK_PRIORITY:
+				/*
+				 * Ties (models without results often share one priority)
+				 * go to a started model -- finish what has begun, its
+				 * result comes sooner -- then to the unstarted model with
+				 * the most work granted: it can go deepest if it is good.
+				 */
 				key = ms->priority;
+				key2 = ms->started ? INFINITY : (double) remaining(s, ms);
 				break;
 			case MOP_PICK_FIFO:
 				key = -(double) i;
@@ -360,14 +371,15 @@ mop_sched_next(mop_sched *s, int32_t worker, mop_task *task)
 				key = 0;
 				break;
 		}
-		if (best < 0 || key > best_key)
+		if (best < 0 || key > best_key || (key == best_key && key2 > best_key2))
 		{
 			best = i;
 			best_p = p;
 			best_key = key;
+			best_key2 = key2;
 			ties = 1;
 		}
-		else if (key == best_key)
+		else if (key == best_key && key2 == best_key2)
 		{
 			/* reservoir sampling: each tied candidate equally likely */
 			ties++;
@@ -390,6 +402,7 @@ mop_sched_next(mop_sched *s, int32_t worker, mop_task *task)
 				best_p = p;
 	}
 	s->m[best].busy = 1;
+	s->m[best].started = 1;
 	task->model = best;
 	task->partition = best_p;
 	task->epoch = s->m[best].done;
@@ -456,6 +469,13 @@ mop_sched_restore(mop_sched *s, int32_t model, int32_t epochs_done,
 			ms->visited[visited[i]] = 1;
 			ms->n_visited++;
 		}
+	ms->started = ms->done > 0 || ms->n_visited > 0;
+}
+
+int
+mop_sched_started(const mop_sched *s, int32_t model)
+{
+	return s->m[model].started;
 }
 
 int32_t

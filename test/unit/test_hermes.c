@@ -193,3 +193,73 @@ TEST(hermes_projected_prefers_converged_good_model)
 		mop_sched_free(s);
 	}
 }
+
+/*
+ * Configurations not started yet rank with the best first epoch so far, so
+ * the leader keeps training while the rest of the workers try new ones
+ * (instead of every configuration getting its first epoch before any model
+ * its second), and a started one keeps its quantum.  The caller's protocol
+ * of src/pg/coordinator.c, on a 2-worker, 2-partition scheduler: models A
+ * and B may train 9 epochs, C, D, E one (as in a Hyperband bracket).
+ */
+TEST(hermes_fresh_configurations_wait_behind_the_leader)
+{
+	mop_sched  *s = mop_sched_new(2, 2, 5, 0, MOP_PICK_PRIORITY);
+	mop_hermes_opts o;
+	mop_task	t0,
+				t1;
+	int32_t		a,
+				b;
+	double		la[1] = {0.40},
+				lb[1] = {0.60},
+				sec[1] = {1.0},
+				best;
+
+	mop_hermes_default_opts(&o);
+	o.horizon = 1.0;
+	CHECK(mop_hermes_fresh_priority(INFINITY, &o) == o.new_priority);
+	CHECK(mop_hermes_fresh_priority(0.25, &o) == -0.25);
+	for (int m = 0; m < 5; m++)
+	{
+		CHECK(mop_sched_add_model(s, m < 2 ? 9 : 1) == m);
+		mop_sched_set_priority(s, m, mop_hermes_fresh_priority(INFINITY, &o));
+	}
+	/* all tied: the two with the largest budget start first */
+	CHECK(mop_sched_next(s, 0, &t0) == MOP_ASSIGNED && t0.model < 2);
+	CHECK(mop_sched_next(s, 1, &t1) == MOP_ASSIGNED && t1.model < 2);
+	mop_sched_complete(s, &t0, 1.0);
+	mop_sched_complete(s, &t1, 1.0);
+	/* a started model finishes its epoch before a new one starts */
+	CHECK(mop_sched_next(s, 0, &t0) == MOP_ASSIGNED && t0.model == t1.model);
+	CHECK(mop_sched_next(s, 1, &t1) == MOP_ASSIGNED && t1.model != t0.model && t1.model < 2);
+	CHECK(mop_sched_complete(s, &t0, 1.0) == 1 && mop_sched_complete(s, &t1, 1.0) == 1);
+	/* first evaluations: model a leads (0.40), b is behind (0.60) */
+	a = t0.model;
+	b = t1.model;
+	mop_hermes_apply(s, a, la, sec, 1, &o);
+	mop_hermes_apply(s, b, lb, sec, 1, &o);
+	best = 0.40;
+	for (int m = 2; m < 5; m++)
+		if (!mop_sched_started(s, m))
+			mop_sched_set_priority(s, m, mop_hermes_fresh_priority(best, &o));
+	/* the leader goes on (it wins the tie); the other worker tries a new configuration, not b */
+	CHECK(mop_sched_next(s, 0, &t0) == MOP_ASSIGNED && t0.model == a);
+	CHECK(mop_sched_next(s, 1, &t1) == MOP_ASSIGNED && t1.model >= 2);
+	CHECK(mop_sched_started(s, t1.model));
+	mop_sched_set_priority(s, t1.model, o.new_priority);	/* its quantum */
+	mop_sched_complete(s, &t0, 1.0);
+	mop_sched_complete(s, &t1, 1.0);
+	/* the leader's loss keeps falling: projected below the best first epoch */
+	{
+		double		la2[2] = {0.40, 0.35},
+					sec2[2] = {1.0, 2.0};
+
+		mop_hermes_apply(s, a, la2, sec2, 2, &o);
+		CHECK(mop_hermes_priority(la2, sec2, 2, &o) > mop_hermes_fresh_priority(best, &o));
+	}
+	/* the started new configuration completes its epoch (quantum) before anything else */
+	CHECK(mop_sched_next(s, 0, &t0) == MOP_ASSIGNED && t0.model == t1.model);
+	/* and the leader has the other worker, never b, never an unstarted one */
+	CHECK(mop_sched_next(s, 1, &t1) == MOP_ASSIGNED && t1.model == a);
+	mop_sched_free(s);
+}

@@ -197,6 +197,46 @@ TEST(sched_priority_policy_prefers_high)
 	mop_sched_free(s);
 }
 
+TEST(sched_priority_ties_started_then_most_work)
+{
+	mop_sched  *s = mop_sched_new(1, 1, 3, 0, MOP_PICK_PRIORITY);
+	mop_task	t;
+
+	CHECK(mop_sched_add_model(s, 1) == 0);
+	CHECK(mop_sched_add_model(s, 3) == 1);
+	CHECK(mop_sched_add_model(s, 2) == 2);
+	CHECK(!mop_sched_started(s, 1));
+	/* equal priorities: the unstarted model with the most work left */
+	CHECK(mop_sched_next(s, 0, &t) == MOP_ASSIGNED && t.model == 1);
+	CHECK(mop_sched_started(s, 1));
+	mop_sched_complete(s, &t, 1);
+	/* then the started one, though model 2 ... */
+	CHECK(mop_sched_next(s, 0, &t) == MOP_ASSIGNED && t.model == 1);
+	mop_sched_complete(s, &t, 1);
+	/* ... a lower priority loses to the tie-break order's next: 2 (2 epochs) before 0 (1) */
+	mop_sched_set_priority(s, 1, -1.0);
+	CHECK(mop_sched_next(s, 0, &t) == MOP_ASSIGNED && t.model == 2);
+	mop_sched_complete(s, &t, 1);
+	mop_sched_free(s);
+	/* the random policy ignores both tie-breaks: over seeds, every model comes first sometimes */
+	{
+		int			first[3] = {0};
+
+		for (uint64_t seed = 1; seed <= 60; seed++)
+		{
+			mop_sched  *r = mop_sched_new(1, 1, seed, 0, MOP_PICK_RANDOM);
+
+			mop_sched_add_model(r, 1);
+			mop_sched_add_model(r, 3);
+			mop_sched_add_model(r, 2);
+			CHECK(mop_sched_next(r, 0, &t) == MOP_ASSIGNED);
+			first[t.model]++;
+			mop_sched_free(r);
+		}
+		CHECK(first[0] > 0 && first[1] > 0 && first[2] > 0);
+	}
+}
+
 TEST(sched_fifo_trains_models_in_order)
 {
 	mop_sched  *s = mop_sched_new(2, 2, 3, 0, MOP_PICK_FIFO);
