@@ -160,6 +160,22 @@ SELECT r.options->>'scheduler' AS scheduler, count(*) AS models, bool_and(c.stat
 SELECT count(*) AS model_epochs, bool_and(n = 3) AS each_partition_once
   FROM (SELECT model_id, epoch, count(DISTINCT partition) AS n FROM mop.hops
          WHERE run_id = (SELECT run_id FROM conv LIMIT 1) GROUP BY 1, 2) s;
+-- a configuration not started yet ranks with the best first epoch so far:
+-- the leader (the first model here, whatever its loss) trains on before
+-- the next configuration starts, instead of every configuration getting its
+-- first epoch first
+CREATE TEMP TABLE conv1 AS
+SELECT * FROM mop_grid_search('blobs',
+  '{"model": {"layers": [{"type": "dense", "units": 3}]}, "optimizer": "adam",
+    "learning_rate": [0.01, 0.003, 0.001]}',
+  epochs => 3, workers => 1, scheduler => 'convergence', seed => 3);
+WITH h AS (SELECT model_id, epoch, started_at, id FROM mop.hops
+            WHERE run_id = (SELECT run_id FROM conv1 LIMIT 1)),
+     first AS (SELECT model_id FROM h ORDER BY started_at, id LIMIT 1)
+SELECT (SELECT min(started_at) FROM h WHERE epoch = 2 AND model_id = (SELECT model_id FROM first))
+     < (SELECT min(started_at) FROM h WHERE model_id <> (SELECT model_id FROM first)) AS leader_second_epoch_first,
+       (SELECT count(*) FROM h) AS hops
+  FROM first;
 -- TPE with the median stopping rule (as Optuna's TPE with a pruner): a
 -- stopped trial tells TPE its best score so far, and TPE goes on proposing
 -- (random proposals here, a quarter of them with a hopeless learning rate)
