@@ -268,32 +268,25 @@ SELECT (SELECT string_agg(DISTINCT from_resource::text, ',') FROM mop.decisions
          WHERE d.run_id = :pbt_d2 AND d.action = 'exploit') AS same_lineage;
 
 -- errors
-CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE q;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
-SELECT pg_temp.err($$SELECT * FROM mop_hyperband_plan(0, 3)$$);
-SELECT pg_temp.err($$SELECT * FROM mop_hyperband_plan(9, 1)$$);
-SELECT pg_temp.err($$SELECT * FROM mop_hyperband('blobs', '{"model": [{"type": "dense", "units": 3}]}', 0)$$);
-SELECT pg_temp.err($$SELECT * FROM mop_hyperband('blobs', '{"model": [{"type": "dense", "units": 3}]}', 9, eta => 1)$$);
-SELECT pg_temp.err($$SELECT * FROM mop_hyperband('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rate": {"uniform": [1, 0]}}', 9)$$);
-SELECT pg_temp.err($$SELECT * FROM mop_asha('blobs', '{"model": [{"type": "dense", "units": 3}]}', 9, min_resource => 10)$$);
-SELECT pg_temp.err($$SELECT * FROM mop_asha('blobs', '{"model": [{"type": "dense", "units": 3}]}', 9, max_trials => 0)$$);
-SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": [{"type": "dense", "units": 3}]}', early_stopping => 'mean')$$);
-SELECT pg_temp.err($$SELECT * FROM mop_pbt('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rate": [0.1, 0.01]}', population => 1)$$);
-SELECT pg_temp.err($$SELECT * FROM mop_pbt('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rate": [0.1, 0.01]}', epochs => 4, "interval" => 5)$$);
-SELECT pg_temp.err($$SELECT * FROM mop_pbt('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rate": [0.1, 0.01]}', quantile => 0.7)$$);
-SELECT pg_temp.err($$SELECT * FROM mop_pbt('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rate": 0.1}')$$);
-SELECT pg_temp.err($$SELECT * FROM mop_pbt('blobs', '{"model": [{"layers": [{"type": "dense", "units": 3}]}, {"layers": [{"type": "dense", "units": 3}]}], "learning_rate": [0.1, 0.01]}')$$);
-SELECT pg_temp.err($$SELECT * FROM mop_tpe('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rate": [0.1, 0.01]}', trials => 0)$$);
-SELECT pg_temp.err($$SELECT * FROM mop_tpe('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rate": [0.1, 0.01]}', 5, gamma => 0)$$);
-SELECT pg_temp.err($$SELECT * FROM mop_tpe('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rat": [0.1, 0.01]}', 5)$$);
-SELECT pg_temp.err(format('SELECT * FROM mop_resume(%s)', :hb_run)) = format('55000: run %s has already finished', :hb_run) AS finished_run_not_resumed;
-SELECT pg_temp.err(format($$SELECT * FROM mop_resume(%s, add => '{"model": [{"type": "dense", "units": 3}]}')$$, :hb_run)) AS add_to_hyperband;
-SELECT pg_temp.err(format($$SELECT * FROM mop_resume(%s, add => '{"model": [{"type": "dense", "units": 3}]}')$$, :tpe_run)) AS add_to_tpe;
-SELECT pg_temp.err($$SELECT * FROM mop_tpe('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.01, 0.001]}', trials => 2, epochs => 1, deterministic => true, early_stopping => 'median')$$) AS tpe_median_deterministic;
-SELECT pg_temp.err($$SELECT * FROM mop_tpe('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.01, 0.001]}', trials => 2, epochs => 1, early_stopping => 'hyperband')$$) AS tpe_bad_early_stopping;
+SELECT err($$SELECT * FROM mop_hyperband_plan(0, 3)$$);
+SELECT err($$SELECT * FROM mop_hyperband_plan(9, 1)$$);
+SELECT err($$SELECT * FROM mop_hyperband('blobs', '{"model": [{"type": "dense", "units": 3}]}', 0)$$);
+SELECT err($$SELECT * FROM mop_hyperband('blobs', '{"model": [{"type": "dense", "units": 3}]}', 9, eta => 1)$$);
+SELECT err($$SELECT * FROM mop_hyperband('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rate": {"uniform": [1, 0]}}', 9)$$);
+SELECT err($$SELECT * FROM mop_asha('blobs', '{"model": [{"type": "dense", "units": 3}]}', 9, min_resource => 10)$$);
+SELECT err($$SELECT * FROM mop_asha('blobs', '{"model": [{"type": "dense", "units": 3}]}', 9, max_trials => 0)$$);
+SELECT err($$SELECT * FROM mop_grid_search('blobs', '{"model": [{"type": "dense", "units": 3}]}', early_stopping => 'mean')$$);
+SELECT err($$SELECT * FROM mop_pbt('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rate": [0.1, 0.01]}', population => 1)$$);
+SELECT err($$SELECT * FROM mop_pbt('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rate": [0.1, 0.01]}', epochs => 4, "interval" => 5)$$);
+SELECT err($$SELECT * FROM mop_pbt('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rate": [0.1, 0.01]}', quantile => 0.7)$$);
+SELECT err($$SELECT * FROM mop_pbt('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rate": 0.1}')$$);
+SELECT err($$SELECT * FROM mop_pbt('blobs', '{"model": [{"layers": [{"type": "dense", "units": 3}]}, {"layers": [{"type": "dense", "units": 3}]}], "learning_rate": [0.1, 0.01]}')$$);
+SELECT err($$SELECT * FROM mop_tpe('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rate": [0.1, 0.01]}', trials => 0)$$);
+SELECT err($$SELECT * FROM mop_tpe('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rate": [0.1, 0.01]}', 5, gamma => 0)$$);
+SELECT err($$SELECT * FROM mop_tpe('blobs', '{"model": [{"type": "dense", "units": 3}], "learning_rat": [0.1, 0.01]}', 5)$$);
+SELECT err(format('SELECT * FROM mop_resume(%s)', :hb_run)) = format('55000: run %s has already finished', :hb_run) AS finished_run_not_resumed;
+SELECT err(format($$SELECT * FROM mop_resume(%s, add => '{"model": [{"type": "dense", "units": 3}]}')$$, :hb_run)) AS add_to_hyperband;
+SELECT err(format($$SELECT * FROM mop_resume(%s, add => '{"model": [{"type": "dense", "units": 3}]}')$$, :tpe_run)) AS add_to_tpe;
+SELECT err($$SELECT * FROM mop_tpe('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.01, 0.001]}', trials => 2, epochs => 1, deterministic => true, early_stopping => 'median')$$) AS tpe_median_deterministic;
+SELECT err($$SELECT * FROM mop_tpe('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.01, 0.001]}', trials => 2, epochs => 1, early_stopping => 'hyperband')$$) AS tpe_bad_early_stopping;
 SELECT (options->>'gamma')::text AS gamma_text FROM mop.runs WHERE id = :tpe_run;

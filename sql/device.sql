@@ -3,22 +3,15 @@
 -- 'gpu' is an error that says why, 'auto' trains on the CPU, and nothing
 -- GPU-related is loaded for 'cpu'.
 SET client_min_messages = warning;
-CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE q;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
 LOAD 'mop';
 SHOW mop.device;
-SELECT pg_temp.err($$SET mop.device = 'tpu'$$);
+SELECT err($$SET mop.device = 'tpu'$$);
 -- no usable GPU here: the GPU library is missing (no nvcc at build time) or
 -- finds no device (no driver); either way an error before anything starts
 SET mop.device = 'gpu';
-SELECT pg_temp.err($$SELECT mop_train('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 1)$$)
+SELECT err($$SELECT mop_train('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 1)$$)
        = '55000: mop.device is ''gpu'' but no GPU is usable' AS gpu_refused;
-SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 1)$$)
+SELECT err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 1)$$)
        = '55000: mop.device is ''gpu'' but no GPU is usable' AS search_refused;
 -- the detail says why: the library could not be loaded, or what CUDA said
 DO $$

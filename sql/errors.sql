@@ -1,13 +1,6 @@
 -- errors: every error case with its SQLSTATE
 SET client_min_messages = warning;
--- err(q) runs q and returns "SQLSTATE: message" (or "no error")
-CREATE FUNCTION err(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE q;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+-- (err(q) is defined in install.sql)
 
 -- mop_prepare: missing table or column, non-numeric features
 SELECT err($$SELECT mop_prepare('nosuch', 'y')$$);

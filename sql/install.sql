@@ -1,5 +1,14 @@
 -- install: the extension, its catalog and its search_path safety
 CREATE EXTENSION mop;
+-- the tests' helper for bad input (later files use it): err(q) runs q and
+-- returns "SQLSTATE: message" (or "no error")
+CREATE FUNCTION err(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  EXECUTE q;
+  RETURN 'no error';
+EXCEPTION WHEN OTHERS THEN
+  RETURN SQLSTATE || ': ' || SQLERRM;
+END $$;
 SELECT extname, extversion, n.nspname AS schema, extrelocatable
   FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
  WHERE extname = 'mop';

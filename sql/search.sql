@@ -185,43 +185,36 @@ SELECT (SELECT (mop.eval_agg(m.state, b.x, b.y)).loss_sum
 SELECT status FROM mop.runs WHERE id = (SELECT run_id FROM dv LIMIT 1);
 
 -- bad input: clear errors with their SQLSTATE, nothing started
-CREATE FUNCTION pg_temp.err(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-  EXECUTE q;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
 SELECT count(*) AS runs_before FROM mop.runs \gset
-SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"learning_rat": [0.1]}')$$);
-SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": []}')$$);
-SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": {"loguniform": [0, 1]}}')$$);
-SELECT pg_temp.err($$SELECT * FROM mop_random_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": {"gaussian": [0, 1]}}', 2)$$);
-SELECT pg_temp.err($$SELECT * FROM mop_random_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": {"uniform": [0.1, 0.01]}}', 2)$$);
-SELECT pg_temp.err($$SELECT * FROM mop_random_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "batch_size": {"int": [1.5, 8]}}', 2)$$);
-SELECT pg_temp.err($$SELECT * FROM mop_random_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "momentum": {"uniform": [0.1]}}', 2)$$);
-SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": {"uniform": [0.01, 0.1]}}')$$);
-SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.1, -1]}')$$);
-SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 4}]}}')$$);
-SELECT pg_temp.err($$SELECT * FROM mop_grid_search('nosuch', '{"model": {"layers": [{"type": "dense", "units": 3}]}}')$$);
-SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 0)$$);
-SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', workers => 0)$$);
-SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', scheduler => 'lifo')$$);
-SELECT pg_temp.err($$SET mop.scheduler = 'lifo'$$);
-SELECT pg_temp.err($$SELECT * FROM mop_random_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', trials => 0)$$);
-SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '[1, 2]')$$);
-SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": [{"type": "dense", "units": 3}], "momentum": {"choice": [0.5], "when": {"optimizer": "sgd"}}}')$$);
-SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": [{"type": "dense", "units": 3}], "optimizer": ["adam"], "momentum": {"choice": [0.5], "when": {"optimizer": "sgd"}}}')$$);
-SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": [{"type": "dense", "units": 3}], "optimizer": ["sgd"], "momentum": {"choice": [0.5], "when": "sgd"}}')$$);
-SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{}')$$);
-SELECT pg_temp.err(format('SELECT * FROM mop_resume(%s)', :r1));
-SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', warm_start => 999999)$$);
-SELECT pg_temp.err(format('SELECT mop_cancel(%s)', :r1));
-SELECT pg_temp.err($$SELECT mop_wait(999999)$$);
-SELECT pg_temp.err($$SELECT * FROM mop_resume(999999)$$);
-SELECT pg_temp.err($$SELECT * FROM mop_replay(999998)$$);
+SELECT err($$SELECT * FROM mop_grid_search('blobs', '{"learning_rat": [0.1]}')$$);
+SELECT err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": []}')$$);
+SELECT err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": {"loguniform": [0, 1]}}')$$);
+SELECT err($$SELECT * FROM mop_random_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": {"gaussian": [0, 1]}}', 2)$$);
+SELECT err($$SELECT * FROM mop_random_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": {"uniform": [0.1, 0.01]}}', 2)$$);
+SELECT err($$SELECT * FROM mop_random_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "batch_size": {"int": [1.5, 8]}}', 2)$$);
+SELECT err($$SELECT * FROM mop_random_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "momentum": {"uniform": [0.1]}}', 2)$$);
+SELECT err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": {"uniform": [0.01, 0.1]}}')$$);
+SELECT err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.1, -1]}')$$);
+SELECT err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 4}]}}')$$);
+SELECT err($$SELECT * FROM mop_grid_search('nosuch', '{"model": {"layers": [{"type": "dense", "units": 3}]}}')$$);
+SELECT err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 0)$$);
+SELECT err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', workers => 0)$$);
+SELECT err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', scheduler => 'lifo')$$);
+SELECT err($$SET mop.scheduler = 'lifo'$$);
+SELECT err($$SELECT * FROM mop_random_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', trials => 0)$$);
+SELECT err($$SELECT * FROM mop_grid_search('blobs', '[1, 2]')$$);
+SELECT err($$SELECT * FROM mop_grid_search('blobs', '{"model": [{"type": "dense", "units": 3}], "momentum": {"choice": [0.5], "when": {"optimizer": "sgd"}}}')$$);
+SELECT err($$SELECT * FROM mop_grid_search('blobs', '{"model": [{"type": "dense", "units": 3}], "optimizer": ["adam"], "momentum": {"choice": [0.5], "when": {"optimizer": "sgd"}}}')$$);
+SELECT err($$SELECT * FROM mop_grid_search('blobs', '{"model": [{"type": "dense", "units": 3}], "optimizer": ["sgd"], "momentum": {"choice": [0.5], "when": "sgd"}}')$$);
+SELECT err($$SELECT * FROM mop_grid_search('blobs', '{}')$$);
+SELECT err(format('SELECT * FROM mop_resume(%s)', :r1));
+SELECT err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', warm_start => 999999)$$);
+SELECT err(format('SELECT mop_cancel(%s)', :r1));
+SELECT err($$SELECT mop_wait(999999)$$);
+SELECT err($$SELECT * FROM mop_resume(999999)$$);
+SELECT err($$SELECT * FROM mop_replay(999998)$$);
 BEGIN ISOLATION LEVEL REPEATABLE READ;
-SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}')$$);
+SELECT err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}')$$);
 ROLLBACK;
 SELECT count(*) = :runs_before AS nothing_started FROM mop.runs;
 
@@ -229,8 +222,8 @@ SELECT count(*) = :runs_before AS nothing_started FROM mop.runs;
 CREATE ROLE mop_search_alice LOGIN;
 GRANT SELECT ON blobs TO mop_search_alice;
 SET ROLE mop_search_alice;
-SELECT pg_temp.err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}')$$) AS others_dataset;
-SELECT pg_temp.err(format('SELECT mop_cancel(%s)', :r1)) AS others_run;
+SELECT err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}')$$) AS others_dataset;
+SELECT err(format('SELECT mop_cancel(%s)', :r1)) AS others_run;
 SELECT dataset_name FROM mop_prepare('blobs', 'species', ARRAY['a', 'b', 'c'], 'alice_blobs',
                                      partitions => 2, seed => 1);
 SELECT count(*) AS models, bool_and(status = 'done') AS done
@@ -249,7 +242,7 @@ SELECT mop.average_states(ARRAY[m.state, m.state]) = m.state AS mean_of_same_is_
   FROM mop.models m WHERE m.run_id = :r1 ORDER BY m.id LIMIT 1;
 SELECT length(mop.average_states(array_agg(m.state))) = max(length(m.state)) AS averaged
   FROM mop.models m WHERE m.run_id = :r2;
-SELECT pg_temp.err($$SELECT mop.average_states(ARRAY[]::bytea[])$$);
-SELECT pg_temp.err($$SELECT mop.average_states(ARRAY['\x00'::bytea])$$);
-SELECT pg_temp.err(format($$SELECT mop.average_states(ARRAY[(SELECT state FROM mop.models WHERE run_id = %s LIMIT 1),
+SELECT err($$SELECT mop.average_states(ARRAY[]::bytea[])$$);
+SELECT err($$SELECT mop.average_states(ARRAY['\x00'::bytea])$$);
+SELECT err(format($$SELECT mop.average_states(ARRAY[(SELECT state FROM mop.models WHERE run_id = %s LIMIT 1),
        mop.init_model('blobs', '{"model": [{"type": "dense", "units": 3}]}')])$$, :r1));
