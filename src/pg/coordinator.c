@@ -1521,7 +1521,7 @@ assign(mop_sched *s, int w, Latch *latch)
 		return false;
 	/* convergence-aware: a started model's minimum quantum (fresh_priority) */
 	if (run->pick == MOP_PICK_PRIORITY && models[t.model].n_evals == 0)
-		mop_sched_set_priority(s, t.model, 1e30);
+		mop_sched_set_priority(s, t.model, MOP_HERMES_NEW_PRIORITY);
 	workers[w].busy = true;
 	workers[w].task = t;
 	SpinLockAcquire(&run->mutex);

@@ -18,7 +18,7 @@ mop_hermes_default_opts(mop_hermes_opts *o)
 	o->window = 3;
 	o->min_evals = 1;
 	o->min_seconds = 0.0;
-	o->new_priority = 1e30;
+	o->new_priority = MOP_HERMES_NEW_PRIORITY;
 	o->horizon = 0.0;
 	o->relative = 0;
 }
@@ -86,7 +86,7 @@ mop_hermes_fresh_priority(double best_first_loss, const mop_hermes_opts *opts)
 {
 	if (isfinite(best_first_loss))
 		return -best_first_loss;
-	return opts ? opts->new_priority : 1e30;
+	return opts ? opts->new_priority : MOP_HERMES_NEW_PRIORITY;
 }
 
 /* Compute and set a model's priority in the scheduler. */

@@ -60,6 +60,9 @@
 
 #include "mop_sched.h"
 
+/* The top priority: new models' minimum quantum (new_priority's default). */
+#define MOP_HERMES_NEW_PRIORITY 1e30
+
 typedef enum mop_hermes_rule
 {
 	MOP_HERMES_PROJECTED = 0,
@@ -72,7 +75,7 @@ typedef struct mop_hermes_opts
 	int32_t		window;			/* evaluations in the rate; default 3 */
 	int32_t		min_evals;		/* default 1 (RATE: at least 2) */
 	double		min_seconds;	/* default 0 */
-	double		new_priority;	/* default 1e30 */
+	double		new_priority;	/* default MOP_HERMES_NEW_PRIORITY */
 	double		horizon;		/* PROJECTED: seconds to project; default 0 */
 	int			relative;		/* RATE: fraction of the loss; default 0 */
 } mop_hermes_opts;
