@@ -19,10 +19,11 @@ PGFILEDESC = "mop - in-database deep-learning model selection"
 
 NN_SRCS = $(sort $(wildcard src/nn/*.c) $(wildcard src/search/*.c))
 PG_SRCS = $(sort $(wildcard src/pg/*.c))
-OBJS = $(NN_SRCS:.c=.o) $(PG_SRCS:.c=.o)
+# gpu/loader.c is plain C (it resolves the GPU library's entry points)
+OBJS = $(NN_SRCS:.c=.o) $(PG_SRCS:.c=.o) gpu/loader.o
 
 # src/search headers are named mop_*.h so they never shadow system headers
-PG_CPPFLAGS = -Isrc/nn -Isrc/pg -Isrc
+PG_CPPFLAGS = -Isrc/nn -Isrc/pg -Isrc -Igpu
 # -O3 for the engine's inner loops (PGXS puts PG_CFLAGS after its own -O2);
 # no FMA contraction and no errno from libm, as in the engine's unit tests,
 # so the extension computes exactly what the tests check.
@@ -54,9 +55,18 @@ NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/de
 GPU_SRCS = $(sort $(wildcard gpu/*.cu))
 ifneq ($(and $(NVCC),$(GPU_SRCS)),)
 GPU_LIB = gpu/mop_gpu.so
+CUDA_LIB_DIR = $(abspath $(dir $(NVCC))/../lib64)
+# machine code for Ampere and Hopper, PTX for anything from Turing on;
+# --fmad=false as the engine's -ffp-contract=off (kernels match the CPU
+# reference term for term); the engine's generator (src/nn/rng.c) is
+# compiled in, so dropout draws the very numbers the CPU draws.
+NVCC_ARCH ?= -gencode arch=compute_75,code=compute_75 -gencode arch=compute_80,code=sm_80 \
+	-gencode arch=compute_90,code=sm_90
 all: $(GPU_LIB)
-$(GPU_LIB): $(GPU_SRCS) $(wildcard gpu/*.h) src/nn/nn.h
-	$(NVCC) -O3 -Xcompiler -fPIC -shared -Isrc/nn -Igpu -o $@ $(GPU_SRCS)
+$(GPU_LIB): $(GPU_SRCS) gpu/budget.c src/nn/rng.c $(wildcard gpu/*.h) $(wildcard src/nn/*.h)
+	$(NVCC) -O3 --fmad=false $(NVCC_ARCH) -Xcompiler -fPIC,-fvisibility=default -shared \
+		-Isrc/nn -Igpu -o $@ $(GPU_SRCS) gpu/budget.c src/nn/rng.c \
+		-lcublas -Xlinker -Bsymbolic -Xlinker -rpath,$(CUDA_LIB_DIR)
 install: install-gpu
 .PHONY: install-gpu
 install-gpu: $(GPU_LIB)

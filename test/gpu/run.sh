@@ -1,20 +1,28 @@
 #!/bin/bash
 # run.sh -- GPU tests, runnable without PostgreSQL (here or on a lent GPU
-# machine: bash test/gpu/run.sh).  Prints "ok ..." / "not ok ..." lines, or
-# one "skip ..." line when the CUDA part was not built (no nvcc) or no GPU is
-# usable; exits 0 unless something failed.
+# machine: make && bash test/gpu/run.sh).  Prints "ok ..." / "not ok ..."
+# lines, or "skip ..." lines when the CUDA part was not built (no nvcc) or
+# no GPU is usable; exits 0 unless something failed.
 #
-# What exists so far is device discovery through the lazily loaded
-# gpu/mop_gpu.so; the CUDA training engine and its CPU-parity tests are
-# not written yet (see docs/gpu.md).
+#   probe   opens gpu/mop_gpu.so as mop.so does (ABI and engine layout
+#           checked) and lists the devices;
+#   parity  the GPU engine against the CPU engine (test/gpu/parity.c).
 set -u
 cd "$(dirname "$0")/../.."
 if [ ! -f gpu/mop_gpu.so ]; then
 	echo "skip gpu: gpu/mop_gpu.so was not built (no nvcc on this machine)"
 	exit 0
 fi
-cc -O2 -Wall -o test/gpu/probe test/gpu/probe.c -ldl || { echo "not ok gpu: probe did not build"; exit 1; }
+CFLAGS="-O2 -g -std=gnu11 -Wall -Wno-unused-parameter -fno-math-errno -ffp-contract=off -Isrc/nn -Igpu"
+cc $CFLAGS -o test/gpu/probe test/gpu/probe.c gpu/loader.c -ldl ||
+	{ echo "not ok gpu: probe did not build"; exit 1; }
+cc $CFLAGS -o test/gpu/parity test/gpu/parity.c gpu/loader.c src/nn/*.c -ldl -lm -lpthread ||
+	{ echo "not ok gpu: parity did not build"; exit 1; }
 test/gpu/probe gpu/mop_gpu.so
 rc=$?
-[ $rc -eq 77 ] && exit 0
-exit $rc
+if [ $rc -eq 77 ]; then
+	echo "skip gpu parity: no usable GPU, the parity tests did not run"
+	exit 0
+fi
+[ $rc -ne 0 ] && exit $rc
+test/gpu/parity gpu/mop_gpu.so

@@ -1,0 +1,1084 @@
+/*
+ * engine.cu -- mop's training engine on a GPU: a model's device mirror,
+ * device-resident rows, and the training and evaluation streams.
+ *
+ * This file is the GPU twin of src/nn/model.c and src/nn/optim.c: each
+ * function names the CPU function it mirrors.  The host nn_model stays the
+ * authority for everything but the numbers in flight (spec, plan, counters
+ * and the random generator live there and advance exactly as on the CPU),
+ * so a model that trained here serializes to the same blob format and goes
+ * on learning on a CPU worker, and the other way round.
+ *
+ * Memory.  A mirror takes one device allocation, sized from the plan up
+ * front (mop_gpu_model_bytes): parameters, gradients, optimizer state, the
+ * activations and gradient buffers of one batch at the CPU's offsets, an
+ * im2col buffer, the minibatch staging area and a few scalars.  Rows are a
+ * second kind of allocation (mop_gpu_data), uploaded once and kept by the
+ * caller.  Every allocation goes through the process's ledger (budget.c)
+ * first, so a budget is enforced before the device is touched.
+ *
+ * Synchronisation.  A training step queues its kernels on the mirror's own
+ * stream and does not wait: loss sums and the divergence flag stay on the
+ * device.  The host waits once per fed buffer (to report divergence and
+ * invalid labels where the CPU would) and at the end of a stream, and once
+ * per step only for dropout, whose masks come from the model's own
+ * generator on the host so that the random stream is the CPU's.
+ *
+ * Several mirrors may live in one process and be driven from several
+ * threads at once (one mirror per thread): each has its own stream and
+ * cuBLAS handle, so their kernels run concurrently on one GPU.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "budget.h"
+#include "kernels.h"
+#include "mop_gpu.h"
+
+/* Largest im2col buffer of a mirror, in floats (64 MB); bigger convolutions go in chunks. */
+#define GPU_COL_CAP_FLOATS (INT64_C(1) << 24)
+
+static pthread_mutex_t ledger_lock = PTHREAD_MUTEX_INITIALIZER;
+static mop_gpu_ledger ledger;
+
+struct mop_gpu_data
+{
+	int			device;
+	int64_t		n;
+	int32_t		in_dim,
+				y_dim;
+	float	   *x,
+			   *y;
+	int64_t    *perm;			/* device, n entries, when has_perm */
+	int			has_perm;
+	uint64_t	bytes;
+	int			checked_loss;	/* labels checked for this loss / width */
+	int			checked_out;
+};
+
+struct mop_gpu_model
+{
+	nn_model   *host;
+	int			device;
+	cudaStream_t stream;
+	cublasHandle_t blas;
+	uint64_t	bytes;
+	void	   *base;			/* the one device allocation */
+
+	float	   *params,
+			   *grads,
+			   *opt,
+			   *acts,			/* plan->ws_acts floats, at the CPU's offsets */
+			   *grad0,
+			   *grad1,
+			   *col,
+			   *xb,
+			   *yb,
+			   *ones,
+			   *coef;
+	double	   *rowloss,
+			   *rowmetric,
+			   *acc,			/* training sums of the stream */
+			   *eacc;			/* evaluation / gradient sums */
+	gk_status  *st;
+	int64_t		ones_len;
+	int32_t		chunk[NN_MAX_ILAYERS];	/* conv: images per im2col chunk */
+
+	float	   *mask_host;		/* pinned: dropout masks of one layer */
+	int64_t		mask_cap;
+	gk_status  *st_host;		/* pinned: the status, read back */
+	double	   *acc_host;		/* pinned: two sums */
+
+	const float *lin[NN_MAX_ILAYERS];
+
+	/* stream state, as nn_model's */
+	int			streaming;
+	int64_t		fill;
+	int64_t		steps0;			/* host->steps when the stream began */
+	int64_t		rows0;
+	int64_t		acc_rows,
+				acc_steps;
+};
+
+/* ---- errors ---------------------------------------------------------- */
+
+static int
+fail(char *msg, size_t msglen, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int
+fail(char *msg, size_t msglen, int code, const char *fmt, ...)
+{
+	if (msg && msglen > 0)
+	{
+		va_list		ap;
+
+		va_start(ap, fmt);
+		vsnprintf(msg, msglen, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+static int
+cuda_fail(char *msg, size_t msglen, const char *what, cudaError_t e)
+{
+	int			code = (e == cudaErrorMemoryAllocation) ? MOP_GPU_ENOMEM : MOP_GPU_ECUDA;
+
+	(void) cudaGetLastError();
+	return fail(msg, msglen, code, "%s: %s (%s)", what, cudaGetErrorString(e),
+				cudaGetErrorName(e));
+}
+
+#define CU(call, what) \
+	do { cudaError_t e_ = (call); if (e_ != cudaSuccess) return cuda_fail(msg, msglen, what, e_); } while (0)
+
+/* ---- memory ---------------------------------------------------------- */
+
+/* cudaMalloc through the ledger. */
+static int
+dev_alloc(void **p, uint64_t bytes, const char *what, char *msg, size_t msglen)
+{
+	cudaError_t e;
+	int			r;
+
+	*p = NULL;
+	pthread_mutex_lock(&ledger_lock);
+	r = mop_gpu_ledger_reserve(&ledger, bytes, what, msg, msglen);
+	pthread_mutex_unlock(&ledger_lock);
+	if (r != 0)
+		return MOP_GPU_ENOMEM;
+	e = cudaMalloc(p, bytes ? bytes : 1);
+	if (e != cudaSuccess)
+	{
+		char		need[32];
+
+		pthread_mutex_lock(&ledger_lock);
+		mop_gpu_ledger_release(&ledger, bytes);
+		pthread_mutex_unlock(&ledger_lock);
+		(void) cudaGetLastError();
+		*p = NULL;
+		mop_gpu_format_bytes(bytes, need, sizeof(need));
+		return fail(msg, msglen, e == cudaErrorMemoryAllocation ? MOP_GPU_ENOMEM : MOP_GPU_ECUDA,
+					"%s needs %s of GPU memory: %s", what, need, cudaGetErrorString(e));
+	}
+	return MOP_GPU_OK;
+}
+
+static void
+dev_free(void *p, uint64_t bytes)
+{
+	if (!p)
+		return;
+	cudaFree(p);
+	pthread_mutex_lock(&ledger_lock);
+	mop_gpu_ledger_release(&ledger, bytes);
+	pthread_mutex_unlock(&ledger_lock);
+}
+
+extern "C" void
+mop_gpu_set_budget(uint64_t bytes)
+{
+	pthread_mutex_lock(&ledger_lock);
+	ledger.budget = bytes;
+	pthread_mutex_unlock(&ledger_lock);
+}
+
+extern "C" void
+mop_gpu_memory_info(mop_gpu_memory *out)
+{
+	pthread_mutex_lock(&ledger_lock);
+	out->in_use = ledger.in_use;
+	out->peak = ledger.peak;
+	out->budget = ledger.budget;
+	out->allocations = ledger.allocations;
+	pthread_mutex_unlock(&ledger_lock);
+}
+
+extern "C" void
+mop_gpu_engine_layout(mop_gpu_layout *out)
+{
+	out->model_size = (uint32_t) sizeof(nn_model);
+	out->plan_size = (uint32_t) sizeof(nn_plan);
+	out->spec_size = (uint32_t) sizeof(nn_spec);
+	out->result_size = (uint32_t) sizeof(nn_result);
+}
+
+/* Round up to 256 bytes, the alignment of every slice of a mirror. */
+static uint64_t
+al(uint64_t b)
+{
+	return (b + 255) & ~(uint64_t) 255;
+}
+
+/* Images per im2col chunk of conv layer L on the GPU, and the col floats it needs. */
+static int32_t
+conv_chunk(const nn_ilayer *L, int B, int64_t *col)
+{
+	int64_t		per_image = (int64_t) L->oh * L->ow * L->kh * L->kw * L->ic;
+	int64_t		chunk = GPU_COL_CAP_FLOATS / per_image;
+
+	chunk = chunk < 1 ? 1 : (chunk > B ? B : chunk);
+	*col = chunk * per_image;
+	return (int32_t) chunk;
+}
+
+/* Slice sizes of a mirror, in bytes; returns the total. */
+typedef struct mirror_layout
+{
+	uint64_t	params, grads, opt, acts, grad, col, xb, yb, ones, rows, total;
+	int64_t		col_floats, ones_len;
+} mirror_layout;
+
+static void
+layout_of(const nn_plan *p, mirror_layout *lo)
+{
+	int64_t		colmax = 0,
+				onesmax = p->batch;
+
+	for (int i = 0; i < p->n; i++)
+	{
+		const nn_ilayer *L = &p->l[i];
+
+		if (L->type == NN_LAYER_CONV2D)
+		{
+			int64_t		col;
+
+			conv_chunk(L, p->batch, &col);
+			colmax = col > colmax ? col : colmax;
+			if ((int64_t) p->batch * L->oh * L->ow > onesmax)
+				onesmax = (int64_t) p->batch * L->oh * L->ow;
+		}
+	}
+	lo->col_floats = colmax;
+	lo->ones_len = onesmax;
+	lo->params = al(p->n_params * 4);
+	lo->grads = al(p->n_params * 4);
+	lo->opt = al(p->n_opt * 4);
+	lo->acts = al(p->ws_acts * 4);
+	lo->grad = al(p->ws_grad * 4);
+	lo->col = al(colmax * 4);
+	lo->xb = al((int64_t) p->in_dim * p->batch * 4);
+	lo->yb = al((int64_t) p->y_dim * p->batch * 4);
+	lo->ones = al(onesmax * 4);
+	lo->rows = al((int64_t) p->batch * 8);
+	lo->total = lo->params + lo->grads + lo->opt + lo->acts + 2 * lo->grad + lo->col +
+		lo->xb + lo->yb + lo->ones + 2 * lo->rows + al(4) + 2 * al(16) + al(sizeof(gk_status));
+}
+
+extern "C" uint64_t
+mop_gpu_model_bytes(const nn_model *host)
+{
+	mirror_layout lo;
+
+	layout_of(&host->plan, &lo);
+	return lo.total;
+}
+
+/* ---- rows on the device ---------------------------------------------- */
+
+extern "C" int
+mop_gpu_data_upload(int32_t device, const float *x, const float *y, int64_t n,
+					int32_t in_dim, int32_t y_dim, mop_gpu_data **out, char *msg, size_t msglen)
+{
+	mop_gpu_data *d;
+	uint64_t	xb,
+				yb;
+	void	   *base;
+	int			r;
+
+	*out = NULL;
+	if (n < 0 || in_dim < 1 || y_dim < 1 || (n > 0 && (!x || !y)))
+		return fail(msg, msglen, MOP_GPU_EINVAL, "invalid buffer of %lld rows of %d + %d floats",
+					(long long) n, in_dim, y_dim);
+	CU(cudaSetDevice(device), "cudaSetDevice");
+	xb = al((uint64_t) n * in_dim * 4);
+	yb = al((uint64_t) n * y_dim * 4);
+	if (!(d = (mop_gpu_data *) calloc(1, sizeof(*d))))
+		return fail(msg, msglen, MOP_GPU_ENOMEM, "out of host memory");
+	d->bytes = xb + yb + al((uint64_t) n * 8);
+	if ((r = dev_alloc(&base, d->bytes, "a buffer of rows", msg, msglen)) != MOP_GPU_OK)
+	{
+		free(d);
+		return r;
+	}
+	d->device = device;
+	d->n = n;
+	d->in_dim = in_dim;
+	d->y_dim = y_dim;
+	d->x = (float *) base;
+	d->y = (float *) ((char *) base + xb);
+	d->perm = (int64_t *) ((char *) base + xb + yb);
+	d->checked_loss = -1;
+	if (n > 0 &&
+		(cudaMemcpy(d->x, x, (size_t) n * in_dim * 4, cudaMemcpyHostToDevice) != cudaSuccess ||
+		 cudaMemcpy(d->y, y, (size_t) n * y_dim * 4, cudaMemcpyHostToDevice) != cudaSuccess))
+	{
+		cudaError_t e = cudaGetLastError();
+
+		mop_gpu_data_free(d);
+		return cuda_fail(msg, msglen, "uploading rows", e);
+	}
+	*out = d;
+	return MOP_GPU_OK;
+}
+
+extern "C" int
+mop_gpu_data_set_order(mop_gpu_data *d, const int64_t *perm, char *msg, size_t msglen)
+{
+	if (!perm)
+	{
+		d->has_perm = 0;
+		return MOP_GPU_OK;
+	}
+	for (int64_t i = 0; i < d->n; i++)
+		if (perm[i] < 0 || perm[i] >= d->n)
+			return fail(msg, msglen, MOP_GPU_EINVAL, "row order entry %lld is %lld, not in 0..%lld",
+						(long long) i, (long long) perm[i], (long long) d->n - 1);
+	CU(cudaSetDevice(d->device), "cudaSetDevice");
+	/* synchronous: a stream still gathering in the old order has finished first */
+	CU(cudaDeviceSynchronize(), "waiting for the device");
+	CU(cudaMemcpy(d->perm, perm, (size_t) d->n * 8, cudaMemcpyHostToDevice), "uploading a row order");
+	d->has_perm = 1;
+	return MOP_GPU_OK;
+}
+
+extern "C" int64_t
+mop_gpu_data_rows(const mop_gpu_data *d)
+{
+	return d ? d->n : 0;
+}
+
+extern "C" void
+mop_gpu_data_free(mop_gpu_data *d)
+{
+	if (!d)
+		return;
+	cudaSetDevice(d->device);
+	dev_free(d->x, d->bytes);
+	free(d);
+}
+
+/* ---- the mirror ------------------------------------------------------ */
+
+extern "C" void
+mop_gpu_model_close(mop_gpu_model *g)
+{
+	if (!g)
+		return;
+	cudaSetDevice(g->device);
+	if (g->stream)
+		cudaStreamSynchronize(g->stream);
+	if (g->blas)
+		cublasDestroy(g->blas);
+	if (g->stream)
+		cudaStreamDestroy(g->stream);
+	if (g->mask_host)
+		cudaFreeHost(g->mask_host);
+	if (g->st_host)
+		cudaFreeHost(g->st_host);
+	if (g->acc_host)
+		cudaFreeHost(g->acc_host);
+	dev_free(g->base, g->bytes);
+	(void) cudaGetLastError();
+	free(g);
+}
+
+static int
+blas_fail(char *msg, size_t msglen, const char *what, cublasStatus_t s)
+{
+	return fail(msg, msglen, s == CUBLAS_STATUS_ALLOC_FAILED ? MOP_GPU_ENOMEM : MOP_GPU_ECUDA,
+				"%s: cuBLAS status %d", what, (int) s);
+}
+
+/* Largest dropout layer of the plan, in floats per batch. */
+static int64_t
+dropout_cap(const nn_plan *p)
+{
+	int64_t		cap = 0;
+
+	for (int i = 0; i < p->n; i++)
+		if (p->l[i].type == NN_LAYER_DROPOUT && p->l[i].rate > 0 &&
+			p->l[i].out_size * p->batch > cap)
+			cap = p->l[i].out_size * p->batch;
+	return cap;
+}
+
+extern "C" int
+mop_gpu_model_open(nn_model *host, const mop_gpu_options *opt, mop_gpu_model **out,
+				   char *msg, size_t msglen)
+{
+	const nn_plan *p = &host->plan;
+	mop_gpu_model *g;
+	mirror_layout lo;
+	char	   *c;
+	int			r;
+	cublasStatus_t bs;
+
+	*out = NULL;
+	if (!host || !opt)
+		return fail(msg, msglen, MOP_GPU_EINVAL, "no model given");
+	if (host->streaming)
+		return fail(msg, msglen, MOP_GPU_EINVAL, "the model is in a CPU training stream");
+	CU(cudaSetDevice(opt->device), "cudaSetDevice");
+	if (!(g = (mop_gpu_model *) calloc(1, sizeof(*g))))
+		return fail(msg, msglen, MOP_GPU_ENOMEM, "out of host memory");
+	g->host = host;
+	g->device = opt->device;
+	layout_of(p, &lo);
+	g->bytes = lo.total;
+	if ((r = dev_alloc(&g->base, g->bytes, "the model", msg, msglen)) != MOP_GPU_OK)
+	{
+		free(g);
+		return r;
+	}
+	c = (char *) g->base;
+#define TAKE(field, type, size) do { g->field = (type *) c; c += (size); } while (0)
+	TAKE(params, float, lo.params);
+	TAKE(grads, float, lo.grads);
+	TAKE(opt, float, lo.opt);
+	TAKE(acts, float, lo.acts);
+	TAKE(grad0, float, lo.grad);
+	TAKE(grad1, float, lo.grad);
+	TAKE(col, float, lo.col);
+	TAKE(xb, float, lo.xb);
+	TAKE(yb, float, lo.yb);
+	TAKE(ones, float, lo.ones);
+	TAKE(rowloss, double, lo.rows);
+	TAKE(rowmetric, double, lo.rows);
+	TAKE(coef, float, al(4));
+	TAKE(acc, double, al(16));
+	TAKE(eacc, double, al(16));
+	TAKE(st, gk_status, al(sizeof(gk_status)));
+#undef TAKE
+	g->ones_len = lo.ones_len;
+	for (int i = 0; i < p->n; i++)
+		if (p->l[i].type == NN_LAYER_CONV2D)
+		{
+			int64_t		col;
+
+			g->chunk[i] = conv_chunk(&p->l[i], p->batch, &col);
+		}
+
+	g->mask_cap = dropout_cap(p);
+	if (cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking) != cudaSuccess ||
+		cudaMallocHost((void **) &g->st_host, sizeof(gk_status)) != cudaSuccess ||
+		cudaMallocHost((void **) &g->acc_host, 2 * sizeof(double)) != cudaSuccess ||
+		(g->mask_cap > 0 &&
+		 cudaMallocHost((void **) &g->mask_host, (size_t) g->mask_cap * 4) != cudaSuccess))
+	{
+		cudaError_t e = cudaGetLastError();
+
+		mop_gpu_model_close(g);
+		return cuda_fail(msg, msglen, "creating the model's stream", e);
+	}
+	if ((bs = cublasCreate(&g->blas)) != CUBLAS_STATUS_SUCCESS ||
+		(bs = cublasSetStream(g->blas, g->stream)) != CUBLAS_STATUS_SUCCESS ||
+		(bs = cublasSetMathMode(g->blas, opt->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH :
+								CUBLAS_DEFAULT_MATH)) != CUBLAS_STATUS_SUCCESS)
+	{
+		mop_gpu_model_close(g);
+		return blas_fail(msg, msglen, "creating a cuBLAS handle", bs);
+	}
+	gk_fill(g->ones, g->ones_len, 1.0f, g->stream);
+	cudaMemsetAsync(g->st, 0, sizeof(gk_status), g->stream);
+	if (cudaMemcpyAsync(g->params, host->params, (size_t) p->n_params * 4,
+						cudaMemcpyHostToDevice, g->stream) != cudaSuccess ||
+		(p->n_opt > 0 &&
+		 cudaMemcpyAsync(g->opt, host->opt, (size_t) p->n_opt * 4,
+						 cudaMemcpyHostToDevice, g->stream) != cudaSuccess) ||
+		cudaStreamSynchronize(g->stream) != cudaSuccess)
+	{
+		cudaError_t e = cudaGetLastError();
+
+		mop_gpu_model_close(g);
+		return cuda_fail(msg, msglen, "uploading the model", e);
+	}
+	*out = g;
+	return MOP_GPU_OK;
+}
+
+extern "C" int
+mop_gpu_model_sync(mop_gpu_model *g, char *msg, size_t msglen)
+{
+	const nn_plan *p = &g->host->plan;
+
+	CU(cudaSetDevice(g->device), "cudaSetDevice");
+	CU(cudaMemcpyAsync(g->host->params, g->params, (size_t) p->n_params * 4,
+					   cudaMemcpyDeviceToHost, g->stream), "downloading the weights");
+	if (p->n_opt > 0)
+		CU(cudaMemcpyAsync(g->host->opt, g->opt, (size_t) p->n_opt * 4,
+						   cudaMemcpyDeviceToHost, g->stream), "downloading the optimizer state");
+	CU(cudaStreamSynchronize(g->stream), "downloading the model");
+	return MOP_GPU_OK;
+}
+
+/* ---- forward and backward -------------------------------------------- */
+
+/* Row-major C = alpha op(A) op(B) + beta C, as nn_gemm (blas.c), on cuBLAS. */
+static void
+gemm(mop_gpu_model *g, int ta, int tb, int m, int n, int k, float alpha, const float *a,
+	 int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+	/* row-major C = A B is column-major C^T = B^T A^T */
+	cublasSgemm(g->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+				n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc);
+}
+
+/* sum_rows (layers.c): out[width] = sum over rows of x[rows, width], via a GEMV with ones. */
+static void
+sum_rows(mop_gpu_model *g, const float *x, int64_t rows, int64_t width, float *out)
+{
+	const float one = 1.0f,
+				zero = 0.0f;
+
+	cublasSgemv(g->blas, CUBLAS_OP_N, (int) width, (int) rows, &one, x, (int) width,
+				g->ones, 1, &zero, out, 1);
+}
+
+/* Draw one dropout layer's mask from the host generator and upload it (see the header). */
+static void
+dropout_mask(mop_gpu_model *g, const nn_ilayer *L, float *mask_dev, int64_t total)
+{
+	nn_model   *m = g->host;
+	float		keep = 1.0f / (1.0f - L->rate);
+
+	/* the pinned buffer may still be feeding the last copy */
+	cudaStreamSynchronize(g->stream);
+	for (int64_t i = 0; i < total; i++)
+		g->mask_host[i] = nn_rng_uniform(m->rng) >= L->rate ? keep : 0.0f;
+	cudaMemcpyAsync(mask_dev, g->mask_host, (size_t) total * 4, cudaMemcpyHostToDevice,
+					g->stream);
+}
+
+/* nn_layer_forward (layers.c) */
+static void
+layer_forward(mop_gpu_model *g, int li, const nn_ilayer *L, const float *in, float *out,
+			  int nb, int training)
+{
+	const float *W = L->w_off >= 0 ? g->params + L->w_off : NULL;
+	const float *b = L->b_off >= 0 ? g->params + L->b_off : NULL;
+	cudaStream_t s = g->stream;
+
+	switch (L->type)
+	{
+		case NN_LAYER_DENSE:
+			if (b)
+				gk_fill_rows(out, nb, L->oc, b, s);
+			gemm(g, 0, 0, nb, L->oc, (int) L->in_size, 1.0f, in, (int) L->in_size, W, L->oc,
+				 b ? 1.0f : 0.0f, out, L->oc);
+			break;
+		case NN_LAYER_CONV2D:
+			{
+				int			K = L->kh * L->kw * L->ic;
+				int64_t		img_rows = (int64_t) L->oh * L->ow;
+				int			chunk = g->chunk[li];
+
+				if (b)
+					gk_fill_rows(out, nb * img_rows, L->oc, b, s);
+				for (int n0 = 0; n0 < nb; n0 += chunk)
+				{
+					int			cn = nb - n0 < chunk ? nb - n0 : chunk;
+
+					gk_im2col(L, in + (int64_t) n0 * L->in_size, g->col, cn, s);
+					gemm(g, 0, 0, (int) (cn * img_rows), L->oc, K, 1.0f, g->col, K, W, L->oc,
+						 b ? 1.0f : 0.0f, out + n0 * img_rows * L->oc, L->oc);
+				}
+				break;
+			}
+		case NN_LAYER_MAXPOOL2D:
+			gk_maxpool_forward(L, in, out, (int32_t *) (g->acts + L->aux_off), nb, s);
+			break;
+		case NN_LAYER_DROPOUT:
+			{
+				int64_t		total = (int64_t) nb * L->out_size;
+
+				if (training && L->rate > 0)
+				{
+					float	   *mask = g->acts + L->aux_off;
+
+					dropout_mask(g, L, mask, total);
+					gk_mul(in, mask, out, total, s);
+				}
+				else
+					cudaMemcpyAsync(out, in, (size_t) total * 4, cudaMemcpyDeviceToDevice, s);
+				break;
+			}
+		case NN_LAYER_ACTIVATION:
+			gk_act_forward(L->act, L->alpha, in, out, nb, L->out_size, s);
+			break;
+		default:
+			break;
+	}
+}
+
+/* nn_layer_backward (layers.c) */
+static void
+layer_backward(mop_gpu_model *g, int li, const nn_ilayer *L, const float *in,
+			   const float *out, const float *dout, float *din, int nb)
+{
+	const float *W = L->w_off >= 0 ? g->params + L->w_off : NULL;
+	float	   *dW = L->w_off >= 0 ? g->grads + L->w_off : NULL;
+	float	   *db = L->b_off >= 0 ? g->grads + L->b_off : NULL;
+	cudaStream_t s = g->stream;
+
+	switch (L->type)
+	{
+		case NN_LAYER_DENSE:
+			{
+				int			K = (int) L->in_size;
+
+				gemm(g, 1, 0, K, L->oc, nb, 1.0f, in, K, dout, L->oc, 0.0f, dW, L->oc);
+				if (db)
+					sum_rows(g, dout, nb, L->oc, db);
+				if (din)
+					gemm(g, 0, 1, nb, K, L->oc, 1.0f, dout, L->oc, W, L->oc, 0.0f, din, K);
+				break;
+			}
+		case NN_LAYER_CONV2D:
+			{
+				int			K = L->kh * L->kw * L->ic;
+				int64_t		img_rows = (int64_t) L->oh * L->ow;
+				int			chunk = g->chunk[li];
+
+				if (db)
+					sum_rows(g, dout, nb * img_rows, L->oc, db);
+				for (int n0 = 0; n0 < nb; n0 += chunk)
+				{
+					int			cn = nb - n0 < chunk ? nb - n0 : chunk;
+					int			rows = (int) (cn * img_rows);
+					const float *dchunk = dout + n0 * img_rows * L->oc;
+
+					gk_im2col(L, in + (int64_t) n0 * L->in_size, g->col, cn, s);
+					gemm(g, 1, 0, K, L->oc, rows, 1.0f, g->col, K, dchunk, L->oc,
+						 n0 == 0 ? 0.0f : 1.0f, dW, L->oc);
+					if (din)
+					{
+						gemm(g, 0, 1, rows, K, L->oc, 1.0f, dchunk, L->oc, W, L->oc, 0.0f,
+							 g->col, K);
+						gk_col2im(L, g->col, din + (int64_t) n0 * L->in_size, cn, s);
+					}
+				}
+				break;
+			}
+		case NN_LAYER_MAXPOOL2D:
+			if (din)
+				gk_maxpool_backward(L, dout, (const int32_t *) (g->acts + L->aux_off), din, nb, s);
+			break;
+		case NN_LAYER_DROPOUT:
+			if (din)
+			{
+				int64_t		total = (int64_t) nb * L->out_size;
+
+				if (L->rate > 0)
+					gk_mul(dout, g->acts + L->aux_off, din, total, s);
+				else
+					cudaMemcpyAsync(din, dout, (size_t) total * 4, cudaMemcpyDeviceToDevice, s);
+			}
+			break;
+		case NN_LAYER_ACTIVATION:
+			if (din)
+				gk_act_backward(L->act, L->alpha, in, out, dout, din, nb, L->out_size, s);
+			break;
+		default:
+			break;
+	}
+}
+
+/* nn_forward (model.c): returns the network output (logits) [nb, out_dim] */
+static const float *
+forward(mop_gpu_model *g, const float *x, int nb, int training)
+{
+	const nn_plan *p = &g->host->plan;
+	const float *cur = x;
+
+	for (int i = 0; i < p->n; i++)
+	{
+		const nn_ilayer *L = &p->l[i];
+		float	   *out;
+
+		g->lin[i] = cur;
+		if (L->fused || L->type == NN_LAYER_FLATTEN)
+			continue;
+		out = g->acts + L->out_off;
+		layer_forward(g, i, L, cur, out, nb, training);
+		cur = out;
+	}
+	return cur;
+}
+
+/* backward (model.c); dz is in grad0 */
+static void
+backward(mop_gpu_model *g, const float *x, int nb)
+{
+	const nn_plan *p = &g->host->plan;
+	float	   *dcur = g->grad0,
+			   *dnext = g->grad1;
+
+	for (int i = p->n - 1; i >= 0; i--)
+	{
+		const nn_ilayer *L = &p->l[i];
+		const float *in = g->lin[i];
+		float	   *din;
+
+		if (L->fused || L->type == NN_LAYER_FLATTEN)
+			continue;
+		din = (in == x) ? NULL : dnext;
+		layer_backward(g, i, L, in, g->acts + L->out_off, dcur, din, nb);
+		if (!din)
+			break;
+		dnext = dcur;
+		dcur = din;
+	}
+}
+
+/* nn_optim_step (optim.c), step t = steps + 1 */
+static void
+optim_step(mop_gpu_model *g, long long t)
+{
+	const nn_spec *s = &g->host->spec;
+	const nn_plan *p = &g->host->plan;
+	int64_t		P = p->n_params;
+	gk_optim	o;
+	const float *coef = NULL;
+
+	memset(&o, 0, sizeof(o));
+	o.kind = s->optimizer;
+	o.lr = s->lr;
+	o.momentum = s->momentum;
+	o.nesterov = s->nesterov;
+	o.beta1 = s->beta1;
+	o.beta2 = s->beta2;
+	o.eps = s->eps;
+	o.rho = s->rho;
+	o.bc2_sqrt = 1.0f;
+	if (s->clip_norm > 0)
+	{
+		gk_clip_coef(g->grads, P, s->clip_norm, g->coef, g->st, g->stream);
+		coef = g->coef;
+	}
+	if (s->optimizer == NN_OPT_ADAM || s->optimizer == NN_OPT_ADAMW)
+	{
+		double		bc1 = 1.0 - pow((double) s->beta1, (double) t);
+		double		bc2 = 1.0 - pow((double) s->beta2, (double) t);
+
+		o.step_size = (float) ((double) s->lr / bc1);
+		o.bc2_sqrt = (float) sqrt(bc2);
+	}
+	for (int k = 0; k < p->n_tensors; k++)
+	{
+		const nn_itensor *T = &p->t[k];
+		float		l2 = T->is_kernel ? s->l2 : 0.0f;
+		float		decay = 1.0f;
+		float	   *s1 = NULL,
+				   *s2 = NULL;
+
+		switch (s->optimizer)
+		{
+			case NN_OPT_SGD:
+				s1 = s->momentum > 0 ? g->opt + T->off : NULL;
+				break;
+			case NN_OPT_ADAM:
+			case NN_OPT_ADAMW:
+				if (s->optimizer == NN_OPT_ADAMW && T->is_kernel)
+					decay = 1.0f - s->lr * s->weight_decay;
+				s1 = g->opt + T->off;
+				s2 = g->opt + P + T->off;
+				break;
+			case NN_OPT_RMSPROP:
+				s1 = g->opt + T->off;
+				s2 = s->momentum > 0 ? g->opt + P + T->off : NULL;
+				break;
+		}
+		gk_optim_tensor(&o, g->params + T->off, g->grads + T->off, s1, s2, T->size, l2, decay,
+						coef, g->st, t, g->stream);
+	}
+}
+
+/* train_step (model.c): forward, loss, backward, update; nothing waits */
+static void
+train_step(mop_gpu_model *g, const float *x, const float *y, int nb)
+{
+	nn_model   *m = g->host;
+	const nn_plan *p = &m->plan;
+	long long	t = (long long) m->steps + 1;
+	const float *z = forward(g, x, nb, 1);
+
+	gk_loss_rows(m->spec.loss, m->spec.metric, m->spec.top_k, p->out_dim, z, y, nb, g->grad0,
+				 g->rowloss, g->rowmetric, g->stream);
+	gk_loss_reduce(g->rowloss, g->rowmetric, nb, g->acc, g->st, t, 1, g->stream);
+	backward(g, x, nb);
+	optim_step(g, t);
+	m->steps++;
+	m->rows_trained += nb;
+	g->acc_rows += nb;
+	g->acc_steps++;
+}
+
+/* ---- status checks --------------------------------------------------- */
+
+/* Wait for the stream and read the status words. */
+static int
+read_status(mop_gpu_model *g, char *msg, size_t msglen)
+{
+	CU(cudaMemcpyAsync(g->st_host, g->st, sizeof(gk_status), cudaMemcpyDeviceToHost, g->stream),
+	   "reading the training status");
+	CU(cudaStreamSynchronize(g->stream), "training on the GPU");
+	return MOP_GPU_OK;
+}
+
+/*
+ * After a wait: if a step diverged, put the host counters where the CPU
+ * would have stopped (before the failing step) and say so as nn_optim_step
+ * and nn_gradients do.
+ */
+static int
+check_diverged(mop_gpu_model *g, char *msg, size_t msglen)
+{
+	nn_model   *m = g->host;
+	const gk_status *st = g->st_host;
+	int64_t		done;
+
+	if (!st->flag)
+		return MOP_GPU_OK;
+	m->diverged = 1;
+	done = st->step - 1 - g->steps0;	/* steps of this stream that completed */
+	if (done < 0)
+		done = 0;
+	if (m->steps > g->steps0 + done)
+	{
+		int64_t		undone = m->steps - (g->steps0 + done);
+
+		/* the steps after the failing one never happened on the CPU */
+		m->steps = g->steps0 + done;
+		m->rows_trained -= undone * m->plan.batch;
+		g->acc_steps -= undone;
+		g->acc_rows -= undone * m->plan.batch;
+		if (m->rows_trained < g->rows0 + done)
+			m->rows_trained = g->rows0 + done;
+		if (g->acc_rows < 0)
+			g->acc_rows = 0;
+	}
+	if (st->flag == GK_BAD_WEIGHTS)
+		return fail(msg, msglen, MOP_GPU_EDIVERGED, "weights became NaN or infinite at step %lld",
+					st->step);
+	return fail(msg, msglen, MOP_GPU_EDIVERGED, "loss became %s at step %lld",
+				st->flag == GK_BAD_LOSS_NAN ? "NaN" : "infinite", st->step);
+}
+
+/* Labels of d valid for this model's loss? (the checks of nn_loss_eval) */
+static int
+check_labels(mop_gpu_model *g, mop_gpu_data *d, char *msg, size_t msglen)
+{
+	nn_model   *m = g->host;
+	unsigned long long none = ~0ULL;
+	int			r;
+
+	if (d->checked_loss == m->spec.loss && d->checked_out == m->plan.out_dim)
+		return MOP_GPU_OK;
+	if (d->in_dim != m->plan.in_dim || d->y_dim != m->plan.y_dim)
+		return fail(msg, msglen, MOP_GPU_EINVAL,
+					"rows of %d features and %d label values do not fit a model of %d inputs and %d label values",
+					d->in_dim, d->y_dim, m->plan.in_dim, m->plan.y_dim);
+	CU(cudaMemcpyAsync(&g->st->bad_label_row, &none, sizeof(none), cudaMemcpyHostToDevice,
+					   g->stream), "checking labels");
+	if (d->n > 0)
+		gk_check_labels(m->spec.loss, m->plan.out_dim, d->y, d->n, g->st, g->stream);
+	if ((r = read_status(g, msg, msglen)) != MOP_GPU_OK)
+		return r;
+	if (g->st_host->bad_label_row != none)
+	{
+		int64_t		row = (int64_t) g->st_host->bad_label_row;
+		float		v = 0;
+
+		cudaMemcpy(&v, d->y + row * d->y_dim, sizeof(float), cudaMemcpyDeviceToHost);
+		return fail(msg, msglen, MOP_GPU_EINVAL, "invalid label %g in row %lld", (double) v,
+					(long long) row);
+	}
+	d->checked_loss = m->spec.loss;
+	d->checked_out = m->plan.out_dim;
+	return MOP_GPU_OK;
+}
+
+/* ---- training stream ------------------------------------------------- */
+
+/* nn_train_begin (model.c) */
+extern "C" int
+mop_gpu_train_begin(mop_gpu_model *g, char *msg, size_t msglen)
+{
+	nn_model   *m = g->host;
+
+	if (m->diverged)
+		return fail(msg, msglen, MOP_GPU_EDIVERGED, "model has diverged and cannot train further");
+	CU(cudaSetDevice(g->device), "cudaSetDevice");
+	CU(cudaMemsetAsync(g->acc, 0, 2 * sizeof(double), g->stream), "starting a stream");
+	CU(cudaMemsetAsync(&g->st->flag, 0, sizeof(int), g->stream), "starting a stream");
+	g->streaming = 1;
+	g->fill = 0;
+	g->steps0 = m->steps;
+	g->rows0 = m->rows_trained;
+	g->acc_rows = g->acc_steps = 0;
+	return MOP_GPU_OK;
+}
+
+/* nn_train_feed (model.c), without the engine's own shuffle: rows in d's order */
+extern "C" int
+mop_gpu_train_feed(mop_gpu_model *g, mop_gpu_data *d, int64_t off, int64_t n, char *msg,
+				   size_t msglen)
+{
+	nn_model   *m = g->host;
+	int64_t		B = m->plan.batch;
+	int64_t		in_dim = m->plan.in_dim,
+				y_dim = m->plan.y_dim;
+	const int64_t *perm = d->has_perm ? d->perm : NULL;
+	int64_t		i = 0;
+	int			r;
+
+	if (!g->streaming)
+		return fail(msg, msglen, MOP_GPU_EINVAL, "feed called without begin");
+	if (m->diverged)
+		return fail(msg, msglen, MOP_GPU_EDIVERGED, "model has diverged and cannot train further");
+	if (off < 0 || n < 0 || off > d->n || n > d->n - off)
+		return fail(msg, msglen, MOP_GPU_EINVAL, "rows %lld..%lld are outside a buffer of %lld rows",
+					(long long) off, (long long) (off + n), (long long) d->n);
+	CU(cudaSetDevice(g->device), "cudaSetDevice");
+	if ((r = check_labels(g, d, msg, msglen)) != MOP_GPU_OK)
+		return r;
+	while (i < n)
+	{
+		/* a whole batch in place: no copy needed */
+		if (!perm && g->fill == 0 && n - i >= B)
+		{
+			train_step(g, d->x + (off + i) * in_dim, d->y + (off + i) * y_dim, (int) B);
+			i += B;
+			continue;
+		}
+		{
+			int64_t		k = B - g->fill < n - i ? B - g->fill : n - i;
+
+			gk_gather_rows(g->xb + g->fill * in_dim, d->x, perm, off + i, k, in_dim, g->stream);
+			gk_gather_rows(g->yb + g->fill * y_dim, d->y, perm, off + i, k, y_dim, g->stream);
+			g->fill += k;
+			i += k;
+		}
+		if (g->fill == B)
+		{
+			g->fill = 0;
+			train_step(g, g->xb, g->yb, (int) B);
+		}
+	}
+	if ((r = read_status(g, msg, msglen)) != MOP_GPU_OK)
+		return r;
+	return check_diverged(g, msg, msglen);
+}
+
+/* nn_train_end (model.c) */
+extern "C" int
+mop_gpu_train_end(mop_gpu_model *g, nn_result *res, char *msg, size_t msglen)
+{
+	nn_model   *m = g->host;
+	int			r;
+
+	if (!g->streaming)
+		return fail(msg, msglen, MOP_GPU_EINVAL, "end called without begin");
+	CU(cudaSetDevice(g->device), "cudaSetDevice");
+	if (g->fill > 0 && !m->diverged)
+		train_step(g, g->xb, g->yb, (int) g->fill);
+	g->fill = 0;
+	g->streaming = 0;
+	CU(cudaMemcpyAsync(g->acc_host, g->acc, 2 * sizeof(double), cudaMemcpyDeviceToHost,
+					   g->stream), "reading the training sums");
+	if ((r = read_status(g, msg, msglen)) != MOP_GPU_OK)
+		return r;
+	r = m->diverged ? MOP_GPU_EDIVERGED : check_diverged(g, msg, msglen);
+	if (r == MOP_GPU_EDIVERGED && msg && msg[0] == '\0')
+		fail(msg, msglen, r, "model has diverged");
+	if (r == MOP_GPU_OK)
+		m->sub_epochs++;
+	if (res)
+	{
+		res->loss_sum = g->acc_host[0];
+		res->metric_sum = g->acc_host[1];
+		res->rows = g->acc_rows;
+		res->steps = g->acc_steps;
+	}
+	return r;
+}
+
+/* nn_evaluate (model.c) over rows [off, off + n) of d in stored order */
+extern "C" int
+mop_gpu_evaluate(mop_gpu_model *g, mop_gpu_data *d, int64_t off, int64_t n, nn_result *res,
+				 char *msg, size_t msglen)
+{
+	nn_model   *m = g->host;
+	int64_t		B = m->plan.batch;
+	int			r;
+
+	if (off < 0 || n < 0 || off > d->n || n > d->n - off)
+		return fail(msg, msglen, MOP_GPU_EINVAL, "rows %lld..%lld are outside a buffer of %lld rows",
+					(long long) off, (long long) (off + n), (long long) d->n);
+	CU(cudaSetDevice(g->device), "cudaSetDevice");
+	if ((r = check_labels(g, d, msg, msglen)) != MOP_GPU_OK)
+		return r;
+	CU(cudaMemsetAsync(g->eacc, 0, 2 * sizeof(double), g->stream), "evaluating");
+	for (int64_t i = 0; i < n; i += B)
+	{
+		int			nb = (int) (n - i < B ? n - i : B);
+		const float *z = forward(g, d->x + (off + i) * d->in_dim, nb, 0);
+
+		gk_loss_rows(m->spec.loss, m->spec.metric, m->spec.top_k, m->plan.out_dim, z,
+					 d->y + (off + i) * d->y_dim, nb, NULL, g->rowloss, g->rowmetric, g->stream);
+		gk_loss_reduce(g->rowloss, g->rowmetric, nb, g->eacc, g->st, 0, 0, g->stream);
+	}
+	CU(cudaMemcpyAsync(g->acc_host, g->eacc, 2 * sizeof(double), cudaMemcpyDeviceToHost,
+					   g->stream), "reading the evaluation sums");
+	CU(cudaStreamSynchronize(g->stream), "evaluating on the GPU");
+	res->loss_sum += g->acc_host[0];
+	res->metric_sum += g->acc_host[1];
+	res->rows += n;
+	return MOP_GPU_OK;
+}
+
+/* nn_gradients (model.c): the parity hook (see mop_gpu.h) */
+extern "C" int
+mop_gpu_gradients(mop_gpu_model *g, mop_gpu_data *d, int64_t off, int64_t n, float *z,
+				  float *grads, double *ls, double *ms, char *msg, size_t msglen)
+{
+	nn_model   *m = g->host;
+	const float *x,
+			   *zd;
+	int			r;
+
+	if (n < 1 || n > m->plan.batch || off < 0 || off > d->n - n)
+		return fail(msg, msglen, MOP_GPU_EINVAL, "gradients take 1..%d rows inside the buffer",
+					m->plan.batch);
+	CU(cudaSetDevice(g->device), "cudaSetDevice");
+	if ((r = check_labels(g, d, msg, msglen)) != MOP_GPU_OK)
+		return r;
+	x = d->x + off * d->in_dim;
+	CU(cudaMemsetAsync(g->eacc, 0, 2 * sizeof(double), g->stream), "gradients");
+	zd = forward(g, x, (int) n, 1);
+	gk_loss_rows(m->spec.loss, m->spec.metric, m->spec.top_k, m->plan.out_dim, zd,
+				 d->y + off * d->y_dim, (int) n, g->grad0, g->rowloss, g->rowmetric, g->stream);
+	gk_loss_reduce(g->rowloss, g->rowmetric, (int) n, g->eacc, g->st, 0, 0, g->stream);
+	if (z)
+		CU(cudaMemcpyAsync(z, zd, (size_t) n * m->plan.out_dim * 4, cudaMemcpyDeviceToHost,
+						   g->stream), "reading outputs");
+	backward(g, x, (int) n);
+	if (grads)
+		CU(cudaMemcpyAsync(grads, g->grads, (size_t) m->plan.n_params * 4,
+						   cudaMemcpyDeviceToHost, g->stream), "reading gradients");
+	CU(cudaMemcpyAsync(g->acc_host, g->eacc, 2 * sizeof(double), cudaMemcpyDeviceToHost,
+					   g->stream), "reading sums");
+	CU(cudaStreamSynchronize(g->stream), "gradients on the GPU");
+	*ls = g->acc_host[0];
+	*ms = g->acc_host[1];
+	return MOP_GPU_OK;
+}

@@ -1,0 +1,753 @@
+/*
+ * kernels.cu -- the CUDA kernels of mop's GPU engine.
+ *
+ * Each kernel is written next to a comment naming the CPU function of
+ * src/nn it must match; test/gpu/parity.c checks every one against that
+ * reference.  The arithmetic follows the CPU code term for term (this file
+ * is compiled with --fmad=false, as the engine is with -ffp-contract=off);
+ * what still differs is summation order in GEMMs and reductions and the
+ * last bits of expf/tanhf/erff, which the parity tests bound.
+ *
+ * Nothing here uses atomics on floating-point sums, so a kernel gives the
+ * same bits every time: deterministic runs stay deterministic on a GPU.
+ */
+#include <math.h>
+#include <stdint.h>
+
+#include "kernels.h"
+
+#define THREADS 256
+
+static unsigned
+blocks_for(int64_t n)
+{
+	int64_t		b = (n + THREADS - 1) / THREADS;
+
+	if (b < 1)
+		b = 1;
+	return (unsigned) (b > 65535 * 16 ? 65535 * 16 : b);
+}
+
+#define GRID_STRIDE(i, n) \
+	for (int64_t i = (int64_t) blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
+		 i += (int64_t) blockDim.x * gridDim.x)
+
+/* ---- plain fills and copies ------------------------------------------ */
+
+__global__ static void
+k_fill(float *x, int64_t n, float v)
+{
+	GRID_STRIDE(i, n) x[i] = v;
+}
+
+void
+gk_fill(float *x, int64_t n, float v, cudaStream_t s)
+{
+	k_fill<<<blocks_for(n), THREADS, 0, s>>>(x, n, v);
+}
+
+/* CPU reference: fill_rows (layers.c) */
+__global__ static void
+k_fill_rows(float *out, int64_t total, int64_t width, const float *bias)
+{
+	GRID_STRIDE(i, total) out[i] = bias[i % width];
+}
+
+void
+gk_fill_rows(float *out, int64_t rows, int64_t width, const float *bias, cudaStream_t s)
+{
+	k_fill_rows<<<blocks_for(rows * width), THREADS, 0, s>>>(out, rows * width, width, bias);
+}
+
+/* CPU reference: the staging copy of nn_train_feed (model.c), rows in perm order */
+__global__ static void
+k_gather_rows(float *dst, const float *src, const int64_t *perm, int64_t off,
+			  int64_t n, int64_t width)
+{
+	GRID_STRIDE(i, n * width)
+	{
+		int64_t		r = i / width,
+					j = i - r * width;
+		int64_t		from = perm ? perm[off + r] : off + r;
+
+		dst[i] = src[from * width + j];
+	}
+}
+
+void
+gk_gather_rows(float *dst, const float *src, const int64_t *perm, int64_t off, int64_t n,
+			   int64_t width, cudaStream_t s)
+{
+	if (n > 0)
+		k_gather_rows<<<blocks_for(n * width), THREADS, 0, s>>>(dst, src, perm, off, n, width);
+}
+
+/* CPU reference: the dropout layer of nn_layer_forward/backward (out = in * mask) */
+__global__ static void
+k_mul(const float *a, const float *b, float *out, int64_t n)
+{
+	GRID_STRIDE(i, n) out[i] = a[i] * b[i];
+}
+
+void
+gk_mul(const float *a, const float *b, float *out, int64_t n, cudaStream_t s)
+{
+	k_mul<<<blocks_for(n), THREADS, 0, s>>>(a, b, out, n);
+}
+
+/* ---- activations ----------------------------------------------------- */
+
+/* CPU reference: nn_act_forward (layers.c), elementwise activations */
+__global__ static void
+k_act_forward(int act, float alpha, const float *x, float *y, int64_t total)
+{
+	GRID_STRIDE(i, total)
+	{
+		float		v = x[i];
+
+		switch (act)
+		{
+			case NN_ACT_RELU:
+				y[i] = v > 0.0f ? v : 0.0f;
+				break;
+			case NN_ACT_LEAKY_RELU:
+				y[i] = v > 0.0f ? v : alpha * v;
+				break;
+			case NN_ACT_TANH:
+				y[i] = tanhf(v);
+				break;
+			case NN_ACT_SIGMOID:
+				y[i] = 1.0f / (1.0f + expf(-v));
+				break;
+			case NN_ACT_GELU:
+				y[i] = 0.5f * v * (1.0f + erff(v * (float) M_SQRT1_2));
+				break;
+			default:
+				y[i] = v;
+				break;
+		}
+	}
+}
+
+/* CPU reference: nn_act_forward (layers.c), NN_ACT_SOFTMAX: one thread per row */
+__global__ static void
+k_softmax_rows(const float *x, float *y, int64_t n, int64_t width)
+{
+	GRID_STRIDE(r, n)
+	{
+		const float *xr = x + r * width;
+		float	   *yr = y + r * width;
+		float		mx = xr[0],
+					sum = 0.0f;
+
+		for (int64_t j = 1; j < width; j++)
+			mx = xr[j] > mx ? xr[j] : mx;
+		for (int64_t j = 0; j < width; j++)
+		{
+			yr[j] = expf(xr[j] - mx);
+			sum += yr[j];
+		}
+		for (int64_t j = 0; j < width; j++)
+			yr[j] /= sum;
+	}
+}
+
+void
+gk_act_forward(int act, float alpha, const float *x, float *y, int64_t n, int64_t width,
+			   cudaStream_t s)
+{
+	if (act == NN_ACT_SOFTMAX)
+		k_softmax_rows<<<blocks_for(n), THREADS, 0, s>>>(x, y, n, width);
+	else if (act == NN_ACT_NONE && x == y)
+		return;
+	else
+		k_act_forward<<<blocks_for(n * width), THREADS, 0, s>>>(act, alpha, x, y, n * width);
+}
+
+/* CPU reference: nn_act_backward (layers.c), elementwise activations */
+__global__ static void
+k_act_backward(int act, float alpha, const float *x, const float *y, const float *dy,
+			   float *dx, int64_t total)
+{
+	GRID_STRIDE(i, total)
+	{
+		float		g = dy[i];
+
+		switch (act)
+		{
+			case NN_ACT_RELU:
+				dx[i] = x[i] > 0.0f ? g : 0.0f;
+				break;
+			case NN_ACT_LEAKY_RELU:
+				dx[i] = x[i] > 0.0f ? g : alpha * g;
+				break;
+			case NN_ACT_TANH:
+				dx[i] = g * (1.0f - y[i] * y[i]);
+				break;
+			case NN_ACT_SIGMOID:
+				dx[i] = g * y[i] * (1.0f - y[i]);
+				break;
+			case NN_ACT_GELU:
+				{
+					float		v = x[i];
+					float		cdf = 0.5f * (1.0f + erff(v * (float) M_SQRT1_2));
+					float		pdf = expf(-0.5f * v * v) * 0.3989422804014327f;
+
+					dx[i] = g * (cdf + v * pdf);
+					break;
+				}
+			default:
+				dx[i] = g;
+				break;
+		}
+	}
+}
+
+/* CPU reference: nn_act_backward (layers.c), NN_ACT_SOFTMAX */
+__global__ static void
+k_softmax_backward_rows(const float *y, const float *dy, float *dx, int64_t n, int64_t width)
+{
+	GRID_STRIDE(r, n)
+	{
+		const float *yr = y + r * width;
+		const float *dyr = dy + r * width;
+		float	   *dxr = dx + r * width;
+		float		dot = 0.0f;
+
+		for (int64_t j = 0; j < width; j++)
+			dot += dyr[j] * yr[j];
+		for (int64_t j = 0; j < width; j++)
+			dxr[j] = yr[j] * (dyr[j] - dot);
+	}
+}
+
+void
+gk_act_backward(int act, float alpha, const float *x, const float *y, const float *dy,
+				float *dx, int64_t n, int64_t width, cudaStream_t s)
+{
+	if (act == NN_ACT_SOFTMAX)
+		k_softmax_backward_rows<<<blocks_for(n), THREADS, 0, s>>>(y, dy, dx, n, width);
+	else if (act == NN_ACT_NONE && dx == dy)
+		return;
+	else
+		k_act_backward<<<blocks_for(n * width), THREADS, 0, s>>>(act, alpha, x, y, dy, dx,
+																 n * width);
+}
+
+/* ---- convolution and pooling ----------------------------------------- */
+
+/* Window geometry passed by value (a copy of the fields of nn_ilayer used). */
+typedef struct gk_win
+{
+	int			ih, iw, ic, oh, ow, oc, kh, kw, sh, sw, pt, pl;
+	int64_t		in_size, out_size;
+} gk_win;
+
+static gk_win
+win_of(const nn_ilayer *L)
+{
+	gk_win		w;
+
+	w.ih = L->ih;
+	w.iw = L->iw;
+	w.ic = L->ic;
+	w.oh = L->oh;
+	w.ow = L->ow;
+	w.oc = L->oc;
+	w.kh = L->kh;
+	w.kw = L->kw;
+	w.sh = L->sh;
+	w.sw = L->sw;
+	w.pt = L->pt;
+	w.pl = L->pl;
+	w.in_size = L->in_size;
+	w.out_size = L->out_size;
+	return w;
+}
+
+/* CPU reference: im2col (layers.c): col [nb * oh * ow, kh * kw * ic] from NHWC input */
+__global__ static void
+k_im2col(gk_win w, const float *in, float *col, int64_t total)
+{
+	int64_t		K = (int64_t) w.kh * w.kw * w.ic;
+
+	GRID_STRIDE(i, total)
+	{
+		int64_t		row = i / K;
+		int			k = (int) (i - row * K);
+		int			ox = (int) (row % w.ow);
+		int64_t		t = row / w.ow;
+		int			oy = (int) (t % w.oh);
+		int64_t		n = t / w.oh;
+		int			ky = k / (w.kw * w.ic);
+		int			rem = k - ky * w.kw * w.ic;
+		int			kx = rem / w.ic;
+		int			c = rem - kx * w.ic;
+		int			iy = oy * w.sh - w.pt + ky;
+		int			ix = ox * w.sw - w.pl + kx;
+
+		col[i] = (iy < 0 || iy >= w.ih || ix < 0 || ix >= w.iw) ? 0.0f :
+			in[n * w.in_size + ((int64_t) iy * w.iw + ix) * w.ic + c];
+	}
+}
+
+void
+gk_im2col(const nn_ilayer *L, const float *in, float *col, int nb, cudaStream_t s)
+{
+	int64_t		total = (int64_t) nb * L->oh * L->ow * L->kh * L->kw * L->ic;
+
+	k_im2col<<<blocks_for(total), THREADS, 0, s>>>(win_of(L), in, col, total);
+}
+
+/*
+ * CPU reference: col2im (layers.c).  The CPU scatters each unfolded row
+ * into the image; here each input element gathers the entries that came
+ * from it, so no two threads write one place.
+ */
+__global__ static void
+k_col2im(gk_win w, const float *col, float *din, int64_t total)
+{
+	int64_t		K = (int64_t) w.kh * w.kw * w.ic;
+
+	GRID_STRIDE(i, total)
+	{
+		int64_t		n = i / w.in_size;
+		int64_t		p = i - n * w.in_size;
+		int			c = (int) (p % w.ic);
+		int64_t		pix = p / w.ic;
+		int			ix = (int) (pix % w.iw);
+		int			iy = (int) (pix / w.iw);
+		float		acc = 0.0f;
+
+		for (int ky = 0; ky < w.kh; ky++)
+		{
+			int			ty = iy + w.pt - ky;
+			int			oy;
+
+			if (ty < 0 || ty % w.sh != 0 || (oy = ty / w.sh) >= w.oh)
+				continue;
+			for (int kx = 0; kx < w.kw; kx++)
+			{
+				int			tx = ix + w.pl - kx;
+				int			ox;
+
+				if (tx < 0 || tx % w.sw != 0 || (ox = tx / w.sw) >= w.ow)
+					continue;
+				acc += col[((n * w.oh + oy) * w.ow + ox) * K + ((int64_t) ky * w.kw + kx) * w.ic + c];
+			}
+		}
+		din[i] = acc;
+	}
+}
+
+void
+gk_col2im(const nn_ilayer *L, const float *col, float *din, int nb, cudaStream_t s)
+{
+	int64_t		total = (int64_t) nb * L->in_size;
+
+	k_col2im<<<blocks_for(total), THREADS, 0, s>>>(win_of(L), col, din, total);
+}
+
+/* CPU reference: maxpool_forward (layers.c); argmax is the offset within the image */
+__global__ static void
+k_maxpool_forward(gk_win w, const float *in, float *out, int32_t *argmax, int64_t total)
+{
+	GRID_STRIDE(i, total)
+	{
+		int64_t		n = i / w.out_size;
+		int64_t		p = i - n * w.out_size;
+		int			c = (int) (p % w.oc);
+		int64_t		pix = p / w.oc;
+		int			ox = (int) (pix % w.ow);
+		int			oy = (int) (pix / w.ow);
+		const float *img = in + n * w.in_size;
+		float		best = -INFINITY;
+		int32_t		arg = -1;
+
+		for (int ky = 0; ky < w.kh; ky++)
+		{
+			int			iy = oy * w.sh - w.pt + ky;
+
+			if (iy < 0 || iy >= w.ih)
+				continue;
+			for (int kx = 0; kx < w.kw; kx++)
+			{
+				int			ix = ox * w.sw - w.pl + kx;
+				int32_t		pos;
+				float		v;
+
+				if (ix < 0 || ix >= w.iw)
+					continue;
+				pos = (iy * w.iw + ix) * w.ic;
+				v = img[pos + c];
+				if ((v > best) | (v != v))	/* NaN wins, as on the CPU */
+				{
+					best = v;
+					arg = pos + c;
+				}
+			}
+		}
+		out[i] = best;
+		argmax[i] = arg;
+	}
+}
+
+void
+gk_maxpool_forward(const nn_ilayer *L, const float *in, float *out, int32_t *argmax, int nb,
+				   cudaStream_t s)
+{
+	int64_t		total = (int64_t) nb * L->out_size;
+
+	k_maxpool_forward<<<blocks_for(total), THREADS, 0, s>>>(win_of(L), in, out, argmax, total);
+}
+
+/*
+ * CPU reference: maxpool_backward (layers.c).  Gathered per input element
+ * (the outputs whose window covers it and whose argmax it is).
+ */
+__global__ static void
+k_maxpool_backward(gk_win w, const float *dout, const int32_t *argmax, float *din,
+				   int64_t total)
+{
+	GRID_STRIDE(i, total)
+	{
+		int64_t		n = i / w.in_size;
+		int32_t		p = (int32_t) (i - n * w.in_size);
+		int			c = p % w.ic;
+		int			pix = p / w.ic;
+		int			ix = pix % w.iw;
+		int			iy = pix / w.iw;
+		float		acc = 0.0f;
+
+		for (int ky = 0; ky < w.kh; ky++)
+		{
+			int			ty = iy + w.pt - ky;
+			int			oy;
+
+			if (ty < 0 || ty % w.sh != 0 || (oy = ty / w.sh) >= w.oh)
+				continue;
+			for (int kx = 0; kx < w.kw; kx++)
+			{
+				int			tx = ix + w.pl - kx;
+				int			ox;
+				int64_t		o;
+
+				if (tx < 0 || tx % w.sw != 0 || (ox = tx / w.sw) >= w.ow)
+					continue;
+				o = n * w.out_size + ((int64_t) oy * w.ow + ox) * w.oc + c;
+				if (argmax[o] == p)
+					acc += dout[o];
+			}
+		}
+		din[i] = acc;
+	}
+}
+
+void
+gk_maxpool_backward(const nn_ilayer *L, const float *dout, const int32_t *argmax, float *din,
+					int nb, cudaStream_t s)
+{
+	int64_t		total = (int64_t) nb * L->in_size;
+
+	k_maxpool_backward<<<blocks_for(total), THREADS, 0, s>>>(win_of(L), dout, argmax, din,
+															 total);
+}
+
+/* ---- losses and metrics ---------------------------------------------- */
+
+/* raise flag (first writer wins) and remember the step */
+__device__ static void
+raise_flag(gk_status *st, int code, long long step)
+{
+	if (atomicCAS(&st->flag, 0, code) == 0)
+		st->step = step;
+}
+
+/* CPU reference: the label checks at the top of nn_loss_eval (loss.c) */
+__global__ static void
+k_check_labels(int loss, int out_dim, const float *y, int64_t n, gk_status *st)
+{
+	GRID_STRIDE(r, n)
+	{
+		int			bad = 0;
+
+		if (loss == NN_LOSS_SOFTMAX_CE)
+		{
+			float		l = y[r];
+
+			bad = !(l >= 0 && l < out_dim) || l != floorf(l);
+		}
+		else
+			for (int j = 0; j < out_dim && !bad; j++)
+			{
+				float		t = y[r * out_dim + j];
+
+				bad = !isfinite(t) || (loss == NN_LOSS_SIGMOID_BCE && (t < 0 || t > 1));
+			}
+		if (bad)
+			atomicMin(&st->bad_label_row, (unsigned long long) r);
+	}
+}
+
+void
+gk_check_labels(int loss, int out_dim, const float *y, int64_t n, gk_status *st,
+				cudaStream_t s)
+{
+	k_check_labels<<<blocks_for(n), THREADS, 0, s>>>(loss, out_dim, y, n, st);
+}
+
+/*
+ * CPU reference: nn_loss_eval (loss.c), the per-row part: each row's loss,
+ * metric and (if dz) gradient of the mean batch loss.
+ */
+__global__ static void
+k_loss_rows(int loss, int metric, int top_k, int out_dim, const float *z, const float *y,
+			int nb, float *dz, double *rowloss, double *rowmetric)
+{
+	float		inv_nb = 1.0f / (float) nb;
+
+	GRID_STRIDE(r, nb)
+	{
+		const float *zr = z + r * out_dim;
+		float	   *dzr = dz ? dz + r * out_dim : NULL;
+
+		if (loss == NN_LOSS_SOFTMAX_CE)
+		{
+			int			label = (int) y[r];
+			float		mx = zr[0],
+						sum = 0.0f,
+						lse;
+			int			best = 0;
+
+			for (int j = 1; j < out_dim; j++)
+				mx = zr[j] > mx ? zr[j] : mx;
+			for (int j = 0; j < out_dim; j++)
+				sum += expf(zr[j] - mx);
+			lse = mx + logf(sum);
+			rowloss[r] = (double) (lse - zr[label]);
+			if (dzr)
+			{
+				for (int j = 0; j < out_dim; j++)
+					dzr[j] = expf(zr[j] - lse) * inv_nb;
+				dzr[label] -= inv_nb;
+			}
+			if (metric == NN_METRIC_TOPK)
+			{
+				int			rank = 0;
+
+				for (int j = 0; j < out_dim; j++)
+					if (zr[j] > zr[label] || (zr[j] == zr[label] && j < label))
+						rank++;
+				rowmetric[r] = rank < top_k ? 1.0 : 0.0;
+			}
+			else
+			{
+				for (int j = 1; j < out_dim; j++)
+					if (zr[j] > zr[best])
+						best = j;
+				rowmetric[r] = best == label ? 1.0 : 0.0;
+			}
+		}
+		else if (loss == NN_LOSS_SIGMOID_BCE)
+		{
+			const float *yr = y + r * out_dim;
+			float		scale = inv_nb / (float) out_dim;
+			double		rl = 0.0,
+						ra = 0.0;
+
+			for (int j = 0; j < out_dim; j++)
+			{
+				float		x = zr[j];
+
+				rl += (double) (fmaxf(x, 0.0f) - x * yr[j] + log1pf(expf(-fabsf(x))));
+				ra += ((x > 0.0f) == (yr[j] > 0.5f)) ? 1.0 : 0.0;
+				if (dzr)
+					dzr[j] = (1.0f / (1.0f + expf(-x)) - yr[j]) * scale;
+			}
+			rowloss[r] = rl / out_dim;
+			rowmetric[r] = ra / out_dim;
+		}
+		else
+		{
+			const float *yr = y + r * out_dim;
+			float		scale = 2.0f * inv_nb / (float) out_dim;
+			double		se = 0.0,
+						ae = 0.0;
+
+			for (int j = 0; j < out_dim; j++)
+			{
+				float		d = zr[j] - yr[j];
+
+				se += (double) d * d;
+				ae += fabs((double) d);
+				if (dzr)
+					dzr[j] = d * scale;
+			}
+			rowloss[r] = se / out_dim;
+			rowmetric[r] = metric == NN_METRIC_MAE ? ae / out_dim : se / out_dim;
+		}
+	}
+}
+
+void
+gk_loss_rows(int loss, int metric, int top_k, int out_dim, const float *z, const float *y,
+			 int nb, float *dz, double *rowloss, double *rowmetric, cudaStream_t s)
+{
+	k_loss_rows<<<blocks_for(nb), THREADS, 0, s>>>(loss, metric, top_k, out_dim, z, y, nb, dz,
+												   rowloss, rowmetric);
+}
+
+/*
+ * CPU reference: the sums of nn_loss_eval and the loss check of
+ * nn_gradients (model.c).  One block, a fixed reduction tree: the same
+ * bits every run.  With check, a non-finite batch loss raises the flag
+ * instead of being added (the CPU stops before adding it too), and nothing
+ * is added once the flag is up.
+ */
+__global__ static void
+k_loss_reduce(const double *rowloss, const double *rowmetric, int nb, double *acc,
+			  gk_status *st, long long step, int check)
+{
+	__shared__ double sl[THREADS];
+	__shared__ double sm[THREADS];
+	double		l = 0.0,
+				m = 0.0;
+
+	for (int r = threadIdx.x; r < nb; r += THREADS)
+	{
+		l += rowloss[r];
+		m += rowmetric[r];
+	}
+	sl[threadIdx.x] = l;
+	sm[threadIdx.x] = m;
+	__syncthreads();
+	for (int h = THREADS / 2; h > 0; h >>= 1)
+	{
+		if (threadIdx.x < h)
+		{
+			sl[threadIdx.x] += sl[threadIdx.x + h];
+			sm[threadIdx.x] += sm[threadIdx.x + h];
+		}
+		__syncthreads();
+	}
+	if (threadIdx.x == 0)
+	{
+		if (check && st->flag)
+			return;
+		if (check && !isfinite(sl[0]))
+		{
+			raise_flag(st, isnan(sl[0]) ? GK_BAD_LOSS_NAN : GK_BAD_LOSS_INF, step);
+			return;
+		}
+		acc[0] += sl[0];
+		acc[1] += sm[0];
+	}
+}
+
+void
+gk_loss_reduce(const double *rowloss, const double *rowmetric, int nb, double *acc,
+			   gk_status *st, long long step, int check, cudaStream_t s)
+{
+	k_loss_reduce<<<1, THREADS, 0, s>>>(rowloss, rowmetric, nb, acc, st, step, check);
+}
+
+/* ---- optimizers ------------------------------------------------------ */
+
+/* CPU reference: clip_gradients (optim.c): coef = clip / (|g| + 1e-6), applied if < 1 */
+__global__ static void
+k_clip_coef(const float *g, int64_t n, float clip, float *coef, const gk_status *st)
+{
+	__shared__ double ss[1024];
+	double		a = 0.0;
+
+	for (int64_t i = threadIdx.x; i < n; i += 1024)
+		a += (double) g[i] * g[i];
+	ss[threadIdx.x] = a;
+	__syncthreads();
+	for (int h = 512; h > 0; h >>= 1)
+	{
+		if (threadIdx.x < h)
+			ss[threadIdx.x] += ss[threadIdx.x + h];
+		__syncthreads();
+	}
+	if (threadIdx.x == 0)
+	{
+		float		c = (float) (clip / (sqrt(ss[0]) + 1e-6));
+
+		*coef = c < 1.0f ? c : 1.0f;
+	}
+}
+
+void
+gk_clip_coef(const float *g, int64_t n, float clip, float *coef, const gk_status *st,
+			 cudaStream_t s)
+{
+	k_clip_coef<<<1, 1024, 0, s>>>(g, n, clip, coef, st);
+}
+
+/*
+ * CPU reference: sgd_tensor, adam_tensor and rmsprop_tensor (optim.c), one
+ * tensor.  s1/s2: the optimizer's state slices (momentum or first moment;
+ * second moment or RMSprop momentum), NULL where the CPU passes NULL.  The
+ * gradient is first scaled by the clip coefficient (clip_gradients), then
+ * the coupled L2 term is added.  Nothing is updated once the flag is up;
+ * a non-finite weight raises it.
+ */
+__global__ static void
+k_optim(gk_optim o, float *w, const float *g, float *s1, float *s2, int64_t n, float l2,
+		float decay, const float *coef, gk_status *st, long long step)
+{
+	if (st->flag)
+		return;
+	GRID_STRIDE(i, n)
+	{
+		float		gi = coef ? g[i] * *coef : g[i];
+		float		d = gi + l2 * w[i];
+		float		wi = w[i];
+
+		switch (o.kind)
+		{
+			case NN_OPT_SGD:
+				if (s1)
+				{
+					s1[i] = o.momentum * s1[i] + d;
+					d = o.nesterov ? d + o.momentum * s1[i] : s1[i];
+				}
+				wi -= o.lr * d;
+				break;
+			case NN_OPT_ADAM:
+			case NN_OPT_ADAMW:
+				wi *= decay;
+				s1[i] = o.beta1 * s1[i] + (1.0f - o.beta1) * d;
+				s2[i] = o.beta2 * s2[i] + (1.0f - o.beta2) * d * d;
+				wi -= o.step_size * (s1[i] / (sqrtf(s2[i]) / o.bc2_sqrt + o.eps));
+				break;
+			case NN_OPT_RMSPROP:
+				{
+					float		avg;
+
+					s1[i] = o.rho * s1[i] + (1.0f - o.rho) * d * d;
+					avg = sqrtf(s1[i]) + o.eps;
+					if (s2)
+					{
+						s2[i] = o.momentum * s2[i] + d / avg;
+						wi -= o.lr * s2[i];
+					}
+					else
+						wi -= o.lr * (d / avg);
+					break;
+				}
+		}
+		w[i] = wi;
+		if ((wi - wi) != 0.0f)
+			raise_flag(st, GK_BAD_WEIGHTS, step);
+	}
+}
+
+void
+gk_optim_tensor(const gk_optim *o, float *w, const float *g, float *s1, float *s2, int64_t n,
+				float l2, float decay, const float *coef, gk_status *st, long long step,
+				cudaStream_t s)
+{
+	k_optim<<<blocks_for(n), THREADS, 0, s>>>(*o, w, g, s1, s2, n, l2, decay, coef, st, step);
+}

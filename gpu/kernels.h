@@ -1,0 +1,78 @@
+/*
+ * kernels.h -- launchers of the CUDA kernels of mop's GPU engine.
+ *
+ * Every kernel computes what one function of the CPU engine (src/nn)
+ * computes, and its comment in kernels.cu names that function: the CPU
+ * code is the reference each kernel is tested against (test/gpu/parity.c).
+ * All launchers are asynchronous on the given stream and allocate nothing.
+ */
+#ifndef MOP_GPU_KERNELS_H
+#define MOP_GPU_KERNELS_H
+
+#include <cuda_runtime.h>
+
+extern "C"
+{
+#include "nn_internal.h"
+}
+
+/* A scalar hyperparameter set for one optimizer step (from nn_optim_step). */
+typedef struct gk_optim
+{
+	int			kind;			/* nn_optimizer */
+	float		lr, momentum, beta1, beta2, eps, rho;
+	int			nesterov;
+	float		step_size;		/* Adam: lr / (1 - beta1^t) */
+	float		bc2_sqrt;		/* Adam: sqrt(1 - beta2^t) */
+} gk_optim;
+
+/* Divergence flag codes kept on the device (0: fine). */
+#define GK_BAD_LOSS_NAN 1
+#define GK_BAD_LOSS_INF 2
+#define GK_BAD_WEIGHTS 3
+
+/* status words the kernels share: flag, the step it was raised at */
+typedef struct gk_status
+{
+	int			flag;
+	int			pad;
+	long long	step;
+	unsigned long long bad_label_row;	/* first invalid label, ~0 if none */
+} gk_status;
+
+void		gk_fill(float *x, int64_t n, float v, cudaStream_t s);
+void		gk_fill_rows(float *out, int64_t rows, int64_t width, const float *bias,
+						 cudaStream_t s);
+void		gk_gather_rows(float *dst, const float *src, const int64_t *perm, int64_t off,
+						   int64_t n, int64_t width, cudaStream_t s);
+void		gk_act_forward(int act, float alpha, const float *x, float *y, int64_t n,
+						   int64_t width, cudaStream_t s);
+void		gk_act_backward(int act, float alpha, const float *x, const float *y,
+							const float *dy, float *dx, int64_t n, int64_t width,
+							cudaStream_t s);
+void		gk_im2col(const nn_ilayer *L, const float *in, float *col, int nb, cudaStream_t s);
+void		gk_col2im(const nn_ilayer *L, const float *col, float *din, int nb, cudaStream_t s);
+void		gk_maxpool_forward(const nn_ilayer *L, const float *in, float *out, int32_t *argmax,
+							   int nb, cudaStream_t s);
+void		gk_maxpool_backward(const nn_ilayer *L, const float *dout, const int32_t *argmax,
+								float *din, int nb, cudaStream_t s);
+void		gk_mul(const float *a, const float *b, float *out, int64_t n, cudaStream_t s);
+
+/* loss.c */
+void		gk_check_labels(int loss, int out_dim, const float *y, int64_t n,
+							gk_status *st, cudaStream_t s);
+void		gk_loss_rows(int loss, int metric, int top_k, int out_dim, const float *z,
+						 const float *y, int nb, float *dz, double *rowloss, double *rowmetric,
+						 cudaStream_t s);
+void		gk_loss_reduce(const double *rowloss, const double *rowmetric, int nb,
+						   double *acc, gk_status *st, long long step, int check,
+						   cudaStream_t s);
+
+/* optim.c */
+void		gk_clip_coef(const float *g, int64_t n, float clip, float *coef,
+						 const gk_status *st, cudaStream_t s);
+void		gk_optim_tensor(const gk_optim *o, float *w, const float *g, float *s1, float *s2,
+							int64_t n, float l2, float decay, const float *coef,
+							gk_status *st, long long step, cudaStream_t s);
+
+#endif							/* MOP_GPU_KERNELS_H */

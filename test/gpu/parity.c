@@ -1,0 +1,849 @@
+/*
+ * parity.c -- the GPU engine against its CPU reference, without PostgreSQL.
+ *
+ * As llm.c checks its CUDA kernels against its C reference, every test
+ * here runs the same model from the same state on the CPU engine (src/nn,
+ * linked in) and on the GPU (gpu/mop_gpu.so, opened as mop.so opens it)
+ * and compares the results with a tolerance scaled by their magnitude:
+ *
+ *   forward and backward of every layer type, activation and loss
+ *   (outputs, loss and metric sums, every parameter gradient);
+ *   optimizer steps of every optimizer and regularizer;
+ *   a whole sub-epoch over two buffers in shuffled order (batches across
+ *   buffer boundaries, a partial last batch) with dropout;
+ *   evaluation; and a hop CPU -> GPU -> CPU through the model blob that
+ *   keeps learning;
+ * plus the GPU's own guarantees: the same bits on a second run, invalid
+ * labels and over-budget allocations refused, memory returned, divergence
+ * reported where the CPU reports it.
+ *
+ * Output: "ok gpu ..." / "not ok gpu ..." lines; without a usable GPU one
+ * "skip gpu ..." line and exit status 77.
+ *
+ *   test/gpu/parity [path/to/mop_gpu.so]
+ */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn_internal.h"
+#include "loader.h"
+
+static mop_gpu_api G;
+static int	n_ok,
+			n_bad;
+static char msg[512];
+
+static void
+report(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+report(int ok, const char *fmt, ...)
+{
+	va_list		ap;
+
+	printf(ok ? "ok gpu parity: " : "not ok gpu parity: ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	if (ok)
+		n_ok++;
+	else
+		n_bad++;
+}
+
+/* max |a - b| / max |ref|: the error relative to the array's magnitude */
+static double
+rel_err(const float *ref, const float *b, int64_t n)
+{
+	double		mx = 0,
+				e = 0;
+
+	for (int64_t i = 0; i < n; i++)
+	{
+		double		d = fabs((double) ref[i] - (double) b[i]);
+
+		if (!(d == d))
+			return INFINITY;
+		if (d > e)
+			e = d;
+		if (fabs(ref[i]) > mx)
+			mx = fabs(ref[i]);
+	}
+	return mx > 0 ? e / mx : e;
+}
+
+static uint64_t lcg = 12345;
+
+static float
+frand(void)
+{
+	lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (float) ((lcg >> 40) * (1.0 / 16777216.0));
+}
+
+/* random rows for a model: x ~ U(-1, 1), labels valid for its loss */
+static void
+make_rows(const nn_model *m, int64_t n, float **x, float **y)
+{
+	int64_t		in = m->plan.in_dim,
+				yd = m->plan.y_dim,
+				od = m->plan.out_dim;
+
+	*x = malloc(sizeof(float) * n * in);
+	*y = malloc(sizeof(float) * n * yd);
+	for (int64_t i = 0; i < n * in; i++)
+		(*x)[i] = 2.0f * frand() - 1.0f;
+	for (int64_t r = 0; r < n; r++)
+		for (int64_t j = 0; j < yd; j++)
+		{
+			float		v;
+
+			if (m->spec.loss == NN_LOSS_SOFTMAX_CE)
+				v = (float) (int) (frand() * od);
+			else if (m->spec.loss == NN_LOSS_SIGMOID_BCE)
+				v = frand() < 0.5f ? 0.0f : 1.0f;
+			else
+				v = 2.0f * frand() - 1.0f;
+			(*y)[r * yd + j] = v;
+		}
+}
+
+/* ---- model zoo ------------------------------------------------------- */
+
+typedef struct zoo_entry
+{
+	const char *name;
+	nn_spec		spec;
+} zoo_entry;
+
+static nn_layer_spec
+dense(int units, int act)
+{
+	nn_layer_spec l;
+
+	memset(&l, 0, sizeof(l));
+	l.type = NN_LAYER_DENSE;
+	l.units = units;
+	l.activation = act;
+	l.use_bias = 1;
+	return l;
+}
+
+static nn_layer_spec
+conv(int filters, int k, int stride, int pad, int act)
+{
+	nn_layer_spec l;
+
+	memset(&l, 0, sizeof(l));
+	l.type = NN_LAYER_CONV2D;
+	l.filters = filters;
+	l.kernel_h = l.kernel_w = k;
+	l.stride_h = l.stride_w = stride;
+	l.padding = pad;
+	l.activation = act;
+	l.use_bias = 1;
+	return l;
+}
+
+static nn_layer_spec
+simple(int type)
+{
+	nn_layer_spec l;
+
+	memset(&l, 0, sizeof(l));
+	l.type = type;
+	return l;
+}
+
+static nn_layer_spec
+pool(int k, int stride, int pad)
+{
+	nn_layer_spec l = simple(NN_LAYER_MAXPOOL2D);
+
+	l.kernel_h = l.kernel_w = k;
+	l.stride_h = l.stride_w = stride;
+	l.padding = pad;
+	return l;
+}
+
+static nn_layer_spec
+act_layer(int act)
+{
+	nn_layer_spec l = simple(NN_LAYER_ACTIVATION);
+
+	l.activation = act;
+	return l;
+}
+
+static nn_layer_spec
+dropout(float rate)
+{
+	nn_layer_spec l = simple(NN_LAYER_DROPOUT);
+
+	l.rate = rate;
+	return l;
+}
+
+static nn_spec
+base_spec(int h, int w, int c, int batch)
+{
+	nn_spec		s;
+
+	nn_spec_init(&s);
+	s.in_h = h;
+	s.in_w = w;
+	s.in_c = c;
+	s.batch_size = batch;
+	s.seed = 7;
+	return s;
+}
+
+#define ADD(S, L) ((S).layers[(S).n_layers++] = (L))
+
+static int
+build_zoo(zoo_entry *z)
+{
+	int			n = 0;
+	int			acts[] = {NN_ACT_RELU, NN_ACT_LEAKY_RELU, NN_ACT_TANH, NN_ACT_SIGMOID, NN_ACT_GELU};
+	const char *act_names[] = {"relu", "leaky_relu", "tanh", "sigmoid", "gelu"};
+
+	/* dense with each activation, softmax cross-entropy */
+	for (int a = 0; a < 5; a++)
+	{
+		nn_spec		s = base_spec(1, 1, 37, 32);
+
+		ADD(s, dense(29, acts[a]));
+		ADD(s, dense(11, NN_ACT_SOFTMAX));
+		z[n].spec = s;
+		z[n++].name = act_names[a];
+	}
+	{
+		/* hidden softmax (not fused), MSE with top dense without bias */
+		nn_spec		s = base_spec(1, 1, 20, 16);
+		nn_layer_spec d = dense(7, NN_ACT_NONE);
+
+		ADD(s, dense(12, NN_ACT_NONE));
+		ADD(s, act_layer(NN_ACT_SOFTMAX));
+		d.use_bias = 0;
+		ADD(s, d);
+		s.loss = NN_LOSS_MSE;
+		s.metric = NN_METRIC_MAE;
+		z[n].spec = s;
+		z[n++].name = "hidden softmax + mse/mae";
+	}
+	{
+		nn_spec		s = base_spec(1, 1, 16, 24);
+
+		ADD(s, dense(32, NN_ACT_TANH));
+		ADD(s, dense(5, NN_ACT_SIGMOID));
+		s.loss = NN_LOSS_SIGMOID_BCE;
+		z[n].spec = s;
+		z[n++].name = "sigmoid bce (fused)";
+	}
+	{
+		nn_spec		s = base_spec(1, 1, 40, 32);
+
+		ADD(s, dense(30, NN_ACT_RELU));
+		ADD(s, dense(12, NN_ACT_NONE));
+		s.metric = NN_METRIC_TOPK;
+		s.top_k = 3;
+		z[n].spec = s;
+		z[n++].name = "top-3 accuracy";
+	}
+	{
+		/* LeNet-like: same conv, pool, valid conv with stride, flatten */
+		nn_spec		s = base_spec(12, 12, 3, 16);
+
+		ADD(s, conv(8, 3, 1, NN_PAD_SAME, NN_ACT_RELU));
+		ADD(s, pool(2, 2, NN_PAD_VALID));
+		ADD(s, conv(6, 3, 2, NN_PAD_VALID, NN_ACT_GELU));
+		ADD(s, simple(NN_LAYER_FLATTEN));
+		ADD(s, dense(10, NN_ACT_NONE));
+		z[n].spec = s;
+		z[n++].name = "conv same + pool + conv stride 2 valid";
+	}
+	{
+		/* overlapping pooling with padding, 5x5 conv, leaky relu */
+		nn_spec		s = base_spec(11, 9, 2, 8);
+
+		ADD(s, conv(4, 5, 1, NN_PAD_SAME, NN_ACT_LEAKY_RELU));
+		ADD(s, pool(3, 2, NN_PAD_SAME));
+		ADD(s, simple(NN_LAYER_FLATTEN));
+		ADD(s, dense(6, NN_ACT_NONE));
+		z[n].spec = s;
+		z[n++].name = "conv 5x5 + overlapping padded pool";
+	}
+	{
+		nn_spec		s = base_spec(1, 1, 30, 32);
+
+		ADD(s, dense(40, NN_ACT_RELU));
+		ADD(s, dropout(0.3f));
+		ADD(s, dense(8, NN_ACT_NONE));
+		z[n].spec = s;
+		z[n++].name = "dropout";
+	}
+	return n;
+}
+
+/* ---- helpers --------------------------------------------------------- */
+
+static nn_model *
+cpu_model(const nn_spec *s)
+{
+	nn_model   *m;
+	nn_error	err;
+
+	if (nn_model_create(s, &m, &err) != NN_OK)
+	{
+		fprintf(stderr, "model: %s\n", err.msg);
+		exit(1);
+	}
+	return m;
+}
+
+static nn_model *
+clone(const nn_model *m)
+{
+	nn_model   *c;
+	nn_error	err;
+
+	if (nn_model_clone(m, &c, &err) != NN_OK)
+	{
+		fprintf(stderr, "clone: %s\n", err.msg);
+		exit(1);
+	}
+	return c;
+}
+
+static mop_gpu_model *
+open_gpu(nn_model *m)
+{
+	mop_gpu_options o = {0, 0};
+	mop_gpu_model *g;
+
+	if (G.model_open(m, &o, &g, msg, sizeof(msg)) != MOP_GPU_OK)
+	{
+		report(0, "open: %s", msg);
+		return NULL;
+	}
+	return g;
+}
+
+static mop_gpu_data *
+upload(const nn_model *m, const float *x, const float *y, int64_t n)
+{
+	mop_gpu_data *d;
+
+	if (G.data_upload(0, x, y, n, m->plan.in_dim, m->plan.y_dim, &d, msg, sizeof(msg)) !=
+		MOP_GPU_OK)
+	{
+		report(0, "upload: %s", msg);
+		return NULL;
+	}
+	return d;
+}
+
+/* ---- tests ----------------------------------------------------------- */
+
+/* forward + loss + backward of one batch */
+static void
+test_gradients(const zoo_entry *z)
+{
+	nn_model   *c = cpu_model(&z->spec),
+			   *h = clone(c);
+	int			nb = z->spec.batch_size - 3;	/* a partial batch */
+	float	   *x,
+			   *y,
+			   *zg,
+			   *gg;
+	double		cl,
+				cm,
+				gl,
+				gm;
+	nn_error	err;
+	mop_gpu_model *g;
+	mop_gpu_data *d;
+	const float *zc;
+	double		ez,
+				eg;
+
+	make_rows(c, nb, &x, &y);
+	zg = malloc(sizeof(float) * nb * c->plan.out_dim);
+	gg = malloc(sizeof(float) * c->plan.n_params);
+	if (nn_gradients(c, x, y, nb, &cl, &cm, &err) != NN_OK)
+	{
+		report(0, "%s: cpu gradients: %s", z->name, err.msg);
+		return;
+	}
+	/* the CPU's output of that forward pass: recompute without touching the generator */
+	{
+		nn_model   *c2 = clone(h);
+
+		zc = nn_forward(c2, x, nb, 1);
+		ez = 0;
+		if ((g = open_gpu(h)) && (d = upload(h, x, y, nb)))
+		{
+			if (G.gradients(g, d, 0, nb, zg, gg, &gl, &gm, msg, sizeof(msg)) != MOP_GPU_OK)
+				report(0, "%s: gpu gradients: %s", z->name, msg);
+			else
+			{
+				ez = rel_err(zc, zg, (int64_t) nb * c->plan.out_dim);
+				eg = rel_err(c->grads, gg, c->plan.n_params);
+				report(ez < 1e-5 && eg < 1e-4 && fabs(cl - gl) <= 1e-5 * fabs(cl) + 1e-6 &&
+					   fabs(cm - gm) <= 1e-9 + 1e-5 * fabs(cm),
+					   "%s: forward (err %.1e), loss %.6f/%.6f, metric %.4f/%.4f, %lld gradients (err %.1e)",
+					   z->name, ez, cl, gl, cm, gm, (long long) c->plan.n_params, eg);
+			}
+			G.data_free(d);
+		}
+		G.model_close(g);
+		nn_model_free(c2);
+	}
+	free(x);
+	free(y);
+	free(zg);
+	free(gg);
+	nn_model_free(c);
+	nn_model_free(h);
+}
+
+/* a sub-epoch of several optimizer steps over two buffers in shuffled order */
+static void
+test_train(const char *name, const nn_spec *spec, int steps_rows_a, int rows_b, double tol)
+{
+	nn_model   *c = cpu_model(spec),
+			   *h = clone(c);
+	float	   *xa,
+			   *ya,
+			   *xb,
+			   *yb,
+			   *sx,
+			   *sy;
+	int64_t    *pa,
+			   *pb;
+	nn_result	rc,
+				rg;
+	nn_error	err;
+	mop_gpu_model *g;
+	mop_gpu_data *da,
+			   *db;
+	int64_t		in = c->plan.in_dim,
+				yd = c->plan.y_dim;
+	int			rcode;
+
+	make_rows(c, steps_rows_a, &xa, &ya);
+	make_rows(c, rows_b, &xb, &yb);
+	pa = malloc(sizeof(int64_t) * steps_rows_a);
+	pb = malloc(sizeof(int64_t) * rows_b);
+	for (int i = 0; i < steps_rows_a; i++)
+		pa[i] = (i * 7 + 3) % steps_rows_a;
+	for (int i = 0; i < rows_b; i++)
+		pb[i] = rows_b - 1 - i;
+	/* CPU: feed the permuted rows, as the aggregate does */
+	sx = malloc(sizeof(float) * (steps_rows_a + rows_b) * in);
+	sy = malloc(sizeof(float) * (steps_rows_a + rows_b) * yd);
+	for (int i = 0; i < steps_rows_a; i++)
+	{
+		memcpy(sx + i * in, xa + pa[i] * in, sizeof(float) * in);
+		memcpy(sy + i * yd, ya + pa[i] * yd, sizeof(float) * yd);
+	}
+	for (int i = 0; i < rows_b; i++)
+	{
+		memcpy(sx + (steps_rows_a + i) * in, xb + pb[i] * in, sizeof(float) * in);
+		memcpy(sy + (steps_rows_a + i) * yd, yb + pb[i] * yd, sizeof(float) * yd);
+	}
+	if (nn_train_begin(c, 0, &err) != NN_OK ||
+		nn_train_feed(c, sx, sy, steps_rows_a, &err) != NN_OK ||
+		nn_train_feed(c, sx + steps_rows_a * in, sy + steps_rows_a * yd, rows_b, &err) != NN_OK ||
+		nn_train_end(c, &rc, &err) != NN_OK)
+	{
+		report(0, "%s: cpu training: %s", name, err.msg);
+		return;
+	}
+	g = open_gpu(h);
+	da = upload(h, xa, ya, steps_rows_a);
+	db = upload(h, xb, yb, rows_b);
+	if (!g || !da || !db)
+		return;
+	rcode = G.data_set_order(da, pa, msg, sizeof(msg));
+	if (!rcode)
+		rcode = G.data_set_order(db, pb, msg, sizeof(msg));
+	if (!rcode)
+		rcode = G.train_begin(g, msg, sizeof(msg));
+	/* feed a in two slices, as the aggregate feeds one batch at a time */
+	if (!rcode)
+		rcode = G.train_feed(g, da, 0, steps_rows_a / 2, msg, sizeof(msg));
+	if (!rcode)
+		rcode = G.train_feed(g, da, steps_rows_a / 2, steps_rows_a - steps_rows_a / 2, msg,
+							 sizeof(msg));
+	if (!rcode)
+		rcode = G.train_feed(g, db, 0, rows_b, msg, sizeof(msg));
+	if (!rcode)
+		rcode = G.train_end(g, &rg, msg, sizeof(msg));
+	if (!rcode)
+		rcode = G.model_sync(g, msg, sizeof(msg));
+	if (rcode)
+		report(0, "%s: gpu training: %s", name, msg);
+	else
+	{
+		double		ew = rel_err(c->params, h->params, c->plan.n_params);
+		double		eo = c->plan.n_opt ? rel_err(c->opt, h->opt, c->plan.n_opt) : 0;
+		int			counters = c->steps == h->steps && c->rows_trained == h->rows_trained &&
+			c->sub_epochs == h->sub_epochs && rc.rows == rg.rows && rc.steps == rg.steps &&
+			memcmp(c->rng, h->rng, sizeof(c->rng)) == 0;
+
+		report(ew < tol && eo < tol * 10 && counters &&
+			   fabs(rc.loss_sum - rg.loss_sum) <= tol * fabs(rc.loss_sum) + 1e-6,
+			   "%s: %lld steps over %d + %d rows: weights err %.1e, optimizer state err %.1e, loss %.5f/%.5f, counters and generator %s",
+			   name, (long long) c->steps, steps_rows_a, rows_b, ew, eo, rc.loss_sum, rg.loss_sum,
+			   counters ? "equal" : "DIFFER");
+	}
+	G.data_free(da);
+	G.data_free(db);
+	G.model_close(g);
+	free(xa);
+	free(ya);
+	free(xb);
+	free(yb);
+	free(sx);
+	free(sy);
+	free(pa);
+	free(pb);
+	nn_model_free(c);
+	nn_model_free(h);
+}
+
+static void
+test_optimizers(void)
+{
+	struct
+	{
+		const char *name;
+		int			opt;
+		float		lr,
+					mom;
+		int			nesterov;
+		float		l2,
+					wd,
+					clip;
+	}			o[] = {
+		{"sgd", NN_OPT_SGD, 0.05f, 0, 0, 0, 0, 0},
+		{"sgd momentum + l2", NN_OPT_SGD, 0.05f, 0.9f, 0, 1e-3f, 0, 0},
+		{"sgd nesterov + clip", NN_OPT_SGD, 0.05f, 0.9f, 1, 0, 0, 0.5f},
+		{"adam", NN_OPT_ADAM, 1e-3f, 0, 0, 0, 0, 0},
+		{"adam + l2 + clip", NN_OPT_ADAM, 1e-3f, 0, 0, 1e-2f, 0, 0.1f},
+		{"adamw", NN_OPT_ADAMW, 1e-3f, 0, 0, 0, 0.05f, 0},
+		{"rmsprop", NN_OPT_RMSPROP, 1e-3f, 0, 0, 0, 0, 0},
+		{"rmsprop momentum", NN_OPT_RMSPROP, 1e-3f, 0.5f, 0, 0, 0, 0},
+	};
+
+	for (size_t i = 0; i < sizeof(o) / sizeof(o[0]); i++)
+	{
+		nn_spec		s = base_spec(1, 1, 24, 16);
+		char		name[96];
+
+		ADD(s, dense(20, NN_ACT_RELU));
+		ADD(s, dense(6, NN_ACT_NONE));
+		s.optimizer = o[i].opt;
+		s.lr = o[i].lr;
+		s.momentum = o[i].mom;
+		s.nesterov = o[i].nesterov;
+		s.l2 = o[i].l2;
+		s.weight_decay = o[i].wd;
+		s.clip_norm = o[i].clip;
+		snprintf(name, sizeof(name), "optimizer %s", o[i].name);
+		test_train(name, &s, 80, 37, 1e-4);
+	}
+}
+
+/* the CPU -> GPU -> CPU hop through the blob, against an all-CPU run */
+static void
+test_hop(void)
+{
+	nn_spec		s = base_spec(1, 1, 30, 32);
+	nn_model   *ref,
+			   *m,
+			   *h;
+	float	   *x,
+			   *y;
+	nn_result	r1,
+				r2,
+				r3,
+				rr;
+	nn_error	err;
+	size_t		cap,
+				len;
+	void	   *blob;
+	mop_gpu_model *g;
+	mop_gpu_data *d;
+	int			rc;
+	int64_t		n = 600;
+
+	ADD(s, dense(24, NN_ACT_RELU));
+	ADD(s, dense(3, NN_ACT_NONE));
+	s.lr = 3e-3f;
+	ref = cpu_model(&s);
+	m = clone(ref);
+	make_rows(ref, n, &x, &y);
+	/* labels a model can learn: the sign pattern of two inputs */
+	for (int64_t r = 0; r < n; r++)
+		y[r] = (float) ((x[r * 30] > 0) + (x[r * 30 + 1] > 0.5f));
+	for (int e = 0; e < 3; e++)
+		nn_train(ref, x, y, n, 0, &rr, &err);
+	/* epoch 1 on the CPU, then through a blob to the GPU */
+	nn_train(m, x, y, n, 0, &r1, &err);
+	cap = nn_model_blob_size(m);
+	blob = malloc(cap);
+	nn_model_serialize(m, blob, cap, &len, &err);
+	nn_model_free(m);
+	nn_model_deserialize(blob, len, &h, &err);
+	g = open_gpu(h);
+	d = upload(h, x, y, n);
+	if (!g || !d)
+		return;
+	rc = G.train_begin(g, msg, sizeof(msg));
+	if (!rc)
+		rc = G.train_feed(g, d, 0, n, msg, sizeof(msg));
+	if (!rc)
+		rc = G.train_end(g, &r2, msg, sizeof(msg));
+	if (!rc)
+		rc = G.model_sync(g, msg, sizeof(msg));
+	G.model_close(g);
+	G.data_free(d);
+	if (rc)
+	{
+		report(0, "hop: gpu epoch: %s", msg);
+		return;
+	}
+	/* back to the CPU through a blob */
+	nn_model_serialize(h, blob, cap, &len, &err);
+	nn_model_free(h);
+	if (nn_model_deserialize(blob, len, &m, &err) != NN_OK)
+	{
+		report(0, "hop: blob written after the GPU epoch does not load: %s", err.msg);
+		return;
+	}
+	nn_train(m, x, y, n, 0, &r3, &err);
+	report(rel_err(ref->params, m->params, ref->plan.n_params) < 1e-3 &&
+		   r2.loss_sum < r1.loss_sum && r3.loss_sum < r2.loss_sum && m->sub_epochs == 3 &&
+		   m->steps == ref->steps,
+		   "hop cpu -> gpu -> cpu keeps learning: loss per row %.4f -> %.4f -> %.4f (all-cpu %.4f), weights err vs all-cpu %.1e",
+		   r1.loss_sum / n, r2.loss_sum / n, r3.loss_sum / n, rr.loss_sum / n,
+		   rel_err(ref->params, m->params, ref->plan.n_params));
+	free(blob);
+	free(x);
+	free(y);
+	nn_model_free(m);
+	nn_model_free(ref);
+}
+
+static void
+test_evaluate_and_determinism(void)
+{
+	nn_spec		s = base_spec(12, 12, 3, 16);
+	nn_model   *c,
+			   *h1,
+			   *h2;
+	float	   *x,
+			   *y;
+	nn_result	rc = {0},
+				rg = {0},
+				t1,
+				t2;
+	nn_error	err;
+	mop_gpu_model *g;
+	mop_gpu_data *d;
+	int			rcode = 0;
+
+	ADD(s, conv(8, 3, 1, NN_PAD_SAME, NN_ACT_RELU));
+	ADD(s, pool(2, 2, NN_PAD_VALID));
+	ADD(s, simple(NN_LAYER_FLATTEN));
+	ADD(s, dense(10, NN_ACT_NONE));
+	c = cpu_model(&s);
+	h1 = clone(c);
+	h2 = clone(c);
+	make_rows(c, 200, &x, &y);
+	nn_evaluate(c, x, y, 200, &rc, &err);
+	g = open_gpu(h1);
+	d = upload(h1, x, y, 200);
+	if (!g || !d)
+		return;
+	rcode = G.evaluate(g, d, 0, 200, &rg, msg, sizeof(msg));
+	report(!rcode && rg.rows == 200 && fabs(rc.loss_sum - rg.loss_sum) < 1e-5 * rc.loss_sum &&
+		   rc.metric_sum == rg.metric_sum,
+		   "evaluate: loss %.6f/%.6f, metric %.0f/%.0f over %lld rows %s", rc.loss_sum,
+		   rg.loss_sum, rc.metric_sum, rg.metric_sum, (long long) rg.rows, rcode ? msg : "");
+	/* the same training twice gives the same bits */
+	for (int k = 0; k < 2 && !rcode; k++)
+	{
+		nn_model   *h = k ? h2 : h1;
+		mop_gpu_model *gg = k ? open_gpu(h2) : g;
+
+		rcode = G.train_begin(gg, msg, sizeof(msg));
+		if (!rcode)
+			rcode = G.train_feed(gg, d, 0, 200, msg, sizeof(msg));
+		if (!rcode)
+			rcode = G.train_end(gg, k ? &t2 : &t1, msg, sizeof(msg));
+		if (!rcode)
+			rcode = G.model_sync(gg, msg, sizeof(msg));
+		if (k)
+			G.model_close(gg);
+		(void) h;
+	}
+	report(!rcode && memcmp(h1->params, h2->params, sizeof(float) * c->plan.n_params) == 0 &&
+		   memcmp(h1->opt, h2->opt, sizeof(float) * c->plan.n_opt) == 0 &&
+		   t1.loss_sum == t2.loss_sum,
+		   "deterministic: two runs of one sub-epoch give identical weights, optimizer state and loss %s",
+		   rcode ? msg : "");
+	G.model_close(g);
+	G.data_free(d);
+	free(x);
+	free(y);
+	nn_model_free(c);
+	nn_model_free(h1);
+	nn_model_free(h2);
+}
+
+static void
+test_errors(void)
+{
+	nn_spec		s = base_spec(1, 1, 10, 8);
+	nn_model   *m;
+	float	   *x,
+			   *y;
+	mop_gpu_model *g;
+	mop_gpu_data *d;
+	mop_gpu_memory mem;
+	mop_gpu_options o = {0, 0};
+	uint64_t	need;
+	int			rc;
+
+	ADD(s, dense(4, NN_ACT_NONE));
+	m = cpu_model(&s);
+	make_rows(m, 20, &x, &y);
+	y[13] = 4.0f;				/* class 4 of 4: invalid */
+	g = open_gpu(m);
+	d = upload(m, x, y, 20);
+	if (!g || !d)
+		return;
+	rc = G.train_begin(g, msg, sizeof(msg));
+	if (!rc)
+		rc = G.train_feed(g, d, 0, 20, msg, sizeof(msg));
+	report(rc == MOP_GPU_EINVAL && strstr(msg, "row 13") && m->steps == 0,
+		   "an invalid label is refused before any step: %s", msg);
+	G.model_close(g);
+	G.data_free(d);
+
+	/* the budget: a mirror that does not fit is refused before allocating */
+	need = G.model_bytes(m);
+	G.set_budget(need - 1);
+	msg[0] = '\0';
+	rc = G.model_open(m, &o, &g, msg, sizeof(msg));
+	report(rc == MOP_GPU_ENOMEM && strstr(msg, "over the budget"),
+		   "over the memory budget: %s", msg);
+	G.set_budget(need + 4096);
+	rc = G.model_open(m, &o, &g, msg, sizeof(msg));
+	G.memory_info(&mem);
+	report(rc == MOP_GPU_OK && mem.in_use == need, "a mirror of %llu bytes fits a budget of %llu",
+		   (unsigned long long) need, (unsigned long long) need + 4096);
+	G.model_close(g);
+	G.set_budget(0);
+	G.memory_info(&mem);
+	report(mem.in_use == 0 && mem.allocations == 0, "every device allocation returned (%llu bytes, %lld allocations left)",
+		   (unsigned long long) mem.in_use, (long long) mem.allocations);
+
+	/* divergence: an absurd learning rate on SGD */
+	{
+		nn_spec		s2 = s;
+		nn_model   *c,
+				   *h;
+		nn_result	rcpu,
+					rgpu;
+		nn_error	err;
+		nn_status	st;
+
+		s2.optimizer = NN_OPT_SGD;
+		s2.lr = 1e6f;			/* the largest a spec accepts */
+		s2.loss = NN_LOSS_MSE;
+		s2.metric = NN_METRIC_MSE;
+		c = cpu_model(&s2);
+		h = clone(c);
+		free(x);
+		free(y);
+		make_rows(c, 64, &x, &y);
+		st = nn_train(c, x, y, 64, 0, &rcpu, &err);
+		g = open_gpu(h);
+		d = upload(h, x, y, 64);
+		rc = G.train_begin(g, msg, sizeof(msg));
+		if (!rc)
+			rc = G.train_feed(g, d, 0, 64, msg, sizeof(msg));
+		if (!rc)
+			rc = G.train_end(g, &rgpu, msg, sizeof(msg));
+		report(st == NN_DIVERGED && rc == MOP_GPU_EDIVERGED && h->diverged &&
+			   h->steps == c->steps,
+			   "divergence reported as on the CPU: cpu \"%s\" after %lld steps, gpu \"%s\" after %lld steps",
+			   err.msg, (long long) c->steps, msg, (long long) h->steps);
+		G.model_close(g);
+		G.data_free(d);
+		nn_model_free(c);
+		nn_model_free(h);
+	}
+	free(x);
+	free(y);
+	nn_model_free(m);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *path = argc > 1 ? argv[1] : "gpu/mop_gpu.so";
+	void	   *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	zoo_entry	zoo[32];
+	int			nz;
+	int32_t		ndev = 0;
+	nn_error	err;
+
+	if (!lib)
+	{
+		printf("not ok gpu parity: cannot open %s: %s\n", path, dlerror());
+		return 1;
+	}
+	if (mop_gpu_api_resolve(lib, &G, msg, sizeof(msg)) != 0)
+	{
+		printf("not ok gpu parity: %s: %s\n", path, msg);
+		return 1;
+	}
+	if (G.device_count(&ndev, msg, sizeof(msg)) != MOP_GPU_OK || ndev < 1)
+	{
+		printf("skip gpu parity: no usable GPU (%s)\n", msg);
+		return 77;
+	}
+	if (nn_blas_init(1, &err) != NN_OK)
+	{
+		printf("not ok gpu parity: the CPU reference needs OpenBLAS: %s\n", err.msg);
+		return 1;
+	}
+	nz = build_zoo(zoo);
+	for (int i = 0; i < nz; i++)
+		test_gradients(&zoo[i]);
+	test_optimizers();
+	for (int i = 0; i < nz; i++)
+	{
+		char		name[128];
+
+		snprintf(name, sizeof(name), "sub-epoch %s", zoo[i].name);
+		test_train(name, &zoo[i].spec, 5 * zoo[i].spec.batch_size + 3,
+				   2 * zoo[i].spec.batch_size + 5, 1e-3);
+	}
+	test_evaluate_and_determinism();
+	test_hop();
+	test_errors();
+	printf("%d passed, %d failed\n", n_ok, n_bad);
+	return n_bad ? 1 : 0;
+}
