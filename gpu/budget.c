@@ -22,7 +22,8 @@ int
 mop_gpu_ledger_reserve(mop_gpu_ledger *l, uint64_t need, const char *what,
 					   char *msg, size_t msglen)
 {
-	if (l->budget > 0 && (need > l->budget || l->in_use > l->budget - need))
+	if ((l->budget > 0 && (need > l->budget || l->in_use > l->budget - need)) ||
+		need > UINT64_MAX - l->in_use)
 	{
 		char		a[32],
 					b[32],

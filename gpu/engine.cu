@@ -24,6 +24,16 @@
  * per step only for dropout, whose masks come from the model's own
  * generator on the host so that the random stream is the CPU's.
  *
+ * Launches.  Small models are bound by the cost of launching kernels, not
+ * by the GPU: a step of the Fashion-MNIST MLP is some twenty kernels of a
+ * few microseconds each.  So the first full-batch step of a mirror is
+ * captured as a CUDA graph (forward, loss, backward and optimizer on the
+ * staging buffers), and every later full batch is two gathers into the
+ * staging buffers and one graph launch.  What changes between steps (the
+ * step number and Adam's bias corrections) is read by the kernels from a
+ * table on the device, uploaded once per fed buffer.  Models with dropout
+ * launch kernel by kernel, since their masks are drawn on the host.
+ *
  * Several mirrors may live in one process and be driven from several
  * threads at once (one mirror per thread): each has its own stream and
  * cuBLAS handle, so their kernels run concurrently on one GPU.
@@ -44,6 +54,12 @@
 
 /* Largest im2col buffer of a mirror, in floats (64 MB); bigger convolutions go in chunks. */
 #define GPU_COL_CAP_FLOATS (INT64_C(1) << 24)
+
+/* Steps whose per-step scalars are uploaded at once (see gk_step). */
+#define STEP_CAP 4096
+
+/* cuBLAS workspace of a mirror (set explicitly, so a step can be captured as a graph). */
+#define BLAS_WS_BYTES (UINT64_C(8) << 20)
 
 static pthread_mutex_t ledger_lock = PTHREAD_MUTEX_INITIALIZER;
 static mop_gpu_ledger ledger;
@@ -88,6 +104,9 @@ struct mop_gpu_model
 			   *acc,			/* training sums of the stream */
 			   *eacc;			/* evaluation / gradient sums */
 	gk_status  *st;
+	gk_step    *steptab;		/* STEP_CAP entries */
+	int		   *stepidx;		/* the entry of the step running now */
+	void	   *blasws;
 	int64_t		ones_len;
 	int32_t		chunk[NN_MAX_ILAYERS];	/* conv: images per im2col chunk */
 
@@ -95,6 +114,15 @@ struct mop_gpu_model
 	int64_t		mask_cap;
 	gk_status  *st_host;		/* pinned: the status, read back */
 	double	   *acc_host;		/* pinned: two sums */
+	gk_step    *steptab_host;	/* pinned: the table being uploaded */
+
+	/*
+	 * One full-batch training step captured as a CUDA graph: -1 not usable
+	 * (dropout draws on the host, or switched off), 0 not captured yet, 1
+	 * ready in exec.
+	 */
+	int			graph_state;
+	cudaGraphExec_t exec;
 
 	const float *lin[NN_MAX_ILAYERS];
 
@@ -233,7 +261,7 @@ conv_chunk(const nn_ilayer *L, int B, int64_t *col)
 /* Slice sizes of a mirror, in bytes; returns the total. */
 typedef struct mirror_layout
 {
-	uint64_t	params, grads, opt, acts, grad, col, xb, yb, ones, rows, total;
+	uint64_t	params, grads, opt, acts, grad, col, xb, yb, ones, rows, steps, total;
 	int64_t		col_floats, ones_len;
 } mirror_layout;
 
@@ -269,8 +297,10 @@ layout_of(const nn_plan *p, mirror_layout *lo)
 	lo->yb = al((int64_t) p->y_dim * p->batch * 4);
 	lo->ones = al(onesmax * 4);
 	lo->rows = al((int64_t) p->batch * 8);
+	lo->steps = al(STEP_CAP * sizeof(gk_step));
 	lo->total = lo->params + lo->grads + lo->opt + lo->acts + 2 * lo->grad + lo->col +
-		lo->xb + lo->yb + lo->ones + 2 * lo->rows + al(4) + 2 * al(16) + al(sizeof(gk_status));
+		lo->xb + lo->yb + lo->ones + 2 * lo->rows + al(4) + 2 * al(16) + al(sizeof(gk_status)) +
+		lo->steps + al(4) + BLAS_WS_BYTES;
 }
 
 extern "C" uint64_t
@@ -376,6 +406,8 @@ mop_gpu_model_close(mop_gpu_model *g)
 	cudaSetDevice(g->device);
 	if (g->stream)
 		cudaStreamSynchronize(g->stream);
+	if (g->graph_state == 1)
+		cudaGraphExecDestroy(g->exec);
 	if (g->blas)
 		cublasDestroy(g->blas);
 	if (g->stream)
@@ -386,6 +418,8 @@ mop_gpu_model_close(mop_gpu_model *g)
 		cudaFreeHost(g->st_host);
 	if (g->acc_host)
 		cudaFreeHost(g->acc_host);
+	if (g->steptab_host)
+		cudaFreeHost(g->steptab_host);
 	dev_free(g->base, g->bytes);
 	(void) cudaGetLastError();
 	free(g);
@@ -457,6 +491,9 @@ mop_gpu_model_open(nn_model *host, const mop_gpu_options *opt, mop_gpu_model **o
 	TAKE(acc, double, al(16));
 	TAKE(eacc, double, al(16));
 	TAKE(st, gk_status, al(sizeof(gk_status)));
+	TAKE(steptab, gk_step, lo.steps);
+	TAKE(stepidx, int, al(4));
+	TAKE(blasws, void, BLAS_WS_BYTES);
 #undef TAKE
 	g->ones_len = lo.ones_len;
 	for (int i = 0; i < p->n; i++)
@@ -468,8 +505,10 @@ mop_gpu_model_open(nn_model *host, const mop_gpu_options *opt, mop_gpu_model **o
 		}
 
 	g->mask_cap = dropout_cap(p);
+	g->graph_state = (g->mask_cap > 0 || opt->no_graphs) ? -1 : 0;
 	if (cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking) != cudaSuccess ||
 		cudaMallocHost((void **) &g->st_host, sizeof(gk_status)) != cudaSuccess ||
+		cudaMallocHost((void **) &g->steptab_host, STEP_CAP * sizeof(gk_step)) != cudaSuccess ||
 		cudaMallocHost((void **) &g->acc_host, 2 * sizeof(double)) != cudaSuccess ||
 		(g->mask_cap > 0 &&
 		 cudaMallocHost((void **) &g->mask_host, (size_t) g->mask_cap * 4) != cudaSuccess))
@@ -481,6 +520,7 @@ mop_gpu_model_open(nn_model *host, const mop_gpu_options *opt, mop_gpu_model **o
 	}
 	if ((bs = cublasCreate(&g->blas)) != CUBLAS_STATUS_SUCCESS ||
 		(bs = cublasSetStream(g->blas, g->stream)) != CUBLAS_STATUS_SUCCESS ||
+		(bs = cublasSetWorkspace(g->blas, g->blasws, BLAS_WS_BYTES)) != CUBLAS_STATUS_SUCCESS ||
 		(bs = cublasSetMathMode(g->blas, opt->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH :
 								CUBLAS_DEFAULT_MATH)) != CUBLAS_STATUS_SUCCESS)
 	{
@@ -739,9 +779,9 @@ backward(mop_gpu_model *g, const float *x, int nb)
 	}
 }
 
-/* nn_optim_step (optim.c), step t = steps + 1 */
+/* nn_optim_step (optim.c): the step's scalars come from the step table */
 static void
-optim_step(mop_gpu_model *g, long long t)
+optim_step(mop_gpu_model *g)
 {
 	const nn_spec *s = &g->host->spec;
 	const nn_plan *p = &g->host->plan;
@@ -758,19 +798,10 @@ optim_step(mop_gpu_model *g, long long t)
 	o.beta2 = s->beta2;
 	o.eps = s->eps;
 	o.rho = s->rho;
-	o.bc2_sqrt = 1.0f;
 	if (s->clip_norm > 0)
 	{
 		gk_clip_coef(g->grads, P, s->clip_norm, g->coef, g->st, g->stream);
 		coef = g->coef;
-	}
-	if (s->optimizer == NN_OPT_ADAM || s->optimizer == NN_OPT_ADAMW)
-	{
-		double		bc1 = 1.0 - pow((double) s->beta1, (double) t);
-		double		bc2 = 1.0 - pow((double) s->beta2, (double) t);
-
-		o.step_size = (float) ((double) s->lr / bc1);
-		o.bc2_sqrt = (float) sqrt(bc2);
 	}
 	for (int k = 0; k < p->n_tensors; k++)
 	{
@@ -798,24 +829,98 @@ optim_step(mop_gpu_model *g, long long t)
 				break;
 		}
 		gk_optim_tensor(&o, g->params + T->off, g->grads + T->off, s1, s2, T->size, l2, decay,
-						coef, g->st, t, g->stream);
+						coef, g->st, g->steptab, g->stepidx, g->stream);
 	}
 }
 
-/* train_step (model.c): forward, loss, backward, update; nothing waits */
+/*
+ * The per-step scalars of the next nsteps steps (t = steps + 1, ...), as
+ * nn_optim_step computes them, uploaded as the step table.  The caller has
+ * waited for the stream since the last upload (the pinned table is reused).
+ */
 static void
-train_step(mop_gpu_model *g, const float *x, const float *y, int nb)
+upload_steps(mop_gpu_model *g, int64_t nsteps)
+{
+	const nn_spec *s = &g->host->spec;
+
+	for (int64_t k = 0; k < nsteps; k++)
+	{
+		gk_step    *e = &g->steptab_host[k];
+		long long	t = (long long) g->host->steps + 1 + k;
+
+		e->t = t;
+		e->step_size = 0.0f;
+		e->bc2_sqrt = 1.0f;
+		if (s->optimizer == NN_OPT_ADAM || s->optimizer == NN_OPT_ADAMW)
+		{
+			double		bc1 = 1.0 - pow((double) s->beta1, (double) t);
+			double		bc2 = 1.0 - pow((double) s->beta2, (double) t);
+
+			e->step_size = (float) ((double) s->lr / bc1);
+			e->bc2_sqrt = (float) sqrt(bc2);
+		}
+	}
+	if (nsteps > 0)
+		cudaMemcpyAsync(g->steptab, g->steptab_host, (size_t) nsteps * sizeof(gk_step),
+						cudaMemcpyHostToDevice, g->stream);
+	cudaMemsetAsync(g->stepidx, 0, sizeof(int), g->stream);
+}
+
+/* The kernels of one training step (train_step, model.c); nothing waits. */
+static void
+step_kernels(mop_gpu_model *g, const float *x, const float *y, int nb)
 {
 	nn_model   *m = g->host;
 	const nn_plan *p = &m->plan;
-	long long	t = (long long) m->steps + 1;
 	const float *z = forward(g, x, nb, 1);
 
 	gk_loss_rows(m->spec.loss, m->spec.metric, m->spec.top_k, p->out_dim, z, y, nb, g->grad0,
 				 g->rowloss, g->rowmetric, g->stream);
-	gk_loss_reduce(g->rowloss, g->rowmetric, nb, g->acc, g->st, t, 1, g->stream);
+	gk_loss_reduce(g->rowloss, g->rowmetric, nb, g->acc, g->st, g->steptab, g->stepidx, 1,
+				   g->stream);
 	backward(g, x, nb);
-	optim_step(g, t);
+	optim_step(g);
+	gk_step_advance(g->stepidx, g->stream);
+}
+
+/* Capture one full-batch step on the staging buffers as a graph; 0 if it worked. */
+static int
+capture_step(mop_gpu_model *g)
+{
+	cudaGraph_t graph = NULL;
+	cudaError_t e;
+
+	if (cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
+	{
+		(void) cudaGetLastError();
+		return -1;
+	}
+	step_kernels(g, g->xb, g->yb, g->host->plan.batch);
+	e = cudaStreamEndCapture(g->stream, &graph);
+	if (e == cudaSuccess && graph)
+		e = cudaGraphInstantiate(&g->exec, graph, 0);
+	if (graph)
+		cudaGraphDestroy(graph);
+	if (e != cudaSuccess)
+	{
+		(void) cudaGetLastError();
+		return -1;
+	}
+	return 0;
+}
+
+/* train_step (model.c): one step on nb rows, as a graph when it can be */
+static void
+train_step(mop_gpu_model *g, const float *x, const float *y, int nb)
+{
+	nn_model   *m = g->host;
+
+	if (g->graph_state == 0 && nb == m->plan.batch && x == g->xb)
+		g->graph_state = capture_step(g) == 0 ? 1 : -1;
+	if (g->graph_state == 1 && nb == m->plan.batch && x == g->xb)
+		cudaGraphLaunch(g->exec, g->stream);
+	else
+		step_kernels(g, x, y, nb);
 	m->steps++;
 	m->rows_trained += nb;
 	g->acc_rows += nb;
@@ -953,30 +1058,41 @@ mop_gpu_train_feed(mop_gpu_model *g, mop_gpu_data *d, int64_t off, int64_t n, ch
 		return r;
 	while (i < n)
 	{
-		/* a whole batch in place: no copy needed */
-		if (!perm && g->fill == 0 && n - i >= B)
-		{
-			train_step(g, d->x + (off + i) * in_dim, d->y + (off + i) * y_dim, (int) B);
-			i += B;
-			continue;
-		}
-		{
-			int64_t		k = B - g->fill < n - i ? B - g->fill : n - i;
+		/* at most STEP_CAP steps per upload of the step table */
+		int64_t		rows = n - i < STEP_CAP * B - g->fill ? n - i : STEP_CAP * B - g->fill;
+		int64_t		end = i + rows;
 
-			gk_gather_rows(g->xb + g->fill * in_dim, d->x, perm, off + i, k, in_dim, g->stream);
-			gk_gather_rows(g->yb + g->fill * y_dim, d->y, perm, off + i, k, y_dim, g->stream);
-			g->fill += k;
-			i += k;
-		}
-		if (g->fill == B)
+		upload_steps(g, (g->fill + rows) / B);
+		while (i < end)
 		{
-			g->fill = 0;
-			train_step(g, g->xb, g->yb, (int) B);
+			/* a whole batch in place: no copy needed (unless steps replay a graph) */
+			if (!perm && g->fill == 0 && end - i >= B && g->graph_state < 0)
+			{
+				train_step(g, d->x + (off + i) * in_dim, d->y + (off + i) * y_dim, (int) B);
+				i += B;
+				continue;
+			}
+			{
+				int64_t		k = B - g->fill < end - i ? B - g->fill : end - i;
+
+				gk_gather_rows(g->xb + g->fill * in_dim, d->x, perm, off + i, k, in_dim, g->stream);
+				gk_gather_rows(g->yb + g->fill * y_dim, d->y, perm, off + i, k, y_dim, g->stream);
+				g->fill += k;
+				i += k;
+			}
+			if (g->fill == B)
+			{
+				g->fill = 0;
+				train_step(g, g->xb, g->yb, (int) B);
+			}
 		}
+		/* wait: the pinned step table is reused, and divergence stops the feed */
+		if ((r = read_status(g, msg, msglen)) != MOP_GPU_OK)
+			return r;
+		if ((r = check_diverged(g, msg, msglen)) != MOP_GPU_OK)
+			return r;
 	}
-	if ((r = read_status(g, msg, msglen)) != MOP_GPU_OK)
-		return r;
-	return check_diverged(g, msg, msglen);
+	return MOP_GPU_OK;
 }
 
 /* nn_train_end (model.c) */
@@ -990,7 +1106,10 @@ mop_gpu_train_end(mop_gpu_model *g, nn_result *res, char *msg, size_t msglen)
 		return fail(msg, msglen, MOP_GPU_EINVAL, "end called without begin");
 	CU(cudaSetDevice(g->device), "cudaSetDevice");
 	if (g->fill > 0 && !m->diverged)
+	{
+		upload_steps(g, 1);
 		train_step(g, g->xb, g->yb, (int) g->fill);
+	}
 	g->fill = 0;
 	g->streaming = 0;
 	CU(cudaMemcpyAsync(g->acc_host, g->acc, 2 * sizeof(double), cudaMemcpyDeviceToHost,
@@ -1035,7 +1154,8 @@ mop_gpu_evaluate(mop_gpu_model *g, mop_gpu_data *d, int64_t off, int64_t n, nn_r
 
 		gk_loss_rows(m->spec.loss, m->spec.metric, m->spec.top_k, m->plan.out_dim, z,
 					 d->y + (off + i) * d->y_dim, nb, NULL, g->rowloss, g->rowmetric, g->stream);
-		gk_loss_reduce(g->rowloss, g->rowmetric, nb, g->eacc, g->st, 0, 0, g->stream);
+		gk_loss_reduce(g->rowloss, g->rowmetric, nb, g->eacc, g->st, g->steptab, g->stepidx, 0,
+					   g->stream);
 	}
 	CU(cudaMemcpyAsync(g->acc_host, g->eacc, 2 * sizeof(double), cudaMemcpyDeviceToHost,
 					   g->stream), "reading the evaluation sums");
@@ -1067,7 +1187,8 @@ mop_gpu_gradients(mop_gpu_model *g, mop_gpu_data *d, int64_t off, int64_t n, flo
 	zd = forward(g, x, (int) n, 1);
 	gk_loss_rows(m->spec.loss, m->spec.metric, m->spec.top_k, m->plan.out_dim, zd,
 				 d->y + off * d->y_dim, (int) n, g->grad0, g->rowloss, g->rowmetric, g->stream);
-	gk_loss_reduce(g->rowloss, g->rowmetric, (int) n, g->eacc, g->st, 0, 0, g->stream);
+	gk_loss_reduce(g->rowloss, g->rowmetric, (int) n, g->eacc, g->st, g->steptab, g->stepidx, 0,
+				   g->stream);
 	if (z)
 		CU(cudaMemcpyAsync(z, zd, (size_t) n * m->plan.out_dim * 4, cudaMemcpyDeviceToHost,
 						   g->stream), "reading outputs");

@@ -606,7 +606,7 @@ gk_loss_rows(int loss, int metric, int top_k, int out_dim, const float *z, const
  */
 __global__ static void
 k_loss_reduce(const double *rowloss, const double *rowmetric, int nb, double *acc,
-			  gk_status *st, long long step, int check)
+			  gk_status *st, const gk_step *tab, const int *idx, int check)
 {
 	__shared__ double sl[THREADS];
 	__shared__ double sm[THREADS];
@@ -636,7 +636,7 @@ k_loss_reduce(const double *rowloss, const double *rowmetric, int nb, double *ac
 			return;
 		if (check && !isfinite(sl[0]))
 		{
-			raise_flag(st, isnan(sl[0]) ? GK_BAD_LOSS_NAN : GK_BAD_LOSS_INF, step);
+			raise_flag(st, isnan(sl[0]) ? GK_BAD_LOSS_NAN : GK_BAD_LOSS_INF, tab[*idx].t);
 			return;
 		}
 		acc[0] += sl[0];
@@ -646,9 +646,22 @@ k_loss_reduce(const double *rowloss, const double *rowmetric, int nb, double *ac
 
 void
 gk_loss_reduce(const double *rowloss, const double *rowmetric, int nb, double *acc,
-			   gk_status *st, long long step, int check, cudaStream_t s)
+			   gk_status *st, const gk_step *tab, const int *idx, int check, cudaStream_t s)
 {
-	k_loss_reduce<<<1, THREADS, 0, s>>>(rowloss, rowmetric, nb, acc, st, step, check);
+	k_loss_reduce<<<1, THREADS, 0, s>>>(rowloss, rowmetric, nb, acc, st, tab, idx, check);
+}
+
+/* the end of a step: the next one reads the next entry of the step table */
+__global__ static void
+k_step_advance(int *idx)
+{
+	(*idx)++;
+}
+
+void
+gk_step_advance(int *idx, cudaStream_t s)
+{
+	k_step_advance<<<1, 1, 0, s>>>(idx);
 }
 
 /* ---- optimizers ------------------------------------------------------ */
@@ -695,10 +708,13 @@ gk_clip_coef(const float *g, int64_t n, float clip, float *coef, const gk_status
  */
 __global__ static void
 k_optim(gk_optim o, float *w, const float *g, float *s1, float *s2, int64_t n, float l2,
-		float decay, const float *coef, gk_status *st, long long step)
+		float decay, const float *coef, gk_status *st, const gk_step *tab, const int *idx)
 {
+	gk_step		sp;
+
 	if (st->flag)
 		return;
+	sp = tab[*idx];
 	GRID_STRIDE(i, n)
 	{
 		float		gi = coef ? g[i] * *coef : g[i];
@@ -720,7 +736,7 @@ k_optim(gk_optim o, float *w, const float *g, float *s1, float *s2, int64_t n, f
 				wi *= decay;
 				s1[i] = o.beta1 * s1[i] + (1.0f - o.beta1) * d;
 				s2[i] = o.beta2 * s2[i] + (1.0f - o.beta2) * d * d;
-				wi -= o.step_size * (s1[i] / (sqrtf(s2[i]) / o.bc2_sqrt + o.eps));
+				wi -= sp.step_size * (s1[i] / (sqrtf(s2[i]) / sp.bc2_sqrt + o.eps));
 				break;
 			case NN_OPT_RMSPROP:
 				{
@@ -740,14 +756,14 @@ k_optim(gk_optim o, float *w, const float *g, float *s1, float *s2, int64_t n, f
 		}
 		w[i] = wi;
 		if ((wi - wi) != 0.0f)
-			raise_flag(st, GK_BAD_WEIGHTS, step);
+			raise_flag(st, GK_BAD_WEIGHTS, sp.t);
 	}
 }
 
 void
 gk_optim_tensor(const gk_optim *o, float *w, const float *g, float *s1, float *s2, int64_t n,
-				float l2, float decay, const float *coef, gk_status *st, long long step,
-				cudaStream_t s)
+				float l2, float decay, const float *coef, gk_status *st, const gk_step *tab,
+				const int *idx, cudaStream_t s)
 {
-	k_optim<<<blocks_for(n), THREADS, 0, s>>>(*o, w, g, s1, s2, n, l2, decay, coef, st, step);
+	k_optim<<<blocks_for(n), THREADS, 0, s>>>(*o, w, g, s1, s2, n, l2, decay, coef, st, tab, idx);
 }

@@ -16,15 +16,27 @@ extern "C"
 #include "nn_internal.h"
 }
 
-/* A scalar hyperparameter set for one optimizer step (from nn_optim_step). */
+/* The optimizer's hyperparameters (constant while a mirror is open). */
 typedef struct gk_optim
 {
 	int			kind;			/* nn_optimizer */
 	float		lr, momentum, beta1, beta2, eps, rho;
 	int			nesterov;
+} gk_optim;
+
+/*
+ * What changes from one optimizer step to the next, computed on the host as
+ * nn_optim_step does.  The kernels read the entry of the current step from
+ * a table on the device (tab[*idx]; a kernel at the end of each step
+ * advances idx), so that one step's kernels can be captured once as a CUDA
+ * graph and replayed.
+ */
+typedef struct gk_step
+{
+	long long	t;				/* the step's number (steps + 1) */
 	float		step_size;		/* Adam: lr / (1 - beta1^t) */
 	float		bc2_sqrt;		/* Adam: sqrt(1 - beta2^t) */
-} gk_optim;
+} gk_step;
 
 /* Divergence flag codes kept on the device (0: fine). */
 #define GK_BAD_LOSS_NAN 1
@@ -65,14 +77,15 @@ void		gk_loss_rows(int loss, int metric, int top_k, int out_dim, const float *z,
 						 const float *y, int nb, float *dz, double *rowloss, double *rowmetric,
 						 cudaStream_t s);
 void		gk_loss_reduce(const double *rowloss, const double *rowmetric, int nb,
-						   double *acc, gk_status *st, long long step, int check,
-						   cudaStream_t s);
+						   double *acc, gk_status *st, const gk_step *tab, const int *idx,
+						   int check, cudaStream_t s);
+void		gk_step_advance(int *idx, cudaStream_t s);
 
 /* optim.c */
 void		gk_clip_coef(const float *g, int64_t n, float clip, float *coef,
 						 const gk_status *st, cudaStream_t s);
 void		gk_optim_tensor(const gk_optim *o, float *w, const float *g, float *s1, float *s2,
 							int64_t n, float l2, float decay, const float *coef,
-							gk_status *st, long long step, cudaStream_t s);
+							gk_status *st, const gk_step *tab, const int *idx, cudaStream_t s);
 
 #endif							/* MOP_GPU_KERNELS_H */

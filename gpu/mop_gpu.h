@@ -106,6 +106,7 @@ typedef struct mop_gpu_options
 {
 	int32_t		device;			/* CUDA ordinal */
 	int32_t		tf32;			/* 1: let cuBLAS use TF32 tensor cores (not bit-parity) */
+	int32_t		no_graphs;		/* 1: launch every kernel of a step (no CUDA graph) */
 } mop_gpu_options;
 
 /* --- discovery -------------------------------------------------------- */

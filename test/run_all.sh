@@ -11,14 +11,16 @@
 #    (regression.diffs is printed on failure);
 # 4. runs the shell tests in test/sh/ (e.g. pg_cancel_backend) in another
 #    throwaway cluster; they print "ok ..." / "not ok ..." lines;
-# and prints, last, one line "N passed, N failed" summing all suites (unit,
-# regression and shell tests counted one by one; a build or install failure
-# counts as one failure).  Exits non-zero if anything failed.
+# and prints, last, one line "N passed, N failed, N skipped" summing all
+# suites (unit, regression and shell tests counted one by one; a build or
+# install failure counts as one failure; the GPU tests' "skip ..." lines
+# count as skipped, never as passed).  Exits non-zero if anything failed.
 set -u
 cd "$(dirname "$0")/.."
 
 PASSED=0
 FAILED=0
+SKIPPED=0
 LOG=$(mktemp -d /tmp/mop-test.XXXXXX)
 SUDO=""
 [ "$(id -u)" -ne 0 ] && SUDO="sudo"
@@ -28,7 +30,7 @@ JOBS=$(nproc 2>/dev/null || echo 2)
 
 # Print the summary line and exit.
 finish() {
-	echo "$PASSED passed, $FAILED failed"
+	echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
 	[ "$FAILED" -eq 0 ]
 	exit $?
 }
@@ -73,8 +75,10 @@ rc=$?
 cat "$LOG/gpu.log"
 ok=$(grep -cE '^ok ' "$LOG/gpu.log")
 bad=$(grep -cE '^not ok ' "$LOG/gpu.log")
+skip=$(grep -cE '^skip ' "$LOG/gpu.log")
 PASSED=$((PASSED + ok))
 FAILED=$((FAILED + bad))
+SKIPPED=$((SKIPPED + skip))
 [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ] && FAILED=$((FAILED + 1))
 
 echo "== install"

@@ -102,7 +102,7 @@ read_f32(const char *dir, const char *name, int64_t count)
 static double
 epoch(nn_model *m, mop_gpu_data *d, nn_result *res)
 {
-	mop_gpu_options o = {0, 0};
+	mop_gpu_options o = {0, 0, getenv("MOP_GPU_NO_GRAPHS") != NULL};
 	mop_gpu_model *g;
 	char		msg[512];
 	double		t0 = now();
@@ -208,8 +208,9 @@ main(int argc, char **argv)
 		{
 			double		t = epoch(m, d, &res);
 
-			printf("RESULT fw=mop-gpu model=%s batch=%d rep=%d rows=%lld seconds=%.4f samples_per_s=%.0f loss=%.4f\n",
-				   model, batch, r, (long long) rows, t, rows / t, res.loss_sum / res.rows);
+			printf("RESULT fw=mop-gpu%s model=%s batch=%d rep=%d rows=%lld seconds=%.4f samples_per_s=%.0f loss=%.4f\n",
+				   getenv("MOP_GPU_NO_GRAPHS") ? "-nographs" : "", model, batch, r, (long long) rows,
+				   t, rows / t, res.loss_sum / res.rows);
 			fflush(stdout);
 		}
 		nn_model_free(m);

@@ -36,6 +36,7 @@ nvcc -O3 -o test/bench/gpu_gemm test/bench/gpu_gemm.cu -lcublas || exit 1
 for round in $(seq "$ROUNDS"); do
 	for model in mlp cnn; do
 		test/gpu/bench step --model $model --rows "$ROWS" --reps "$REPS"
+		MOP_GPU_NO_GRAPHS=1 test/gpu/bench step --model $model --rows "$ROWS" --reps "$REPS"
 		python3 test/bench/bench_torch_cuda.py step --model $model --rows "$ROWS" --reps "$REPS" --precision fp32
 		[ $model = cnn ] && python3 test/bench/bench_torch_cuda.py step --model $model --rows "$ROWS" --reps "$REPS" --precision default
 	done

@@ -321,10 +321,12 @@ clone(const nn_model *m)
 	return c;
 }
 
+static int	no_graphs;			/* open mirrors that launch kernel by kernel */
+
 static mop_gpu_model *
 open_gpu(nn_model *m)
 {
-	mop_gpu_options o = {0, 0};
+	mop_gpu_options o = {0, 0, no_graphs};
 	mop_gpu_model *g;
 
 	if (G.model_open(m, &o, &g, msg, sizeof(msg)) != MOP_GPU_OK)
@@ -683,7 +685,11 @@ test_evaluate_and_determinism(void)
 	for (int k = 0; k < 2 && !rcode; k++)
 	{
 		nn_model   *h = k ? h2 : h1;
-		mop_gpu_model *gg = k ? open_gpu(h2) : g;
+		mop_gpu_model *gg;
+
+		no_graphs = k;			/* the second run without graphs: the same bits */
+		gg = k ? open_gpu(h2) : g;
+		no_graphs = 0;
 
 		rcode = G.train_begin(gg, msg, sizeof(msg));
 		if (!rcode)
@@ -699,7 +705,7 @@ test_evaluate_and_determinism(void)
 	report(!rcode && memcmp(h1->params, h2->params, sizeof(float) * c->plan.n_params) == 0 &&
 		   memcmp(h1->opt, h2->opt, sizeof(float) * c->plan.n_opt) == 0 &&
 		   t1.loss_sum == t2.loss_sum,
-		   "deterministic: two runs of one sub-epoch give identical weights, optimizer state and loss %s",
+		   "deterministic: one sub-epoch as graphs and kernel by kernel gives identical weights, optimizer state and loss %s",
 		   rcode ? msg : "");
 	G.model_close(g);
 	G.data_free(d);
@@ -720,7 +726,7 @@ test_errors(void)
 	mop_gpu_model *g;
 	mop_gpu_data *d;
 	mop_gpu_memory mem;
-	mop_gpu_options o = {0, 0};
+	mop_gpu_options o = {0, 0, 0};
 	uint64_t	need;
 	int			rc;
 
@@ -841,6 +847,17 @@ main(int argc, char **argv)
 		test_train(name, &zoo[i].spec, 5 * zoo[i].spec.batch_size + 3,
 				   2 * zoo[i].spec.batch_size + 5, 1e-3);
 	}
+	/* the same sub-epochs launched kernel by kernel instead of as graphs */
+	no_graphs = 1;
+	for (int i = 0; i < nz; i += 4)
+	{
+		char		name[128];
+
+		snprintf(name, sizeof(name), "sub-epoch %s, no graphs", zoo[i].name);
+		test_train(name, &zoo[i].spec, 5 * zoo[i].spec.batch_size + 3,
+				   2 * zoo[i].spec.batch_size + 5, 1e-3);
+	}
+	no_graphs = 0;
 	test_evaluate_and_determinism();
 	test_hop();
 	test_errors();
