@@ -19,10 +19,13 @@
  *
  * Synchronisation.  A training step queues its kernels on the mirror's own
  * stream and does not wait: loss sums and the divergence flag stay on the
- * device.  The host waits once per fed buffer (to report divergence and
- * invalid labels where the CPU would) and at the end of a stream, and once
- * per step only for dropout, whose masks come from the model's own
- * generator on the host so that the random stream is the CPU's.
+ * device; the kernels stop updating once a step has diverged, and the host
+ * learns of it at its next wait.  The host waits when it first sees a
+ * buffer (to check its labels), every 4096 steps (the step table below),
+ * at the end of a stream, and once per step only for dropout, whose masks
+ * come from the model's own generator on the host so that the random
+ * stream is the CPU's.  So feeding a buffer one minibatch at a time, as
+ * the aggregate does to check for interrupts, costs no waits.
  *
  * Launches.  Small models are bound by the cost of launching kernels, not
  * by the GPU: a step of the Fashion-MNIST MLP is some twenty kernels of a
@@ -31,7 +34,7 @@
  * staging buffers), and every later full batch is two gathers into the
  * staging buffers and one graph launch.  What changes between steps (the
  * step number and Adam's bias corrections) is read by the kernels from a
- * table on the device, uploaded once per fed buffer.  Models with dropout
+ * table on the device, appended to as rows are fed.  Models with dropout
  * launch kernel by kernel, since their masks are drawn on the host.
  *
  * Several mirrors may live in one process and be driven from several
@@ -115,6 +118,7 @@ struct mop_gpu_model
 	gk_status  *st_host;		/* pinned: the status, read back */
 	double	   *acc_host;		/* pinned: two sums */
 	gk_step    *steptab_host;	/* pinned: the table being uploaded */
+	int64_t		tab_used;		/* entries of the table in use since the last wait */
 
 	/*
 	 * One full-batch training step captured as a CUDA graph: -1 not usable
@@ -834,18 +838,20 @@ optim_step(mop_gpu_model *g)
 }
 
 /*
- * The per-step scalars of the next nsteps steps (t = steps + 1, ...), as
- * nn_optim_step computes them, uploaded as the step table.  The caller has
- * waited for the stream since the last upload (the pinned table is reused).
+ * Append the per-step scalars of the next nsteps steps (t = steps + 1, ...),
+ * as nn_optim_step computes them, to the step table on the device.  The
+ * table fills up between waits (entries are never overwritten before the
+ * stream has passed them): the caller makes room with table_reset.
  */
 static void
 upload_steps(mop_gpu_model *g, int64_t nsteps)
 {
 	const nn_spec *s = &g->host->spec;
+	gk_step    *h = g->steptab_host + g->tab_used;
 
 	for (int64_t k = 0; k < nsteps; k++)
 	{
-		gk_step    *e = &g->steptab_host[k];
+		gk_step    *e = &h[k];
 		long long	t = (long long) g->host->steps + 1 + k;
 
 		e->t = t;
@@ -861,9 +867,9 @@ upload_steps(mop_gpu_model *g, int64_t nsteps)
 		}
 	}
 	if (nsteps > 0)
-		cudaMemcpyAsync(g->steptab, g->steptab_host, (size_t) nsteps * sizeof(gk_step),
+		cudaMemcpyAsync(g->steptab + g->tab_used, h, (size_t) nsteps * sizeof(gk_step),
 						cudaMemcpyHostToDevice, g->stream);
-	cudaMemsetAsync(g->stepidx, 0, sizeof(int), g->stream);
+	g->tab_used += nsteps;
 }
 
 /* The kernels of one training step (train_step, model.c); nothing waits. */
@@ -978,6 +984,24 @@ check_diverged(mop_gpu_model *g, char *msg, size_t msglen)
 				st->flag == GK_BAD_LOSS_NAN ? "NaN" : "infinite", st->step);
 }
 
+/*
+ * Wait for the stream, report divergence, and start the step table over
+ * (the kernels read entry 0 next).
+ */
+static int
+table_reset(mop_gpu_model *g, char *msg, size_t msglen)
+{
+	int			r;
+
+	if ((r = read_status(g, msg, msglen)) != MOP_GPU_OK)
+		return r;
+	if ((r = check_diverged(g, msg, msglen)) != MOP_GPU_OK)
+		return r;
+	g->tab_used = 0;
+	CU(cudaMemsetAsync(g->stepidx, 0, sizeof(int), g->stream), "resetting the step table");
+	return MOP_GPU_OK;
+}
+
 /* Labels of d valid for this model's loss? (the checks of nn_loss_eval) */
 static int
 check_labels(mop_gpu_model *g, mop_gpu_data *d, char *msg, size_t msglen)
@@ -1025,6 +1049,8 @@ mop_gpu_train_begin(mop_gpu_model *g, char *msg, size_t msglen)
 	CU(cudaSetDevice(g->device), "cudaSetDevice");
 	CU(cudaMemsetAsync(g->acc, 0, 2 * sizeof(double), g->stream), "starting a stream");
 	CU(cudaMemsetAsync(&g->st->flag, 0, sizeof(int), g->stream), "starting a stream");
+	CU(cudaMemsetAsync(g->stepidx, 0, sizeof(int), g->stream), "starting a stream");
+	g->tab_used = 0;
 	g->streaming = 1;
 	g->fill = 0;
 	g->steps0 = m->steps;
@@ -1058,10 +1084,17 @@ mop_gpu_train_feed(mop_gpu_model *g, mop_gpu_data *d, int64_t off, int64_t n, ch
 		return r;
 	while (i < n)
 	{
-		/* at most STEP_CAP steps per upload of the step table */
-		int64_t		rows = n - i < STEP_CAP * B - g->fill ? n - i : STEP_CAP * B - g->fill;
+		/* as many rows as the step table has room for */
+		int64_t		room = (STEP_CAP - g->tab_used) * B - g->fill;
+		int64_t		rows = n - i < room ? n - i : room;
 		int64_t		end = i + rows;
 
+		if (rows <= 0)
+		{
+			if ((r = table_reset(g, msg, msglen)) != MOP_GPU_OK)
+				return r;
+			continue;
+		}
 		upload_steps(g, (g->fill + rows) / B);
 		while (i < end)
 		{
@@ -1086,12 +1119,8 @@ mop_gpu_train_feed(mop_gpu_model *g, mop_gpu_data *d, int64_t off, int64_t n, ch
 				train_step(g, g->xb, g->yb, (int) B);
 			}
 		}
-		/* wait: the pinned step table is reused, and divergence stops the feed */
-		if ((r = read_status(g, msg, msglen)) != MOP_GPU_OK)
-			return r;
-		if ((r = check_diverged(g, msg, msglen)) != MOP_GPU_OK)
-			return r;
 	}
+	/* no wait here: divergence surfaces at the next wait (the end at the latest) */
 	return MOP_GPU_OK;
 }
 
@@ -1107,6 +1136,12 @@ mop_gpu_train_end(mop_gpu_model *g, nn_result *res, char *msg, size_t msglen)
 	CU(cudaSetDevice(g->device), "cudaSetDevice");
 	if (g->fill > 0 && !m->diverged)
 	{
+		if (g->tab_used >= STEP_CAP && (r = table_reset(g, msg, msglen)) != MOP_GPU_OK)
+		{
+			g->streaming = 0;
+			g->fill = 0;
+			return r;
+		}
 		upload_steps(g, 1);
 		train_step(g, g->xb, g->yb, (int) g->fill);
 	}

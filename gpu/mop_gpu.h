@@ -163,10 +163,12 @@ void		mop_gpu_model_close(mop_gpu_model *g);
 
 /*
  * Training stream, as nn_train_begin/feed/end (the host model's counters
- * and random generator advance exactly as on the CPU).  feed trains on rows
- * [off, off + n) of d in its current order.  A diverged model returns
- * MOP_GPU_EDIVERGED from feed or end; its counters say where it stopped.
- * res receives the stream's sums at end.
+ * and random generator advance exactly as on the CPU).  feed queues
+ * training on rows [off, off + n) of d in its current order and returns
+ * without waiting for the GPU, so it may be called once per minibatch.  A
+ * diverged model returns MOP_GPU_EDIVERGED from a later feed or from end;
+ * its counters then say where it stopped, as on the CPU.  res receives the
+ * stream's sums at end.
  */
 int			mop_gpu_train_begin(mop_gpu_model *g, char *msg, size_t msglen);
 int			mop_gpu_train_feed(mop_gpu_model *g, mop_gpu_data *d, int64_t off,

@@ -133,12 +133,34 @@ mop_buffer_fetch(Datum d, Size *len)
 	return e->data;
 }
 
-/* mop.buffer_cache_reset() -> bigint: bytes released */
+/*
+ * The identity of a buffer stored out of line (its TOAST value, which never
+ * changes); false for values stored inline, which have none.  The GPU's
+ * resident rows are keyed by it.
+ */
+bool
+mop_buffer_identity(Datum d, MopBufId *id)
+{
+	struct varlena *v = (struct varlena *) DatumGetPointer(d);
+	struct varatt_external tp;
+
+	if (!VARATT_IS_EXTERNAL_ONDISK(v))
+		return false;
+	VARATT_EXTERNAL_GET_POINTER(tp, v);
+	memset(id, 0, sizeof(*id));
+	id->toastrelid = tp.va_toastrelid;
+	id->valueid = tp.va_valueid;
+	id->extsize = VARATT_EXTERNAL_GET_EXTSIZE(tp);
+	return true;
+}
+
+/* mop.buffer_cache_reset() -> bigint: host bytes released (GPU rows are freed too) */
 Datum
 mop_buffer_cache_reset(PG_FUNCTION_ARGS)
 {
 	int64		bytes = (int64) cache_bytes;
 
 	mop_buffer_cache_clear();
+	mop_gpu_cache_clear();
 	PG_RETURN_INT64(bytes);
 }

@@ -273,9 +273,10 @@ create_run(void)
 				 errhint("Background workers see only committed data: commit mop_prepare() before starting a search.")));
 	n_partitions = ds->partitions;
 	snprintf(opts, sizeof(opts),
-			 "{\"deterministic\": %s, \"scheduler\": \"%s\", \"blas_threads\": %d%s%s%s%s}",
+			 "{\"deterministic\": %s, \"scheduler\": \"%s\", \"device\": \"%s\", \"blas_threads\": %d%s%s%s%s}",
 			 run->deterministic ? "true" : "false",
 			 mop_pick_name(run->pick),
+			 run->gpu ? "gpu" : "cpu",
 			 run->blas_threads,
 			 run->replay_run_id ? ", \"replay_of\": " : "",
 			 run->replay_run_id ? psprintf(INT64_FORMAT, run->replay_run_id) : "",

@@ -1,21 +1,22 @@
 /*
- * gpu.c -- where training runs: the mop.device setting, and the lazy loader
- * of mop's optional CUDA part (gpu/mop_gpu.so, C ABI in gpu/mop_gpu.h).
+ * gpu.c -- where training runs: the mop.device, mop.gpu_memory and
+ * mop.gpu_tf32 settings, the lazy loader of mop's optional CUDA part
+ * (gpu/mop_gpu.so, C ABI in gpu/mop_gpu.h), and mop_gpu_devices().
  *
  * mop.so never links CUDA.  The GPU library is opened with dlopen the first
  * time a session asks for a GPU (mop.device = 'gpu' or 'auto', or
  * mop_gpu_devices()), never in the postmaster and never for 'cpu', so a
  * server without a GPU, a driver or the CUDA libraries behaves exactly as if
  * the GPU part did not exist.  Every failure -- library not installed, a
- * CUDA library missing, an ABI mismatch, no driver, no visible device -- is
- * reported with what went wrong in the detail.
+ * CUDA library missing, an ABI or engine-layout mismatch, no driver, no
+ * visible device -- is reported with what went wrong in the detail.
  *
- * State of the GPU backend: device discovery and placement checks are here;
- * the CUDA training engine itself (cuBLAS/cuDNN kernels with CPU parity) is
- * not written yet, because no GPU was available to verify it against the
- * CPU reference.  Asking for device 'gpu' where a GPU is usable therefore
- * fails with feature_not_supported rather than silently training on the
- * CPU; 'auto' falls back to the CPU with a NOTICE.
+ * The choice is made once, when mop_train or a search starts
+ * (mop_device_check): 'gpu' where no GPU is usable is an error, 'auto' a
+ * NOTICE and the CPU.  A run's background workers inherit the choice from
+ * the run (each worker takes GPU worker_index mod the number of GPUs); the
+ * aggregates ask mop_device_for_training() and then train through
+ * gpu_train.c.
  */
 #include "postgres.h"
 
@@ -28,17 +29,24 @@
 #include "utils/guc.h"
 
 #include "mop.h"
-#include "../../gpu/mop_gpu.h"
+#include "loader.h"
 
 PG_FUNCTION_INFO_V1(mop_gpu_devices);
 
 char	   *mop_device = NULL;
+int			mop_gpu_memory_mb = 0;
+bool		mop_gpu_tf32 = false;
+
+/* The last decision of mop_device_check in this backend (recorded in a run). */
+bool		mop_gpu_resolved = false;
+
+/* In a run's worker: -1 CPU, else the GPU ordinal; -2 outside workers. */
+int			mop_gpu_worker_device = -2;
 
 static void *gpu_lib;			/* dlopen handle, once loaded */
+static mop_gpu_api gpu_api;
 static char gpu_why[512];		/* why the library could not be used */
 static bool gpu_tried;
-static mop_gpu_device_count_fn gpu_device_count;
-static mop_gpu_device_info_fn gpu_device_info;
 
 /* mop.device must be cpu, gpu or auto. */
 static bool
@@ -53,17 +61,31 @@ check_device(char **newval, void **extra, GucSource source)
 	return true;
 }
 
-/* Define mop.device (called from _PG_init; touches no GPU). */
+/* Define the GPU settings (called from _PG_init; touches no GPU). */
 void
 mop_gpu_define_gucs(void)
 {
 	DefineCustomStringVariable("mop.device",
 							   "Where mop trains: cpu, gpu, or auto (a GPU if one is usable, else the CPU).",
-							   "Checked when mop_train or a search starts.",
+							   "Checked when mop_train or a search starts; a run's workers keep the choice.",
 							   &mop_device,
 							   "cpu",
 							   PGC_USERSET, 0,
 							   check_device, NULL, NULL);
+	DefineCustomIntVariable("mop.gpu_memory",
+							"GPU memory each training process may hold (models and resident rows); 0 = no limit.",
+							"Set it so that the workers sharing one GPU fit in its memory.",
+							&mop_gpu_memory_mb,
+							0, 0, INT_MAX / 2,
+							PGC_USERSET, GUC_UNIT_MB,
+							NULL, NULL, NULL);
+	DefineCustomBoolVariable("mop.gpu_tf32",
+							 "Let cuBLAS use TF32 tensor cores on the GPU (faster, no longer bit-comparable with the CPU).",
+							 NULL,
+							 &mop_gpu_tf32,
+							 false,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 }
 
 /* Open gpu/mop_gpu.so once; false (and gpu_why) if it cannot be used. */
@@ -71,8 +93,8 @@ static bool
 gpu_load(void)
 {
 	char		dir[MAXPGPATH],
-				path[MAXPGPATH];
-	mop_gpu_abi_version_fn abi;
+				path[MAXPGPATH],
+				why[400];
 
 	if (gpu_tried)
 		return gpu_lib != NULL;
@@ -90,14 +112,9 @@ gpu_load(void)
 		snprintf(gpu_why, sizeof(gpu_why), "%s", e ? e : path);
 		return false;
 	}
-	abi = (mop_gpu_abi_version_fn) dlsym(gpu_lib, "mop_gpu_abi_version");
-	gpu_device_count = (mop_gpu_device_count_fn) dlsym(gpu_lib, "mop_gpu_device_count");
-	gpu_device_info = (mop_gpu_device_info_fn) dlsym(gpu_lib, "mop_gpu_device_info");
-	if (!abi || !gpu_device_count || !gpu_device_info || abi() != MOP_GPU_ABI_VERSION)
+	if (mop_gpu_api_resolve(gpu_lib, &gpu_api, why, sizeof(why)) != 0)
 	{
-		snprintf(gpu_why, sizeof(gpu_why),
-				 "%s does not match this mop.so (GPU ABI %d, expected %d)",
-				 path, abi ? abi() : -1, MOP_GPU_ABI_VERSION);
+		snprintf(gpu_why, sizeof(gpu_why), "%s does not match this mop.so: %s", path, why);
 		dlclose(gpu_lib);
 		gpu_lib = NULL;
 		return false;
@@ -118,7 +135,7 @@ gpu_count(const char **why)
 		return 0;
 	}
 	msg[0] = '\0';
-	if (gpu_device_count(&n, msg, sizeof(msg)) != MOP_GPU_OK || n <= 0)
+	if (gpu_api.device_count(&n, msg, sizeof(msg)) != MOP_GPU_OK || n <= 0)
 	{
 		*why = psprintf("no usable GPU: %s", msg[0] ? msg : "no device");
 		return 0;
@@ -128,9 +145,9 @@ gpu_count(const char **why)
 
 /*
  * Resolve mop.device before training starts: 'cpu' (nothing is loaded),
- * 'gpu' (an ERROR unless a GPU backend can train), 'auto' (a NOTICE and the
- * CPU when not).  Returns true for the GPU -- never, until the CUDA engine
- * exists.
+ * 'gpu' (an ERROR unless a GPU is usable), 'auto' (a NOTICE and the CPU
+ * when not).  Returns true for the GPU, and remembers the answer for the
+ * run about to start (mop_gpu_resolved).
  */
 bool
 mop_device_check(void)
@@ -139,12 +156,15 @@ mop_device_check(void)
 	const char *why = NULL;
 	int32		n;
 
+	mop_gpu_resolved = false;
 	if (strcmp(dev, "cpu") == 0)
 		return false;
 	n = gpu_count(&why);
 	if (n > 0)
-		why = psprintf("mop found %d GPU%s, but its CUDA training engine is not built yet",
-					   n, n == 1 ? "" : "s");
+	{
+		mop_gpu_resolved = true;
+		return true;
+	}
 	if (strcmp(dev, "auto") == 0)
 	{
 		ereport(NOTICE,
@@ -152,18 +172,108 @@ mop_device_check(void)
 				 errdetail("%s.", why)));
 		return false;
 	}
-	if (n > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("training on a GPU is not supported by this build of mop"),
-				 errdetail("%s.", why),
-				 errhint("SET mop.device = 'cpu' (or 'auto' to use a GPU once mop can).")));
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("mop.device is 'gpu' but no GPU is usable"),
 			 errdetail("%s.", why),
 			 errhint("SET mop.device = 'cpu', or 'auto' to fall back to the CPU.")));
 	return false;				/* not reached */
+}
+
+/*
+ * The GPU this process trains on now, or -1 for the CPU.  In a run's worker
+ * the run decided; elsewhere mop.device does ('gpu' where none is usable is
+ * the same error as at the start; 'auto' quietly takes the CPU then).
+ */
+int
+mop_device_for_training(void)
+{
+	const char *dev = mop_device ? mop_device : "cpu";
+	const char *why = NULL;
+
+	if (mop_gpu_worker_device != -2)
+		return mop_gpu_worker_device;
+	if (strcmp(dev, "cpu") == 0)
+		return -1;
+	if (gpu_count(&why) > 0)
+		return 0;
+	if (strcmp(dev, "auto") == 0)
+		return -1;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("mop.device is 'gpu' but no GPU is usable"),
+			 errdetail("%s.", why),
+			 errhint("SET mop.device = 'cpu', or 'auto' to fall back to the CPU.")));
+	return -1;					/* not reached */
+}
+
+/*
+ * In a run's background worker: train where the run decided, on GPU
+ * worker_index mod the number of visible GPUs.  A worker that cannot reach
+ * a GPU although the run chose one fails with the reason.
+ */
+void
+mop_gpu_worker_init(bool gpu, int worker_index)
+{
+	const char *why = NULL;
+	int32		n;
+
+	if (!gpu)
+	{
+		mop_gpu_worker_device = -1;
+		return;
+	}
+	n = gpu_count(&why);
+	if (n <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the run trains on a GPU but this worker cannot use one"),
+				 errdetail("%s.", why)));
+	mop_gpu_worker_device = worker_index % n;
+}
+
+/* The loaded library's entry points (after a successful mop_device_for_training). */
+const mop_gpu_api *
+mop_gpu(void)
+{
+	if (!gpu_load())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("GPU support is not installed or cannot be loaded"),
+				 errdetail("%s", gpu_why)));
+	return &gpu_api;
+}
+
+/*
+ * Report a failure of the GPU library as the right error: over the memory
+ * budget or out of device memory 53200, bad data 22000, anything else
+ * (CUDA, cuBLAS, driver) 58000.
+ */
+void
+mop_gpu_error(int rc, const char *msg, const char *what)
+{
+	char	   *detail = pstrdup(msg && msg[0] ? msg : "no detail");
+
+	/* the library writes lower-case phrases; a detail is a sentence */
+	detail[0] = pg_toupper((unsigned char) detail[0]);
+	msg = detail;
+	if (rc == MOP_GPU_ENOMEM)
+		ereport(ERROR,
+				(errcode(ERRCODE_OUT_OF_MEMORY),
+				 errmsg("not enough GPU memory %s", what),
+				 errdetail("%s.", msg),
+				 errhint("Raise mop.gpu_memory (now %d MB, 0 = no limit), use a smaller batch_size, or run fewer workers per GPU.",
+						 mop_gpu_memory_mb)));
+	if (rc == MOP_GPU_EINVAL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("could not train on the GPU: %s", msg),
+				 errdetail("While %s.", what)));
+	ereport(ERROR,
+			(errcode(ERRCODE_SYSTEM_ERROR),
+			 errmsg("GPU failure %s", what),
+			 errdetail("%s.", msg),
+			 errhint("SET mop.device = 'cpu' to train on the CPU.")));
 }
 
 /*
@@ -190,7 +300,7 @@ mop_gpu_devices(PG_FUNCTION_ARGS)
 		bool		nulls[6] = {false, false, false, false, false, false};
 
 		CHECK_FOR_INTERRUPTS();
-		if (gpu_device_info(i, &d, msg, sizeof(msg)) != MOP_GPU_OK)
+		if (gpu_api.device_info(i, &d, msg, sizeof(msg)) != MOP_GPU_OK)
 			ereport(ERROR,
 					(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
 					 errmsg("could not query GPU %d", i),

@@ -15,15 +15,35 @@
 #include "utils/jsonb.h"
 
 #include "nn.h"
+#include "mop_gpu.h"
 
 /* Largest number of classes a target may have (one output unit each). */
 #define MOP_MAX_CLASSES 65536
 
 /* GUC mop.blas_threads: threads of the BLAS pool in this backend. */
-/* gpu.c: mop.device and the lazy loader of the optional CUDA part */
+/* gpu.c: mop.device, the GPU settings and the lazy loader of the CUDA part */
 extern char *mop_device;
+extern int	mop_gpu_memory_mb;
+extern bool mop_gpu_tf32;
+extern bool mop_gpu_resolved;
+extern int	mop_gpu_worker_device;
 extern void mop_gpu_define_gucs(void);
 extern bool mop_device_check(void);
+extern int	mop_device_for_training(void);
+extern void mop_gpu_worker_init(bool gpu, int worker_index);
+extern const mop_gpu_api *mop_gpu(void);
+extern void mop_gpu_error(int rc, const char *msg, const char *what) pg_attribute_noreturn();
+
+/* gpu_train.c: the aggregates on a GPU, rows resident on the device */
+typedef struct MopGpuAgg MopGpuAgg;
+extern MopGpuAgg *mop_gpu_agg_open(nn_model *m, int device, bool training,
+								   MemoryContext cxt);
+extern void mop_gpu_agg_train(MopGpuAgg *a, Datum xd, Datum yd, const float *x,
+							  const float *y, int64 n, const int64 *perm);
+extern void mop_gpu_agg_eval(MopGpuAgg *a, Datum xd, Datum yd, const float *x,
+							 const float *y, int64 n, nn_result *res);
+extern bool mop_gpu_agg_finish(MopGpuAgg *a, nn_result *res);
+extern void mop_gpu_cache_clear(void);
 
 extern int	mop_blas_threads;
 
@@ -130,7 +150,14 @@ extern uint64 mop_prng_below(MopRng *r, uint64 n);
 extern void mop_shuffle_index(int64 *idx, int64 n, MopRng *r);
 
 /* bufcache.c */
+typedef struct MopBufId
+{
+	Oid			toastrelid;
+	Oid			valueid;
+	int32		extsize;
+} MopBufId;
 extern const char *mop_buffer_fetch(Datum d, Size *len);
+extern bool mop_buffer_identity(Datum d, MopBufId *id);
 extern void mop_buffer_cache_clear(void);
 
 /*

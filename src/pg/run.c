@@ -299,6 +299,7 @@ launch(const RunRequest *req, BackgroundWorkerHandle **handle)
 	run->deterministic = req->deterministic;
 	run->pick = req->pick;
 	run->blas_threads = mop_blas_threads;
+	run->gpu = mop_gpu_resolved;
 	run->n_models = list_length(configs);
 	run->n_configs = list_length(configs);
 	run->median_stop = req->median_stop;

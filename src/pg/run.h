@@ -111,6 +111,7 @@ typedef struct MopRunShared
 	bool		deterministic;
 	int32		pick;			/* mop_pick */
 	int32		blas_threads;
+	bool		gpu;			/* train on GPUs (mop.device resolved at the start) */
 	/* adaptive search (driver mode): which algorithm and its parameters */
 	int32		algo;			/* MopAlgo */
 	int32		max_resource;	/* Hyperband/ASHA: R, in epochs */

@@ -18,6 +18,11 @@
  * Each buffer is fed to the engine in slices of batch_size rows with
  * CHECK_FOR_INTERRUPTS() between slices, i.e. once per minibatch.
  *
+ * On a GPU (mop.device, or the run's choice in a worker) the same
+ * aggregates train and evaluate through gpu_train.c: the model is mirrored
+ * in device memory for the aggregate, rows stay resident on the device
+ * across sub-epochs, and the state returned is the same blob.
+ *
  * Shuffling: mop_prepare shuffles the table once.  In addition the rows of
  * every buffer are visited in a fresh random order each sub-epoch, drawn
  * from the glue's generator seeded by (config seed, the model's count of
@@ -59,6 +64,7 @@ typedef struct MopAggState
 	float	   *sy;
 	int64		scap;			/* rows the scratch holds */
 	int64	   *perm;
+	MopGpuAgg  *gpu;			/* non-NULL: this aggregate runs on a GPU */
 } MopAggState;
 
 /* mop.init_model(dataset text, config jsonb) -> bytea: a fresh model state. */
@@ -132,6 +138,7 @@ agg_state_init(FunctionCallInfo fcinfo, bool training)
 	MopAggState   *s;
 	nn_error	err;
 	nn_status	st;
+	int			device;
 
 	if (!AggCheckCallContext(fcinfo, &aggcxt))
 		ereport(ERROR,
@@ -142,6 +149,7 @@ agg_state_init(FunctionCallInfo fcinfo, bool training)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("model state must not be null")));
+	device = mop_device_for_training();
 	old = MemoryContextSwitchTo(aggcxt);
 	s = palloc0(sizeof(MopAggState));
 	s->training = training;
@@ -158,6 +166,11 @@ agg_state_init(FunctionCallInfo fcinfo, bool training)
 		nn_model_counters(s->h->model, &c);
 		if (c.diverged)
 			s->diverged = true;
+		else if (device >= 0)
+		{
+			s->gpu = mop_gpu_agg_open(s->h->model, device, true, aggcxt);
+			s->begun = true;
+		}
 		else
 		{
 			st = nn_train_begin(s->h->model, 0, &err);
@@ -168,6 +181,8 @@ agg_state_init(FunctionCallInfo fcinfo, bool training)
 		s->shuffle_base = nn_model_spec(s->h->model)->seed * UINT64CONST(0x9e3779b97f4a7c15) ^
 			((uint64) c.sub_epochs * UINT64CONST(0xc2b2ae3d27d4eb4f));
 	}
+	else if (device >= 0)
+		s->gpu = mop_gpu_agg_open(s->h->model, device, false, aggcxt);
 	MemoryContextSwitchTo(old);
 	return s;
 }
@@ -181,14 +196,18 @@ scratch_reserve(FunctionCallInfo fcinfo, MopAggState *s, int64 n, int64 in_dim)
 	if (n <= s->scap)
 		return;
 	AggCheckCallContext(fcinfo, &aggcxt);
-	if (s->sx)
+	if (s->perm)
 	{
-		pfree(s->sx);
-		pfree(s->sy);
+		if (s->sx)
+		{
+			pfree(s->sx);
+			pfree(s->sy);
+		}
 		pfree(s->perm);
 	}
-	s->sx = MemoryContextAllocHuge(aggcxt, sizeof(float) * n * in_dim);
-	s->sy = MemoryContextAllocHuge(aggcxt, sizeof(float) * n);
+	/* on a GPU the rows are permuted on the device: only the order is needed */
+	s->sx = s->gpu ? NULL : MemoryContextAllocHuge(aggcxt, sizeof(float) * n * in_dim);
+	s->sy = s->gpu ? NULL : MemoryContextAllocHuge(aggcxt, sizeof(float) * n);
 	s->perm = MemoryContextAllocHuge(aggcxt, sizeof(int64) * n);
 	s->scap = n;
 }
@@ -248,12 +267,17 @@ mop_train_agg_step(PG_FUNCTION_ARGS)
 			s->perm[i] = i;
 		mop_prng_seed(&rng, s->shuffle_base ^ ((uint64) s->buffers * UINT64CONST(0x165667b19e3779f9)));
 		mop_shuffle_index(s->perm, n, &rng);
-		for (int64 i = 0; i < n; i++)
+		if (s->gpu)
+			mop_gpu_agg_train(s->gpu, PG_GETARG_DATUM(2), PG_GETARG_DATUM(3), xs, ys, n, s->perm);
+		else
 		{
-			memcpy(s->sx + i * in_dim, xs + s->perm[i] * in_dim, sizeof(float) * in_dim);
-			s->sy[i] = ys[s->perm[i]];
+			for (int64 i = 0; i < n; i++)
+			{
+				memcpy(s->sx + i * in_dim, xs + s->perm[i] * in_dim, sizeof(float) * in_dim);
+				s->sy[i] = ys[s->perm[i]];
+			}
+			mop_train_rows(s->h->model, s->sx, s->sy, n, &s->diverged);
 		}
-		mop_train_rows(s->h->model, s->sx, s->sy, n, &s->diverged);
 	}
 	s->buffers++;
 	PG_RETURN_POINTER(s);
@@ -278,7 +302,15 @@ mop_train_agg_final(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &td) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "mop.train_agg must return a composite");
 	memset(&res, 0, sizeof(res));
-	if (s->begun)
+	if (s->gpu)
+	{
+		/* the weights come back into the host model, diverged or not */
+		if (mop_gpu_agg_finish(s->gpu, &res))
+			s->diverged = true;
+		s->begun = false;
+		s->gpu = NULL;
+	}
+	else if (s->begun)
 	{
 		/* close the stream, also after divergence (it trains nothing then) */
 		st = nn_train_end(s->h->model, &res, &err);
@@ -329,6 +361,12 @@ mop_eval_agg_step(PG_FUNCTION_ARGS)
 		s = agg_state_init(fcinfo, false);
 	n = fetch_buffers(fcinfo, s->h->model, &xs, &ys);
 	in_dim = nn_model_in_dim(s->h->model);
+	if (s->gpu)
+	{
+		mop_gpu_agg_eval(s->gpu, PG_GETARG_DATUM(2), PG_GETARG_DATUM(3), xs, ys, n, &s->res);
+		s->buffers++;
+		PG_RETURN_POINTER(s);
+	}
 	for (int64 off = 0; off < n; off += EVAL_SLICE)
 	{
 		int64		cnt = Min((int64) EVAL_SLICE, n - off);
@@ -358,6 +396,11 @@ mop_eval_agg_final(PG_FUNCTION_ARGS)
 		elog(ERROR, "mop.eval_agg: final function called twice");
 	if (get_call_result_type(fcinfo, NULL, &td) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "mop.eval_agg must return a composite");
+	if (s->gpu)
+	{
+		(void) mop_gpu_agg_finish(s->gpu, NULL);
+		s->gpu = NULL;
+	}
 	values[0] = Float8GetDatum(s->res.loss_sum);
 	values[1] = Float8GetDatum(s->res.metric_sum);
 	values[2] = Int64GetDatum(s->res.rows);

@@ -377,6 +377,7 @@ mop_worker_main(Datum arg)
 	BackgroundWorkerInitializeConnectionByOid(run->database, run->user, 0);
 	pgstat_report_appname("mop worker");
 	mop_blas_threads = run->blas_threads;
+	mop_gpu_worker_init(run->gpu, my_index);
 	task_cxt = AllocSetContextCreate(TopMemoryContext, "mop task", ALLOCSET_DEFAULT_SIZES);
 
 	SpinLockAcquire(&run->mutex);

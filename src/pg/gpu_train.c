@@ -1,0 +1,294 @@
+/*
+ * gpu_train.c -- the narrow waist on a GPU: what mop.train_agg and
+ * mop.eval_agg do when this process trains on a GPU, and the rows kept in
+ * device memory across sub-epochs.
+ *
+ * The aggregates stay the one place where a sub-epoch happens; on a GPU
+ * they hand the model (deserialized on the host, as always) to the GPU
+ * library, which mirrors it in device memory for the duration of the
+ * aggregate, trains on rows that are already resident there, and writes
+ * the weights and optimizer state back into the host model at the end, so
+ * the state saved is the same blob format whichever device trained it.
+ *
+ * Rows on the device.  A worker owns its partitions and trains one model
+ * after another on them, so every buffer it sees is uploaded once and kept
+ * (keyed, like the host buffer cache, by its TOAST value, which never
+ * changes) for as long as the process lives, up to mop.buffer_cache_mb;
+ * past that, and for small buffers stored inline, rows are uploaded for
+ * one aggregate and freed at its end.  Only model states move per
+ * sub-epoch.  mop.buffer_cache_reset() empties both caches.
+ *
+ * Memory.  Every device allocation is accounted against mop.gpu_memory by
+ * the library and refused with a 53200 error naming need and budget.  The
+ * mirror and the aggregate's temporary rows are freed by a reset callback
+ * of the aggregate's memory context: on success, ERROR and cancel alike;
+ * the resident rows at process exit.
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "nodes/pg_list.h"
+#include "storage/ipc.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+
+#include "mop.h"
+#include "run.h"
+
+typedef struct GpuDataKey
+{
+	MopBufId	x;
+	MopBufId	y;
+	int32		device;
+} GpuDataKey;
+
+typedef struct GpuDataEntry
+{
+	GpuDataKey	key;
+	mop_gpu_data *d;
+	uint64		bytes;
+} GpuDataEntry;
+
+static HTAB *gcache = NULL;
+static uint64 gcache_bytes = 0;
+static bool gcache_exit_hook = false;
+
+struct MopGpuAgg
+{
+	const mop_gpu_api *api;
+	nn_model   *host;
+	mop_gpu_model *g;
+	int			device;
+	bool		training;
+	bool		begun;
+	List	   *temps;			/* mop_gpu_data * uploaded for this aggregate only */
+	MemoryContext cxt;
+	MemoryContextCallback cb;
+};
+
+/* Free every resident buffer (no mirror may be using them). */
+void
+mop_gpu_cache_clear(void)
+{
+	HASH_SEQ_STATUS hs;
+	GpuDataEntry *e;
+
+	if (gcache == NULL)
+		return;
+	hash_seq_init(&hs, gcache);
+	while ((e = hash_seq_search(&hs)) != NULL)
+		mop_gpu()->data_free(e->d);
+	hash_destroy(gcache);
+	gcache = NULL;
+	gcache_bytes = 0;
+}
+
+static void
+gcache_exit(int code, Datum arg)
+{
+	mop_gpu_cache_clear();
+}
+
+/* Free the mirror and the temporary rows (idempotent). */
+static void
+agg_close(MopGpuAgg *a)
+{
+	ListCell   *lc;
+
+	if (a->g)
+	{
+		a->api->model_close(a->g);
+		a->g = NULL;
+	}
+	foreach(lc, a->temps)
+		a->api->data_free((mop_gpu_data *) lfirst(lc));
+	a->temps = NIL;
+}
+
+static void
+agg_reset_cb(void *arg)
+{
+	agg_close((MopGpuAgg *) arg);
+}
+
+/* Set the process's budget from mop.gpu_memory (the library enforces it). */
+static void
+apply_budget(const mop_gpu_api *api)
+{
+	api->set_budget((uint64) mop_gpu_memory_mb * 1024 * 1024);
+}
+
+/*
+ * Mirror model m on GPU `device` for one aggregate whose memory context is
+ * cxt; with training, start a training stream.
+ */
+MopGpuAgg *
+mop_gpu_agg_open(nn_model *m, int device, bool training, MemoryContext cxt)
+{
+	MopGpuAgg  *a = MemoryContextAllocZero(cxt, sizeof(MopGpuAgg));
+	mop_gpu_options o;
+	char		msg[512] = "";
+	int			rc;
+
+	a->api = mop_gpu();
+	a->host = m;
+	a->device = device;
+	a->training = training;
+	a->cxt = cxt;
+	a->cb.func = agg_reset_cb;
+	a->cb.arg = a;
+	MemoryContextRegisterResetCallback(cxt, &a->cb);
+	apply_budget(a->api);
+	memset(&o, 0, sizeof(o));
+	o.device = device;
+	o.tf32 = mop_gpu_tf32 ? 1 : 0;
+	rc = a->api->model_open(m, &o, &a->g, msg, sizeof(msg));
+	if (rc != MOP_GPU_OK)
+		mop_gpu_error(rc, msg, "for the model");
+	if (training)
+	{
+		rc = a->api->train_begin(a->g, msg, sizeof(msg));
+		if (rc != MOP_GPU_OK)
+			mop_gpu_error(rc, msg, "starting a sub-epoch");
+		a->begun = true;
+	}
+	return a;
+}
+
+/*
+ * The device copy of the buffer pair (xd, yd) whose host bytes are x, y:
+ * resident if it was seen before, else uploaded (and kept, if it is a
+ * TOAST value and the cache has room).
+ */
+static mop_gpu_data *
+device_rows(MopGpuAgg *a, Datum xd, Datum yd, const float *x, const float *y, int64 n)
+{
+	GpuDataKey	key;
+	GpuDataEntry *e;
+	bool		keep;
+	mop_gpu_data *d;
+	char		msg[512] = "";
+	int			rc;
+	int32		in_dim = nn_model_in_dim(a->host),
+				y_dim = nn_model_y_dim(a->host);
+	uint64		bytes = (uint64) n * (in_dim + y_dim + 2) * sizeof(float);
+
+	memset(&key, 0, sizeof(key));
+	keep = mop_buffer_identity(xd, &key.x) && mop_buffer_identity(yd, &key.y) &&
+		mop_buffer_cache_mb > 0;
+	key.device = a->device;
+	if (keep && gcache != NULL &&
+		(e = hash_search(gcache, &key, HASH_FIND, NULL)) != NULL &&
+		a->api->data_rows(e->d) == n)
+		return e->d;
+	if (keep && gcache_bytes + bytes > (uint64) mop_buffer_cache_mb * 1024 * 1024)
+		keep = false;			/* full: no admission, as the host cache */
+	rc = a->api->data_upload(a->device, x, y, n, in_dim, y_dim, &d, msg, sizeof(msg));
+	if (rc != MOP_GPU_OK)
+		mop_gpu_error(rc, msg, "for a buffer of rows");
+	if (!keep)
+	{
+		MemoryContext old = MemoryContextSwitchTo(a->cxt);
+
+		a->temps = lappend(a->temps, d);
+		MemoryContextSwitchTo(old);
+		return d;
+	}
+	if (gcache == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(GpuDataKey);
+		ctl.entrysize = sizeof(GpuDataEntry);
+		ctl.hcxt = TopMemoryContext;
+		gcache = hash_create("mop GPU rows", 256, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		if (!gcache_exit_hook)
+		{
+			on_proc_exit(gcache_exit, (Datum) 0);
+			gcache_exit_hook = true;
+		}
+	}
+	e = hash_search(gcache, &key, HASH_ENTER, NULL);
+	e->d = d;
+	e->bytes = bytes;
+	gcache_bytes += bytes;
+	return d;
+}
+
+/*
+ * Train on one buffer of n rows in the order perm (as the CPU path feeds
+ * them), a minibatch per call so that interrupts are checked once per
+ * minibatch.  Queuing work does not wait for the GPU; a divergence is
+ * reported by mop_gpu_agg_finish.
+ */
+void
+mop_gpu_agg_train(MopGpuAgg *a, Datum xd, Datum yd, const float *x, const float *y,
+				  int64 n, const int64 *perm)
+{
+	mop_gpu_data *d = device_rows(a, xd, yd, x, y, n);
+	int64		bs = nn_model_spec(a->host)->batch_size;
+	char		msg[512] = "";
+	int			rc;
+
+	rc = a->api->data_set_order(d, perm, msg, sizeof(msg));
+	if (rc != MOP_GPU_OK)
+		mop_gpu_error(rc, msg, "ordering rows");
+	for (int64 off = 0; off < n; off += bs)
+	{
+		int64		cnt = Min(bs, n - off);
+
+		CHECK_FOR_INTERRUPTS();
+		rc = a->api->train_feed(a->g, d, off, cnt, msg, sizeof(msg));
+		if (rc == MOP_GPU_EDIVERGED)
+			return;
+		if (rc != MOP_GPU_OK)
+			mop_gpu_error(rc, msg, "training");
+		if (mop_progress_rows)
+			*mop_progress_rows += cnt;
+	}
+}
+
+/* Add one buffer's loss and metric sums (stored order) into *res. */
+void
+mop_gpu_agg_eval(MopGpuAgg *a, Datum xd, Datum yd, const float *x, const float *y, int64 n,
+				 nn_result *res)
+{
+	mop_gpu_data *d = device_rows(a, xd, yd, x, y, n);
+	char		msg[512] = "";
+	int			rc;
+
+	CHECK_FOR_INTERRUPTS();
+	rc = a->api->evaluate(a->g, d, 0, n, res, msg, sizeof(msg));
+	if (rc != MOP_GPU_OK)
+		mop_gpu_error(rc, msg, "evaluating");
+}
+
+/*
+ * End the aggregate: close the training stream (sums into *res), write the
+ * weights and optimizer state back into the host model, free the mirror.
+ * Returns true if the model diverged (its state is still written back, as
+ * the CPU engine keeps a diverged model's weights).
+ */
+bool
+mop_gpu_agg_finish(MopGpuAgg *a, nn_result *res)
+{
+	char		msg[512] = "";
+	bool		diverged = false;
+	int			rc;
+
+	if (a->begun)
+	{
+		rc = a->api->train_end(a->g, res, msg, sizeof(msg));
+		a->begun = false;
+		if (rc == MOP_GPU_EDIVERGED)
+			diverged = true;
+		else if (rc != MOP_GPU_OK)
+			mop_gpu_error(rc, msg, "finishing a sub-epoch");
+		rc = a->api->model_sync(a->g, msg, sizeof(msg));
+		if (rc != MOP_GPU_OK)
+			mop_gpu_error(rc, msg, "copying the model back");
+	}
+	agg_close(a);
+	return diverged;
+}
