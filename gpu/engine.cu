@@ -67,6 +67,32 @@
 static pthread_mutex_t ledger_lock = PTHREAD_MUTEX_INITIALIZER;
 static mop_gpu_ledger ledger;
 
+/*
+ * What a mirror needs besides device memory -- a stream, a cuBLAS handle,
+ * small pinned host buffers -- is costly to create and, worse, to destroy
+ * (freeing pinned memory waits for the whole device, stalling every other
+ * model sharing the GPU).  So a closed mirror's shell goes to a free list
+ * and the next mirror on that device takes it.  Its device memory is
+ * allocated and freed in stream order (cudaMallocAsync / cudaFreeAsync),
+ * which waits for nothing either.
+ */
+typedef struct shell
+{
+	int			device;
+	cudaStream_t stream;
+	cublasHandle_t blas;
+	gk_status  *st_host;
+	double	   *acc_host;
+	gk_step    *steptab_host;
+	struct shell *next;
+} shell;
+
+#define SHELLS_KEPT 64
+
+static pthread_mutex_t shell_lock = PTHREAD_MUTEX_INITIALIZER;
+static shell *free_shells;
+static int	n_free_shells;
+
 struct mop_gpu_data
 {
 	int			device;
@@ -85,6 +111,7 @@ struct mop_gpu_data
 struct mop_gpu_model
 {
 	nn_model   *host;
+	shell	   *sh;
 	int			device;
 	cudaStream_t stream;
 	cublasHandle_t blas;
@@ -402,29 +429,114 @@ mop_gpu_data_free(mop_gpu_data *d)
 
 /* ---- the mirror ------------------------------------------------------ */
 
+static void
+shell_destroy(shell *sh)
+{
+	cudaSetDevice(sh->device);
+	if (sh->blas)
+		cublasDestroy(sh->blas);
+	if (sh->stream)
+		cudaStreamDestroy(sh->stream);
+	if (sh->st_host)
+		cudaFreeHost(sh->st_host);
+	if (sh->acc_host)
+		cudaFreeHost(sh->acc_host);
+	if (sh->steptab_host)
+		cudaFreeHost(sh->steptab_host);
+	(void) cudaGetLastError();
+	free(sh);
+}
+
+/* A shell for device `device`: a kept one, or a new one (NULL on failure, msg set). */
+static shell *
+shell_get(int device, char *msg, size_t msglen)
+{
+	shell	   *sh,
+			  **pp;
+	cublasStatus_t bs;
+
+	pthread_mutex_lock(&shell_lock);
+	for (pp = &free_shells; *pp; pp = &(*pp)->next)
+		if ((*pp)->device == device)
+		{
+			sh = *pp;
+			*pp = sh->next;
+			n_free_shells--;
+			pthread_mutex_unlock(&shell_lock);
+			sh->next = NULL;
+			return sh;
+		}
+	pthread_mutex_unlock(&shell_lock);
+	if (!(sh = (shell *) calloc(1, sizeof(*sh))))
+	{
+		fail(msg, msglen, MOP_GPU_ENOMEM, "out of host memory");
+		return NULL;
+	}
+	sh->device = device;
+	if (cudaStreamCreateWithFlags(&sh->stream, cudaStreamNonBlocking) != cudaSuccess ||
+		cudaMallocHost((void **) &sh->st_host, sizeof(gk_status)) != cudaSuccess ||
+		cudaMallocHost((void **) &sh->steptab_host, STEP_CAP * sizeof(gk_step)) != cudaSuccess ||
+		cudaMallocHost((void **) &sh->acc_host, 2 * sizeof(double)) != cudaSuccess)
+	{
+		cudaError_t e = cudaGetLastError();
+
+		shell_destroy(sh);
+		cuda_fail(msg, msglen, "creating a stream", e);
+		return NULL;
+	}
+	if ((bs = cublasCreate(&sh->blas)) != CUBLAS_STATUS_SUCCESS ||
+		(bs = cublasSetStream(sh->blas, sh->stream)) != CUBLAS_STATUS_SUCCESS)
+	{
+		shell_destroy(sh);
+		fail(msg, msglen, bs == CUBLAS_STATUS_ALLOC_FAILED ? MOP_GPU_ENOMEM : MOP_GPU_ECUDA,
+			 "creating a cuBLAS handle: cuBLAS status %d", (int) bs);
+		return NULL;
+	}
+	return sh;
+}
+
+/* Keep a shell whose stream is idle for the next mirror (or destroy it). */
+static void
+shell_put(shell *sh)
+{
+	pthread_mutex_lock(&shell_lock);
+	if (n_free_shells < SHELLS_KEPT)
+	{
+		sh->next = free_shells;
+		free_shells = sh;
+		n_free_shells++;
+		sh = NULL;
+	}
+	pthread_mutex_unlock(&shell_lock);
+	if (sh)
+		shell_destroy(sh);
+}
+
 extern "C" void
 mop_gpu_model_close(mop_gpu_model *g)
 {
 	if (!g)
 		return;
 	cudaSetDevice(g->device);
-	if (g->stream)
-		cudaStreamSynchronize(g->stream);
+	if (g->base)
+	{
+		cudaFreeAsync(g->base, g->stream);
+		pthread_mutex_lock(&ledger_lock);
+		mop_gpu_ledger_release(&ledger, g->bytes);
+		pthread_mutex_unlock(&ledger_lock);
+	}
+	if (g->sh)
+	{
+		/* the shell goes back only with an idle stream and no error pending */
+		if (cudaStreamSynchronize(g->stream) == cudaSuccess)
+			shell_put(g->sh);
+		else
+			shell_destroy(g->sh);
+	}
 	if (g->graph_state == 1)
 		cudaGraphExecDestroy(g->exec);
-	if (g->blas)
-		cublasDestroy(g->blas);
-	if (g->stream)
-		cudaStreamDestroy(g->stream);
 	if (g->mask_host)
 		cudaFreeHost(g->mask_host);
-	if (g->st_host)
-		cudaFreeHost(g->st_host);
-	if (g->acc_host)
-		cudaFreeHost(g->acc_host);
-	if (g->steptab_host)
-		cudaFreeHost(g->steptab_host);
-	dev_free(g->base, g->bytes);
 	(void) cudaGetLastError();
 	free(g);
 }
@@ -471,12 +583,40 @@ mop_gpu_model_open(nn_model *host, const mop_gpu_options *opt, mop_gpu_model **o
 	g->host = host;
 	g->device = opt->device;
 	layout_of(p, &lo);
-	g->bytes = lo.total;
-	if ((r = dev_alloc(&g->base, g->bytes, "the model", msg, msglen)) != MOP_GPU_OK)
+	if (!(g->sh = shell_get(opt->device, msg, msglen)))
 	{
 		free(g);
-		return r;
+		return MOP_GPU_ECUDA;
 	}
+	g->stream = g->sh->stream;
+	g->blas = g->sh->blas;
+	g->st_host = g->sh->st_host;
+	g->acc_host = g->sh->acc_host;
+	g->steptab_host = g->sh->steptab_host;
+	/* the budget first, then stream-ordered device memory */
+	pthread_mutex_lock(&ledger_lock);
+	r = mop_gpu_ledger_reserve(&ledger, lo.total, "the model", msg, msglen);
+	pthread_mutex_unlock(&ledger_lock);
+	if (r != 0)
+	{
+		mop_gpu_model_close(g);
+		return MOP_GPU_ENOMEM;
+	}
+	if (cudaMallocAsync(&g->base, lo.total, g->stream) != cudaSuccess)
+	{
+		cudaError_t e = cudaGetLastError();
+		char		need[32];
+
+		pthread_mutex_lock(&ledger_lock);
+		mop_gpu_ledger_release(&ledger, lo.total);
+		pthread_mutex_unlock(&ledger_lock);
+		g->base = NULL;
+		mop_gpu_model_close(g);
+		mop_gpu_format_bytes(lo.total, need, sizeof(need));
+		return fail(msg, msglen, e == cudaErrorMemoryAllocation ? MOP_GPU_ENOMEM : MOP_GPU_ECUDA,
+					"the model needs %s of GPU memory: %s", need, cudaGetErrorString(e));
+	}
+	g->bytes = lo.total;
 	c = (char *) g->base;
 #define TAKE(field, type, size) do { g->field = (type *) c; c += (size); } while (0)
 	TAKE(params, float, lo.params);
@@ -510,26 +650,20 @@ mop_gpu_model_open(nn_model *host, const mop_gpu_options *opt, mop_gpu_model **o
 
 	g->mask_cap = dropout_cap(p);
 	g->graph_state = (g->mask_cap > 0 || opt->no_graphs) ? -1 : 0;
-	if (cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking) != cudaSuccess ||
-		cudaMallocHost((void **) &g->st_host, sizeof(gk_status)) != cudaSuccess ||
-		cudaMallocHost((void **) &g->steptab_host, STEP_CAP * sizeof(gk_step)) != cudaSuccess ||
-		cudaMallocHost((void **) &g->acc_host, 2 * sizeof(double)) != cudaSuccess ||
-		(g->mask_cap > 0 &&
-		 cudaMallocHost((void **) &g->mask_host, (size_t) g->mask_cap * 4) != cudaSuccess))
+	if (g->mask_cap > 0 &&
+		cudaMallocHost((void **) &g->mask_host, (size_t) g->mask_cap * 4) != cudaSuccess)
 	{
 		cudaError_t e = cudaGetLastError();
 
 		mop_gpu_model_close(g);
-		return cuda_fail(msg, msglen, "creating the model's stream", e);
+		return cuda_fail(msg, msglen, "allocating dropout masks", e);
 	}
-	if ((bs = cublasCreate(&g->blas)) != CUBLAS_STATUS_SUCCESS ||
-		(bs = cublasSetStream(g->blas, g->stream)) != CUBLAS_STATUS_SUCCESS ||
-		(bs = cublasSetWorkspace(g->blas, g->blasws, BLAS_WS_BYTES)) != CUBLAS_STATUS_SUCCESS ||
+	if ((bs = cublasSetWorkspace(g->blas, g->blasws, BLAS_WS_BYTES)) != CUBLAS_STATUS_SUCCESS ||
 		(bs = cublasSetMathMode(g->blas, opt->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH :
 								CUBLAS_DEFAULT_MATH)) != CUBLAS_STATUS_SUCCESS)
 	{
 		mop_gpu_model_close(g);
-		return blas_fail(msg, msglen, "creating a cuBLAS handle", bs);
+		return blas_fail(msg, msglen, "setting up cuBLAS", bs);
 	}
 	gk_fill(g->ones, g->ones_len, 1.0f, g->stream);
 	cudaMemsetAsync(g->st, 0, sizeof(gk_status), g->stream);

@@ -13,6 +13,15 @@ SELECT err($$SELECT mop_train('blobs', '{"model": {"layers": [{"type": "dense", 
        = '55000: mop.device is ''gpu'' but no GPU is usable' AS gpu_refused;
 SELECT err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 1)$$)
        = '55000: mop.device is ''gpu'' but no GPU is usable' AS search_refused;
+-- the aggregates called directly ask mop.device too: the same error
+SELECT err($$SELECT mop.train_agg(mop.init_model('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}'), b.x, b.y ORDER BY b.buffer_no)
+               FROM mop.buffers b WHERE b.dataset_id = (SELECT id FROM mop.datasets WHERE name = 'blobs')
+                AND b.split = 'train' AND b.partition = 0$$)
+       = '55000: mop.device is ''gpu'' but no GPU is usable' AS train_agg_refused;
+SELECT err($$SELECT mop.eval_agg(mop.init_model('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}'), b.x, b.y ORDER BY b.partition, b.buffer_no)
+               FROM mop.buffers b WHERE b.dataset_id = (SELECT id FROM mop.datasets WHERE name = 'blobs')
+                AND b.split = 'valid'$$)
+       = '55000: mop.device is ''gpu'' but no GPU is usable' AS eval_agg_refused;
 -- the detail says why: the library could not be loaded, or what CUDA said
 DO $$
 DECLARE d text;
@@ -26,6 +35,40 @@ SELECT count(*) AS runs_started FROM mop.runs WHERE kind = 'grid' AND started_at
 -- 'auto': a NOTICE and the CPU
 SET mop.device = 'auto';
 SELECT mop_train('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 1) > 0 AS trained_on_cpu;
+-- a search too, and its run records the CPU
+CREATE TEMP TABLE dev_auto AS
+SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 1, workers => 1);
+SELECT count(*) = 1 AS one_model, bool_and(d.status = 'done') AS done,
+       bool_and(r.options->>'device' = 'cpu') AS run_on_cpu
+  FROM dev_auto d JOIN mop.runs r ON r.id = d.run_id;
+-- the aggregates called directly quietly train and evaluate on the CPU
+SELECT (r).state IS NOT NULL AS agg_trained, (r).rows > 0 AS agg_rows, (r).status = 'ok' AS agg_ok
+  FROM (SELECT mop.train_agg(mop.init_model('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}'), b.x, b.y ORDER BY b.buffer_no) AS r
+          FROM mop.buffers b WHERE b.dataset_id = (SELECT id FROM mop.datasets WHERE name = 'blobs')
+           AND b.split = 'train' AND b.partition = 0) s;
+SELECT (r).rows > 0 AS agg_evaluated, (r).loss_sum > 0 AS agg_loss
+  FROM (SELECT mop.eval_agg(mop.init_model('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}'), b.x, b.y ORDER BY b.partition, b.buffer_no) AS r
+          FROM mop.buffers b WHERE b.dataset_id = (SELECT id FROM mop.datasets WHERE name = 'blobs')
+           AND b.split = 'valid') s;
+-- 'cpu': the run records the CPU as well
+SET mop.device = 'cpu';
+CREATE TEMP TABLE dev_cpu AS
+SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 1, workers => 1);
+SELECT count(*) = 1 AS one_model, bool_and(d.status = 'done') AS done,
+       bool_and(r.options->>'device' = 'cpu') AS run_on_cpu
+  FROM dev_cpu d JOIN mop.runs r ON r.id = d.run_id;
 RESET mop.device;
+-- GPU settings: memory per process (MB, 0 = no limit) and TF32 (off)
+SHOW mop.gpu_memory;
+SHOW mop.gpu_tf32;
+SET mop.gpu_memory = '512MB';
+SHOW mop.gpu_memory;
+SELECT err($$SET mop.gpu_memory = -1$$) LIKE '22023: %outside the valid range%' AS negative_rejected;
+SHOW mop.gpu_memory;
+SET mop.gpu_tf32 = on;
+SHOW mop.gpu_tf32;
+RESET mop.gpu_memory;
+RESET mop.gpu_tf32;
+SELECT current_setting('mop.gpu_memory') = '0' AND NOT current_setting('mop.gpu_tf32')::boolean AS reset_to_defaults;
 -- no rows (and a NOTICE with the reason) where no GPU is usable
 SELECT count(*) AS gpus FROM mop_gpu_devices();
