@@ -28,14 +28,16 @@
  * the aggregate does to check for interrupts, costs no waits.
  *
  * Launches.  Small models are bound by the cost of launching kernels, not
- * by the GPU: a step of the Fashion-MNIST MLP is some twenty kernels of a
- * few microseconds each.  So the first full-batch step of a mirror is
- * captured as a CUDA graph (forward, loss, backward and optimizer on the
- * staging buffers), and every later full batch is two gathers into the
- * staging buffers and one graph launch.  What changes between steps (the
- * step number and Adam's bias corrections) is read by the kernels from a
- * table on the device, appended to as rows are fed.  Models with dropout
- * launch kernel by kernel, since their masks are drawn on the host.
+ * by the GPU: a step of the Fashion-MNIST MLP is some thirty kernels of a
+ * few microseconds each.  So full-batch steps are captured once per mirror
+ * as CUDA graphs (gather the minibatch into the staging buffers, forward,
+ * loss, backward, optimizer), one step and GRAPH_STEPS steps long, and
+ * replayed.  Everything that changes from step to step -- where its rows
+ * are (up to GK_SEGS pieces of buffers), its number, Adam's bias
+ * corrections -- is written on the host into a table on the device that
+ * the kernels read (gk_step), appended to as rows are fed.  Models with
+ * dropout launch kernel by kernel, since their masks are drawn on the
+ * host.
  *
  * Several mirrors may live in one process and be driven from several
  * threads at once (one mirror per thread): each has its own stream and
@@ -58,8 +60,11 @@
 /* Largest im2col buffer of a mirror, in floats (64 MB); bigger convolutions go in chunks. */
 #define GPU_COL_CAP_FLOATS (INT64_C(1) << 24)
 
-/* Steps whose per-step scalars are uploaded at once (see gk_step). */
+/* Entries of the step table (see gk_step); the host waits when it is full. */
 #define STEP_CAP 4096
+
+/* Full-batch steps replayed by one launch of the long graph. */
+#define GRAPH_STEPS 8
 
 /* cuBLAS workspace of a mirror (set explicitly, so a step can be captured as a graph). */
 #define BLAS_WS_BYTES (UINT64_C(8) << 20)
@@ -101,8 +106,6 @@ struct mop_gpu_data
 				y_dim;
 	float	   *x,
 			   *y;
-	int64_t    *perm;			/* device, n entries, when has_perm */
-	int			has_perm;
 	uint64_t	bytes;
 	int			checked_loss;	/* labels checked for this loss / width */
 	int			checked_out;
@@ -145,17 +148,24 @@ struct mop_gpu_model
 	gk_status  *st_host;		/* pinned: the status, read back */
 	double	   *acc_host;		/* pinned: two sums */
 	gk_step    *steptab_host;	/* pinned: the table being uploaded */
-	int64_t		tab_used;		/* entries of the table in use since the last wait */
+	int64_t		tab_launched;	/* entries launched since the last wait */
+	int64_t		ready;			/* complete entries after those, not launched yet */
 
 	/*
-	 * One full-batch training step captured as a CUDA graph: -1 not usable
-	 * (dropout draws on the host, or switched off), 0 not captured yet, 1
-	 * ready in exec.
+	 * Full-batch training steps captured as CUDA graphs, one step (exec1)
+	 * and GRAPH_STEPS steps (execn): -1 not usable (dropout draws on the
+	 * host, or switched off), 0 not captured yet, 1 ready.
 	 */
 	int			graph_state;
-	cudaGraphExec_t exec;
+	cudaGraphExec_t exec1;
+	cudaGraphExec_t execn;
 
 	const float *lin[NN_MAX_ILAYERS];
+
+	/* the order of the buffer being fed (mop_gpu_train_order) */
+	const mop_gpu_data *order_of;
+	int64_t    *perm;			/* stream-ordered device memory, perm_cap entries */
+	int64_t		perm_cap;
 
 	/* stream state, as nn_model's */
 	int			streaming;
@@ -330,7 +340,7 @@ layout_of(const nn_plan *p, mirror_layout *lo)
 	lo->rows = al((int64_t) p->batch * 8);
 	lo->steps = al(STEP_CAP * sizeof(gk_step));
 	lo->total = lo->params + lo->grads + lo->opt + lo->acts + 2 * lo->grad + lo->col +
-		lo->xb + lo->yb + lo->ones + 2 * lo->rows + al(4) + 2 * al(16) + al(sizeof(gk_status)) +
+		lo->xb + lo->yb + lo->ones + 2 * lo->rows + al(4) + al(32) + al(16) + al(sizeof(gk_status)) +
 		lo->steps + al(4) + BLAS_WS_BYTES;
 }
 
@@ -364,7 +374,7 @@ mop_gpu_data_upload(int32_t device, const float *x, const float *y, int64_t n,
 	yb = al((uint64_t) n * y_dim * 4);
 	if (!(d = (mop_gpu_data *) calloc(1, sizeof(*d))))
 		return fail(msg, msglen, MOP_GPU_ENOMEM, "out of host memory");
-	d->bytes = xb + yb + al((uint64_t) n * 8);
+	d->bytes = xb + yb;
 	if ((r = dev_alloc(&base, d->bytes, "a buffer of rows", msg, msglen)) != MOP_GPU_OK)
 	{
 		free(d);
@@ -376,7 +386,6 @@ mop_gpu_data_upload(int32_t device, const float *x, const float *y, int64_t n,
 	d->y_dim = y_dim;
 	d->x = (float *) base;
 	d->y = (float *) ((char *) base + xb);
-	d->perm = (int64_t *) ((char *) base + xb + yb);
 	d->checked_loss = -1;
 	if (n > 0 &&
 		(cudaMemcpy(d->x, x, (size_t) n * in_dim * 4, cudaMemcpyHostToDevice) != cudaSuccess ||
@@ -388,26 +397,6 @@ mop_gpu_data_upload(int32_t device, const float *x, const float *y, int64_t n,
 		return cuda_fail(msg, msglen, "uploading rows", e);
 	}
 	*out = d;
-	return MOP_GPU_OK;
-}
-
-extern "C" int
-mop_gpu_data_set_order(mop_gpu_data *d, const int64_t *perm, char *msg, size_t msglen)
-{
-	if (!perm)
-	{
-		d->has_perm = 0;
-		return MOP_GPU_OK;
-	}
-	for (int64_t i = 0; i < d->n; i++)
-		if (perm[i] < 0 || perm[i] >= d->n)
-			return fail(msg, msglen, MOP_GPU_EINVAL, "row order entry %lld is %lld, not in 0..%lld",
-						(long long) i, (long long) perm[i], (long long) d->n - 1);
-	CU(cudaSetDevice(d->device), "cudaSetDevice");
-	/* synchronous: a stream still gathering in the old order has finished first */
-	CU(cudaDeviceSynchronize(), "waiting for the device");
-	CU(cudaMemcpy(d->perm, perm, (size_t) d->n * 8, cudaMemcpyHostToDevice), "uploading a row order");
-	d->has_perm = 1;
 	return MOP_GPU_OK;
 }
 
@@ -518,6 +507,13 @@ mop_gpu_model_close(mop_gpu_model *g)
 	if (!g)
 		return;
 	cudaSetDevice(g->device);
+	if (g->perm)
+	{
+		cudaFreeAsync(g->perm, g->stream);
+		pthread_mutex_lock(&ledger_lock);
+		mop_gpu_ledger_release(&ledger, (uint64_t) g->perm_cap * 8);
+		pthread_mutex_unlock(&ledger_lock);
+	}
 	if (g->base)
 	{
 		cudaFreeAsync(g->base, g->stream);
@@ -534,7 +530,10 @@ mop_gpu_model_close(mop_gpu_model *g)
 			shell_destroy(g->sh);
 	}
 	if (g->graph_state == 1)
-		cudaGraphExecDestroy(g->exec);
+	{
+		cudaGraphExecDestroy(g->exec1);
+		cudaGraphExecDestroy(g->execn);
+	}
 	if (g->mask_host)
 		cudaFreeHost(g->mask_host);
 	(void) cudaGetLastError();
@@ -632,7 +631,7 @@ mop_gpu_model_open(nn_model *host, const mop_gpu_options *opt, mop_gpu_model **o
 	TAKE(rowloss, double, lo.rows);
 	TAKE(rowmetric, double, lo.rows);
 	TAKE(coef, float, al(4));
-	TAKE(acc, double, al(16));
+	TAKE(acc, double, al(32));	/* two sums and the step's pending two */
 	TAKE(eacc, double, al(16));
 	TAKE(st, gk_status, al(sizeof(gk_status)));
 	TAKE(steptab, gk_step, lo.steps);
@@ -971,41 +970,6 @@ optim_step(mop_gpu_model *g)
 	}
 }
 
-/*
- * Append the per-step scalars of the next nsteps steps (t = steps + 1, ...),
- * as nn_optim_step computes them, to the step table on the device.  The
- * table fills up between waits (entries are never overwritten before the
- * stream has passed them): the caller makes room with table_reset.
- */
-static void
-upload_steps(mop_gpu_model *g, int64_t nsteps)
-{
-	const nn_spec *s = &g->host->spec;
-	gk_step    *h = g->steptab_host + g->tab_used;
-
-	for (int64_t k = 0; k < nsteps; k++)
-	{
-		gk_step    *e = &h[k];
-		long long	t = (long long) g->host->steps + 1 + k;
-
-		e->t = t;
-		e->step_size = 0.0f;
-		e->bc2_sqrt = 1.0f;
-		if (s->optimizer == NN_OPT_ADAM || s->optimizer == NN_OPT_ADAMW)
-		{
-			double		bc1 = 1.0 - pow((double) s->beta1, (double) t);
-			double		bc2 = 1.0 - pow((double) s->beta2, (double) t);
-
-			e->step_size = (float) ((double) s->lr / bc1);
-			e->bc2_sqrt = (float) sqrt(bc2);
-		}
-	}
-	if (nsteps > 0)
-		cudaMemcpyAsync(g->steptab + g->tab_used, h, (size_t) nsteps * sizeof(gk_step),
-						cudaMemcpyHostToDevice, g->stream);
-	g->tab_used += nsteps;
-}
-
 /* The kernels of one training step (train_step, model.c); nothing waits. */
 static void
 step_kernels(mop_gpu_model *g, const float *x, const float *y, int nb)
@@ -1020,12 +984,23 @@ step_kernels(mop_gpu_model *g, const float *x, const float *y, int nb)
 				   g->stream);
 	backward(g, x, nb);
 	optim_step(g);
+	gk_commit_sums(g->acc, g->st, g->stream);
 	gk_step_advance(g->stepidx, g->stream);
 }
 
-/* Capture one full-batch step on the staging buffers as a graph; 0 if it worked. */
+/* One step as the step table describes it: gather its rows, then train on nb of them. */
+static void
+step_body(mop_gpu_model *g, int nb)
+{
+	const nn_plan *p = &g->host->plan;
+
+	gk_gather_step(g->steptab, g->stepidx, g->xb, g->yb, nb, p->in_dim, p->y_dim, g->stream);
+	step_kernels(g, g->xb, g->yb, nb);
+}
+
+/* Capture nsteps full-batch steps as a graph into *exec; 0 if it worked. */
 static int
-capture_step(mop_gpu_model *g)
+capture_steps(mop_gpu_model *g, int nsteps, cudaGraphExec_t *exec)
 {
 	cudaGraph_t graph = NULL;
 	cudaError_t e;
@@ -1035,10 +1010,11 @@ capture_step(mop_gpu_model *g)
 		(void) cudaGetLastError();
 		return -1;
 	}
-	step_kernels(g, g->xb, g->yb, g->host->plan.batch);
+	for (int k = 0; k < nsteps; k++)
+		step_body(g, g->host->plan.batch);
 	e = cudaStreamEndCapture(g->stream, &graph);
 	if (e == cudaSuccess && graph)
-		e = cudaGraphInstantiate(&g->exec, graph, 0);
+		e = cudaGraphInstantiate(exec, graph, 0);
 	if (graph)
 		cudaGraphDestroy(graph);
 	if (e != cudaSuccess)
@@ -1049,22 +1025,108 @@ capture_step(mop_gpu_model *g)
 	return 0;
 }
 
-/* train_step (model.c): one step on nb rows, as a graph when it can be */
+/* The entry of the step being gathered now. */
+static gk_step *
+cur_entry(mop_gpu_model *g)
+{
+	return &g->steptab_host[g->tab_launched + g->ready];
+}
+
+/*
+ * The step described by e is complete with nb rows: give it its number and
+ * the optimizer's scalars for it, as nn_optim_step computes them, and
+ * count it as train_step (model.c) does.
+ */
 static void
-train_step(mop_gpu_model *g, const float *x, const float *y, int nb)
+complete_step(mop_gpu_model *g, gk_step *e, int nb)
 {
 	nn_model   *m = g->host;
+	const nn_spec *s = &m->spec;
+	long long	t = (long long) m->steps + 1;
 
-	if (g->graph_state == 0 && nb == m->plan.batch && x == g->xb)
-		g->graph_state = capture_step(g) == 0 ? 1 : -1;
-	if (g->graph_state == 1 && nb == m->plan.batch && x == g->xb)
-		cudaGraphLaunch(g->exec, g->stream);
-	else
-		step_kernels(g, x, y, nb);
+	e->t = t;
+	e->step_size = 0.0f;
+	e->bc2_sqrt = 1.0f;
+	if (s->optimizer == NN_OPT_ADAM || s->optimizer == NN_OPT_ADAMW)
+	{
+		double		bc1 = 1.0 - pow((double) s->beta1, (double) t);
+		double		bc2 = 1.0 - pow((double) s->beta2, (double) t);
+
+		e->step_size = (float) ((double) s->lr / bc1);
+		e->bc2_sqrt = (float) sqrt(bc2);
+	}
 	m->steps++;
 	m->rows_trained += nb;
 	g->acc_rows += nb;
 	g->acc_steps++;
+	g->ready++;
+}
+
+/* Upload the next k complete entries of the step table (they never change again). */
+static void
+upload_entries(mop_gpu_model *g, int64_t k)
+{
+	cudaMemcpyAsync(g->steptab + g->tab_launched, g->steptab_host + g->tab_launched,
+					(size_t) k * sizeof(gk_step), cudaMemcpyHostToDevice, g->stream);
+}
+
+/*
+ * Queue every complete full-batch step: GRAPH_STEPS at a time as one long
+ * graph, the rest one graph each (or kernel by kernel without graphs).
+ */
+static void
+launch_ready(mop_gpu_model *g)
+{
+	int			B = g->host->plan.batch;
+
+	while (g->ready > 0)
+	{
+		int64_t		k = (g->ready >= GRAPH_STEPS && g->graph_state >= 0) ? GRAPH_STEPS : 1;
+
+		upload_entries(g, k);
+		if (g->graph_state == 0)
+		{
+			if (capture_steps(g, 1, &g->exec1) != 0)
+				g->graph_state = -1;
+			else if (capture_steps(g, GRAPH_STEPS, &g->execn) != 0)
+			{
+				cudaGraphExecDestroy(g->exec1);
+				g->graph_state = -1;
+			}
+			else
+				g->graph_state = 1;
+		}
+		if (g->graph_state == 1)
+			cudaGraphLaunch(k == GRAPH_STEPS ? g->execn : g->exec1, g->stream);
+		else
+			for (int64_t j = 0; j < k; j++)
+				step_body(g, B);
+		g->tab_launched += k;
+		g->ready -= k;
+	}
+}
+
+/*
+ * Rows of the step being gathered that its segments cannot describe (more
+ * than GK_SEGS pieces): copy the pieces so far into the staging buffers now,
+ * after every earlier step has been queued, and start the list over.
+ */
+static void
+pregather(mop_gpu_model *g, gk_step *e)
+{
+	const nn_plan *p = &g->host->plan;
+
+	launch_ready(g);
+	for (int k = 0; k < e->nseg; k++)
+	{
+		const gk_seg *sg = &e->seg[k];
+
+		gk_gather_rows(g->xb + (int64_t) sg->dst * p->in_dim, sg->x, sg->perm, sg->off, sg->n,
+					   p->in_dim, g->stream);
+		gk_gather_rows(g->yb + (int64_t) sg->dst * p->y_dim, sg->y, sg->perm, sg->off, sg->n,
+					   p->y_dim, g->stream);
+	}
+	e->nseg = 0;
 }
 
 /* ---- status checks --------------------------------------------------- */
@@ -1099,17 +1161,15 @@ check_diverged(mop_gpu_model *g, char *msg, size_t msglen)
 		done = 0;
 	if (m->steps > g->steps0 + done)
 	{
-		int64_t		undone = m->steps - (g->steps0 + done);
-
-		/* the steps after the failing one never happened on the CPU */
+		/*
+		 * The steps after the failing one never happened on the CPU.  Every
+		 * step before it was a full batch (only a stream's last step is
+		 * partial, and a later one failed or this is it).
+		 */
 		m->steps = g->steps0 + done;
-		m->rows_trained -= undone * m->plan.batch;
-		g->acc_steps -= undone;
-		g->acc_rows -= undone * m->plan.batch;
-		if (m->rows_trained < g->rows0 + done)
-			m->rows_trained = g->rows0 + done;
-		if (g->acc_rows < 0)
-			g->acc_rows = 0;
+		m->rows_trained = g->rows0 + done * m->plan.batch;
+		g->acc_steps = done;
+		g->acc_rows = done * m->plan.batch;
 	}
 	if (st->flag == GK_BAD_WEIGHTS)
 		return fail(msg, msglen, MOP_GPU_EDIVERGED, "weights became NaN or infinite at step %lld",
@@ -1120,18 +1180,22 @@ check_diverged(mop_gpu_model *g, char *msg, size_t msglen)
 
 /*
  * Wait for the stream, report divergence, and start the step table over
- * (the kernels read entry 0 next).
+ * (the kernels read entry 0 next).  Every complete step has been launched;
+ * the step being gathered moves to entry 0.
  */
 static int
 table_reset(mop_gpu_model *g, char *msg, size_t msglen)
 {
 	int			r;
 
+	launch_ready(g);
 	if ((r = read_status(g, msg, msglen)) != MOP_GPU_OK)
 		return r;
 	if ((r = check_diverged(g, msg, msglen)) != MOP_GPU_OK)
 		return r;
-	g->tab_used = 0;
+	if (g->fill > 0 && g->tab_launched > 0)
+		g->steptab_host[0] = g->steptab_host[g->tab_launched];
+	g->tab_launched = 0;
 	CU(cudaMemsetAsync(g->stepidx, 0, sizeof(int), g->stream), "resetting the step table");
 	return MOP_GPU_OK;
 }
@@ -1184,7 +1248,8 @@ mop_gpu_train_begin(mop_gpu_model *g, char *msg, size_t msglen)
 	CU(cudaMemsetAsync(g->acc, 0, 2 * sizeof(double), g->stream), "starting a stream");
 	CU(cudaMemsetAsync(&g->st->flag, 0, sizeof(int), g->stream), "starting a stream");
 	CU(cudaMemsetAsync(g->stepidx, 0, sizeof(int), g->stream), "starting a stream");
-	g->tab_used = 0;
+	g->tab_launched = 0;
+	g->ready = 0;
 	g->streaming = 1;
 	g->fill = 0;
 	g->steps0 = m->steps;
@@ -1200,9 +1265,7 @@ mop_gpu_train_feed(mop_gpu_model *g, mop_gpu_data *d, int64_t off, int64_t n, ch
 {
 	nn_model   *m = g->host;
 	int64_t		B = m->plan.batch;
-	int64_t		in_dim = m->plan.in_dim,
-				y_dim = m->plan.y_dim;
-	const int64_t *perm = d->has_perm ? d->perm : NULL;
+	const int64_t *perm = g->order_of == d ? g->perm : NULL;
 	int64_t		i = 0;
 	int			r;
 
@@ -1218,43 +1281,124 @@ mop_gpu_train_feed(mop_gpu_model *g, mop_gpu_data *d, int64_t off, int64_t n, ch
 		return r;
 	while (i < n)
 	{
-		/* as many rows as the step table has room for */
-		int64_t		room = (STEP_CAP - g->tab_used) * B - g->fill;
-		int64_t		rows = n - i < room ? n - i : room;
-		int64_t		end = i + rows;
+		gk_step    *e;
+		gk_seg	   *last;
+		int64_t		k = B - g->fill < n - i ? B - g->fill : n - i;
 
-		if (rows <= 0)
+		/* room for the step being gathered, or wait and start the table over */
+		if (g->tab_launched + g->ready + 1 > STEP_CAP &&
+			(r = table_reset(g, msg, msglen)) != MOP_GPU_OK)
+			return r;
+		e = cur_entry(g);
+		if (g->fill == 0)
+			e->nseg = 0;
+		last = e->nseg > 0 ? &e->seg[e->nseg - 1] : NULL;
+		if (last && last->x == d->x && last->perm == perm && last->off + last->n == off + i &&
+			last->dst + last->n == g->fill)
+			last->n += (int32_t) k;		/* the next rows of the same piece */
+		else
 		{
-			if ((r = table_reset(g, msg, msglen)) != MOP_GPU_OK)
-				return r;
-			continue;
+			if (e->nseg == GK_SEGS)
+				pregather(g, e = cur_entry(g));
+			e->seg[e->nseg].x = d->x;
+			e->seg[e->nseg].y = d->y;
+			e->seg[e->nseg].perm = perm;
+			e->seg[e->nseg].off = off + i;
+			e->seg[e->nseg].n = (int32_t) k;
+			e->seg[e->nseg].dst = (int32_t) g->fill;
+			e->nseg++;
 		}
-		upload_steps(g, (g->fill + rows) / B);
-		while (i < end)
+		g->fill += k;
+		i += k;
+		if (g->fill == B)
 		{
-			/* a whole batch in place: no copy needed (unless steps replay a graph) */
-			if (!perm && g->fill == 0 && end - i >= B && g->graph_state < 0)
-			{
-				train_step(g, d->x + (off + i) * in_dim, d->y + (off + i) * y_dim, (int) B);
-				i += B;
-				continue;
-			}
-			{
-				int64_t		k = B - g->fill < end - i ? B - g->fill : end - i;
-
-				gk_gather_rows(g->xb + g->fill * in_dim, d->x, perm, off + i, k, in_dim, g->stream);
-				gk_gather_rows(g->yb + g->fill * y_dim, d->y, perm, off + i, k, y_dim, g->stream);
-				g->fill += k;
-				i += k;
-			}
-			if (g->fill == B)
-			{
-				g->fill = 0;
-				train_step(g, g->xb, g->yb, (int) B);
-			}
+			complete_step(g, e, (int) B);
+			g->fill = 0;
+			if (g->ready >= GRAPH_STEPS)
+				launch_ready(g);
 		}
 	}
+	launch_ready(g);
 	/* no wait here: divergence surfaces at the next wait (the end at the latest) */
+	return MOP_GPU_OK;
+}
+
+/*
+ * Rows of d are fed in the order perm from now on (NULL: the stored order).
+ * The order is the mirror's, so models sharing a buffer each keep their
+ * own; rows of the step being gathered that came through the previous
+ * order are copied first.  Nothing waits.
+ */
+extern "C" int
+mop_gpu_train_order(mop_gpu_model *g, const mop_gpu_data *d, const int64_t *perm, char *msg,
+					size_t msglen)
+{
+	int			r;
+
+	if (!g->streaming)
+		return fail(msg, msglen, MOP_GPU_EINVAL, "order given without begin");
+	for (int64_t i = 0; perm && i < d->n; i++)
+		if (perm[i] < 0 || perm[i] >= d->n)
+			return fail(msg, msglen, MOP_GPU_EINVAL, "row order entry %lld is %lld, not in 0..%lld",
+						(long long) i, (long long) perm[i], (long long) d->n - 1);
+	CU(cudaSetDevice(g->device), "cudaSetDevice");
+	/* queued and pending steps read the old order before it changes */
+	launch_ready(g);
+	if (g->fill > 0)
+		pregather(g, cur_entry(g));
+	g->order_of = NULL;
+	if (!perm)
+		return MOP_GPU_OK;
+	if (d->n > g->perm_cap)
+	{
+		int64_t		cap = d->n;
+
+		pthread_mutex_lock(&ledger_lock);
+		r = mop_gpu_ledger_reserve(&ledger, (uint64_t) cap * 8, "a row order", msg, msglen);
+		pthread_mutex_unlock(&ledger_lock);
+		if (r != 0)
+			return MOP_GPU_ENOMEM;
+		if (g->perm)
+		{
+			cudaFreeAsync(g->perm, g->stream);
+			pthread_mutex_lock(&ledger_lock);
+			mop_gpu_ledger_release(&ledger, (uint64_t) g->perm_cap * 8);
+			pthread_mutex_unlock(&ledger_lock);
+			g->perm = NULL;
+			g->perm_cap = 0;
+		}
+		if (cudaMallocAsync((void **) &g->perm, (size_t) cap * 8, g->stream) != cudaSuccess)
+		{
+			cudaError_t e = cudaGetLastError();
+
+			pthread_mutex_lock(&ledger_lock);
+			mop_gpu_ledger_release(&ledger, (uint64_t) cap * 8);
+			pthread_mutex_unlock(&ledger_lock);
+			g->perm = NULL;
+			return cuda_fail(msg, msglen, "allocating a row order", e);
+		}
+		g->perm_cap = cap;
+	}
+	/* stream-ordered: steps queued before read the old order */
+	CU(cudaMemcpyAsync(g->perm, perm, (size_t) d->n * 8, cudaMemcpyHostToDevice, g->stream),
+	   "uploading a row order");
+	g->order_of = d;
+	return MOP_GPU_OK;
+}
+
+/*
+ * Queue every step whose rows are known (copying those of the step being
+ * gathered) and wait for the GPU: afterwards no queued work reads any
+ * buffer of rows, so the caller may free them.
+ */
+extern "C" int
+mop_gpu_train_quiesce(mop_gpu_model *g, char *msg, size_t msglen)
+{
+	CU(cudaSetDevice(g->device), "cudaSetDevice");
+	launch_ready(g);
+	if (g->fill > 0)
+		pregather(g, cur_entry(g));
+	CU(cudaStreamSynchronize(g->stream), "waiting for the GPU");
 	return MOP_GPU_OK;
 }
 
@@ -1263,21 +1407,31 @@ extern "C" int
 mop_gpu_train_end(mop_gpu_model *g, nn_result *res, char *msg, size_t msglen)
 {
 	nn_model   *m = g->host;
-	int			r;
+	int			r = MOP_GPU_OK;
+	long long	partial_t = 0;
 
 	if (!g->streaming)
 		return fail(msg, msglen, MOP_GPU_EINVAL, "end called without begin");
 	CU(cudaSetDevice(g->device), "cudaSetDevice");
+	if (g->fill > 0 && !m->diverged && g->tab_launched + 1 > STEP_CAP)
+		r = table_reset(g, msg, msglen);
+	if (r != MOP_GPU_OK && r != MOP_GPU_EDIVERGED)
+	{
+		g->streaming = 0;
+		g->fill = 0;
+		return r;
+	}
 	if (g->fill > 0 && !m->diverged)
 	{
-		if (g->tab_used >= STEP_CAP && (r = table_reset(g, msg, msglen)) != MOP_GPU_OK)
-		{
-			g->streaming = 0;
-			g->fill = 0;
-			return r;
-		}
-		upload_steps(g, 1);
-		train_step(g, g->xb, g->yb, (int) g->fill);
+		/* the last, partial batch: its own launch, on fill rows */
+		gk_step    *e = cur_entry(g);
+
+		complete_step(g, e, (int) g->fill);
+		partial_t = e->t;
+		upload_entries(g, 1);
+		step_body(g, (int) g->fill);
+		g->tab_launched++;
+		g->ready--;
 	}
 	g->fill = 0;
 	g->streaming = 0;
@@ -1285,10 +1439,14 @@ mop_gpu_train_end(mop_gpu_model *g, nn_result *res, char *msg, size_t msglen)
 					   g->stream), "reading the training sums");
 	if ((r = read_status(g, msg, msglen)) != MOP_GPU_OK)
 		return r;
-	r = m->diverged ? MOP_GPU_EDIVERGED : check_diverged(g, msg, msglen);
-	if (r == MOP_GPU_EDIVERGED && msg && msg[0] == '\0')
-		fail(msg, msglen, r, "model has diverged");
-	if (r == MOP_GPU_OK)
+	r = check_diverged(g, msg, msglen);
+	if (r == MOP_GPU_OK && m->diverged)
+		r = fail(msg, msglen, MOP_GPU_EDIVERGED, "model has diverged");
+	/*
+	 * As nn_train_end: the sub-epoch counts unless its last, partial step
+	 * is the one that diverged.
+	 */
+	if (r == MOP_GPU_OK || (g->st_host->flag && g->st_host->step != partial_t))
 		m->sub_epochs++;
 	if (res)
 	{

@@ -82,6 +82,60 @@ gk_gather_rows(float *dst, const float *src, const int64_t *perm, int64_t off, i
 		k_gather_rows<<<blocks_for(n * width), THREADS, 0, s>>>(dst, src, perm, off, n, width);
 }
 
+/*
+ * CPU reference: the staging copy of nn_train_feed (model.c), as the step
+ * table describes it: the segments of the current step's minibatch are
+ * copied into the staging buffers (thread i copies float i of x and float
+ * i of y, where they exist).
+ */
+__global__ static void
+k_gather_step(const gk_step *tab, const int *idx, float *xb, float *yb, int64_t batch,
+			  int64_t in_dim, int64_t y_dim)
+{
+	const gk_step *e = &tab[*idx];
+	int64_t		total = batch * (in_dim > y_dim ? in_dim : y_dim);
+
+	GRID_STRIDE(i, total)
+	{
+		for (int pass = 0; pass < 2; pass++)
+		{
+			int64_t		width = pass ? y_dim : in_dim;
+			int64_t		r,
+						j;
+
+			if (i >= batch * width)
+				continue;
+			r = i / width;
+			j = i - r * width;
+			for (int k = 0; k < e->nseg; k++)
+			{
+				const gk_seg *sg = &e->seg[k];
+
+				if (r >= sg->dst && r < sg->dst + sg->n)
+				{
+					int64_t		q = sg->off + (r - sg->dst);
+					int64_t		from = sg->perm ? sg->perm[q] : q;
+
+					if (pass)
+						yb[i] = sg->y[from * width + j];
+					else
+						xb[i] = sg->x[from * width + j];
+					break;
+				}
+			}
+		}
+	}
+}
+
+void
+gk_gather_step(const gk_step *tab, const int *idx, float *xb, float *yb, int64_t batch,
+			   int64_t in_dim, int64_t y_dim, cudaStream_t s)
+{
+	int64_t		n = batch * (in_dim > y_dim ? in_dim : y_dim);
+
+	k_gather_step<<<blocks_for(n), THREADS, 0, s>>>(tab, idx, xb, yb, batch, in_dim, y_dim);
+}
+
 /* CPU reference: the dropout layer of nn_layer_forward/backward (out = in * mask) */
 __global__ static void
 k_mul(const float *a, const float *b, float *out, int64_t n)
@@ -600,9 +654,9 @@ gk_loss_rows(int loss, int metric, int top_k, int out_dim, const float *z, const
 /*
  * CPU reference: the sums of nn_loss_eval and the loss check of
  * nn_gradients (model.c).  One block, a fixed reduction tree: the same
- * bits every run.  With check, a non-finite batch loss raises the flag
- * instead of being added (the CPU stops before adding it too), and nothing
- * is added once the flag is up.
+ * bits every run.  Without check (evaluation) the sums are added to
+ * acc[0..1].  With check (training) a non-finite batch loss raises the
+ * flag, and a finite one is held in acc[2..3] until gk_commit_sums.
  */
 __global__ static void
 k_loss_reduce(const double *rowloss, const double *rowmetric, int nb, double *acc,
@@ -632,16 +686,44 @@ k_loss_reduce(const double *rowloss, const double *rowmetric, int nb, double *ac
 	}
 	if (threadIdx.x == 0)
 	{
-		if (check && st->flag)
+		if (!check)
+		{
+			acc[0] += sl[0];
+			acc[1] += sm[0];
 			return;
-		if (check && !isfinite(sl[0]))
+		}
+		if (st->flag)
+			return;
+		if (!isfinite(sl[0]))
 		{
 			raise_flag(st, isnan(sl[0]) ? GK_BAD_LOSS_NAN : GK_BAD_LOSS_INF, tab[*idx].t);
 			return;
 		}
-		acc[0] += sl[0];
-		acc[1] += sm[0];
+		/* held until the optimizer has taken the step (gk_commit_sums) */
+		acc[2] = sl[0];
+		acc[3] = sm[0];
 	}
+}
+
+/*
+ * CPU reference: the end of train_step (model.c): a step's loss and metric
+ * count only once its update succeeded (the CPU adds them after
+ * nn_optim_step returns).
+ */
+__global__ static void
+k_commit_sums(double *acc, const gk_status *st)
+{
+	if (!st->flag)
+	{
+		acc[0] += acc[2];
+		acc[1] += acc[3];
+	}
+}
+
+void
+gk_commit_sums(double *acc, const gk_status *st, cudaStream_t s)
+{
+	k_commit_sums<<<1, 1, 0, s>>>(acc, st);
 }
 
 void

@@ -25,17 +25,38 @@ typedef struct gk_optim
 } gk_optim;
 
 /*
- * What changes from one optimizer step to the next, computed on the host as
- * nn_optim_step does.  The kernels read the entry of the current step from
- * a table on the device (tab[*idx]; a kernel at the end of each step
- * advances idx), so that one step's kernels can be captured once as a CUDA
- * graph and replayed.
+ * Where a step's minibatch comes from: n rows of a buffer on the device,
+ * starting at row off of its order (perm, or the stored order), copied to
+ * rows dst.. of the staging buffers.
+ */
+typedef struct gk_seg
+{
+	const float *x;
+	const float *y;
+	const int64_t *perm;
+	int64_t		off;
+	int32_t		n;
+	int32_t		dst;
+} gk_seg;
+
+#define GK_SEGS 4
+
+/*
+ * What changes from one training step to the next, written on the host:
+ * the optimizer's scalars as nn_optim_step computes them, and where the
+ * minibatch comes from.  The kernels read the entry of the current step
+ * from a table on the device (tab[*idx]; a kernel at the end of each step
+ * advances idx), so that steps can be captured once as a CUDA graph and
+ * replayed with other rows and other step numbers.
  */
 typedef struct gk_step
 {
 	long long	t;				/* the step's number (steps + 1) */
 	float		step_size;		/* Adam: lr / (1 - beta1^t) */
 	float		bc2_sqrt;		/* Adam: sqrt(1 - beta2^t) */
+	int32_t		nseg;			/* segments to gather (rows staged otherwise stay) */
+	int32_t		pad;
+	gk_seg		seg[GK_SEGS];
 } gk_step;
 
 /* Divergence flag codes kept on the device (0: fine). */
@@ -57,6 +78,8 @@ void		gk_fill_rows(float *out, int64_t rows, int64_t width, const float *bias,
 						 cudaStream_t s);
 void		gk_gather_rows(float *dst, const float *src, const int64_t *perm, int64_t off,
 						   int64_t n, int64_t width, cudaStream_t s);
+void		gk_gather_step(const gk_step *tab, const int *idx, float *xb, float *yb,
+						   int64_t batch, int64_t in_dim, int64_t y_dim, cudaStream_t s);
 void		gk_act_forward(int act, float alpha, const float *x, float *y, int64_t n,
 						   int64_t width, cudaStream_t s);
 void		gk_act_backward(int act, float alpha, const float *x, const float *y,
@@ -79,6 +102,7 @@ void		gk_loss_rows(int loss, int metric, int top_k, int out_dim, const float *z,
 void		gk_loss_reduce(const double *rowloss, const double *rowmetric, int nb,
 						   double *acc, gk_status *st, const gk_step *tab, const int *idx,
 						   int check, cudaStream_t s);
+void		gk_commit_sums(double *acc, const gk_status *st, cudaStream_t s);
 void		gk_step_advance(int *idx, cudaStream_t s);
 
 /* optim.c */

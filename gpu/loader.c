@@ -25,7 +25,6 @@ mop_gpu_api_resolve(void *handle, mop_gpu_api *api, char *msg, size_t msglen)
 		SYM(memory_info, "mop_gpu_memory_info"),
 		SYM(model_bytes, "mop_gpu_model_bytes"),
 		SYM(data_upload, "mop_gpu_data_upload"),
-		SYM(data_set_order, "mop_gpu_data_set_order"),
 		SYM(data_rows, "mop_gpu_data_rows"),
 		SYM(data_free, "mop_gpu_data_free"),
 		SYM(model_open, "mop_gpu_model_open"),
@@ -34,6 +33,8 @@ mop_gpu_api_resolve(void *handle, mop_gpu_api *api, char *msg, size_t msglen)
 		SYM(train_begin, "mop_gpu_train_begin"),
 		SYM(train_feed, "mop_gpu_train_feed"),
 		SYM(train_end, "mop_gpu_train_end"),
+		SYM(train_order, "mop_gpu_train_order"),
+		SYM(train_quiesce, "mop_gpu_train_quiesce"),
 		SYM(evaluate, "mop_gpu_evaluate"),
 		SYM(gradients, "mop_gpu_gradients"),
 #undef SYM

@@ -140,12 +140,6 @@ int			mop_gpu_data_upload(int32_t device, const float *x, const float *y,
 								int64_t n, int32_t in_dim, int32_t y_dim,
 								mop_gpu_data **out, char *msg, size_t msglen);
 
-/*
- * The order in which a training stream visits the rows: perm[i] is the row
- * visited i-th (each of 0..n-1 once); NULL restores the stored order.
- */
-int			mop_gpu_data_set_order(mop_gpu_data *d, const int64_t *perm,
-								   char *msg, size_t msglen);
 int64_t		mop_gpu_data_rows(const mop_gpu_data *d);
 void		mop_gpu_data_free(mop_gpu_data *d);
 
@@ -176,6 +170,21 @@ int			mop_gpu_train_feed(mop_gpu_model *g, mop_gpu_data *d, int64_t off,
 int			mop_gpu_train_end(mop_gpu_model *g, nn_result *res, char *msg,
 							  size_t msglen);
 
+/*
+ * The order in which this stream visits the rows of d from now on: perm[i]
+ * is the row visited i-th (each of 0..n-1 once); NULL: the stored order.
+ * The order belongs to the mirror, so models sharing a buffer keep their
+ * own.
+ */
+int			mop_gpu_train_order(mop_gpu_model *g, const mop_gpu_data *d,
+								const int64_t *perm, char *msg, size_t msglen);
+
+/*
+ * Queue all work whose rows are known and wait for the GPU: afterwards no
+ * queued work reads any mop_gpu_data, so buffers fed so far may be freed.
+ */
+int			mop_gpu_train_quiesce(mop_gpu_model *g, char *msg, size_t msglen);
+
 /* Loss and metric sums of rows [off, off + n) of d (stored order), added into *res. */
 int			mop_gpu_evaluate(mop_gpu_model *g, mop_gpu_data *d, int64_t off,
 							 int64_t n, nn_result *res, char *msg, size_t msglen);
@@ -203,8 +212,6 @@ typedef uint64_t (*mop_gpu_model_bytes_fn) (const nn_model *host);
 typedef int (*mop_gpu_data_upload_fn) (int32_t device, const float *x, const float *y,
 									   int64_t n, int32_t in_dim, int32_t y_dim,
 									   mop_gpu_data **out, char *msg, size_t msglen);
-typedef int (*mop_gpu_data_set_order_fn) (mop_gpu_data *d, const int64_t *perm,
-										  char *msg, size_t msglen);
 typedef int64_t (*mop_gpu_data_rows_fn) (const mop_gpu_data *d);
 typedef void (*mop_gpu_data_free_fn) (mop_gpu_data *d);
 typedef int (*mop_gpu_model_open_fn) (nn_model *host, const mop_gpu_options *opt,
@@ -216,6 +223,9 @@ typedef int (*mop_gpu_train_feed_fn) (mop_gpu_model *g, mop_gpu_data *d, int64_t
 									  int64_t n, char *msg, size_t msglen);
 typedef int (*mop_gpu_train_end_fn) (mop_gpu_model *g, nn_result *res, char *msg,
 									 size_t msglen);
+typedef int (*mop_gpu_train_order_fn) (mop_gpu_model *g, const mop_gpu_data *d,
+									   const int64_t *perm, char *msg, size_t msglen);
+typedef int (*mop_gpu_train_quiesce_fn) (mop_gpu_model *g, char *msg, size_t msglen);
 typedef int (*mop_gpu_evaluate_fn) (mop_gpu_model *g, mop_gpu_data *d, int64_t off,
 									int64_t n, nn_result *res, char *msg, size_t msglen);
 typedef int (*mop_gpu_gradients_fn) (mop_gpu_model *g, mop_gpu_data *d, int64_t off,
@@ -237,7 +247,6 @@ typedef struct mop_gpu_api
 	mop_gpu_memory_info_fn memory_info;
 	mop_gpu_model_bytes_fn model_bytes;
 	mop_gpu_data_upload_fn data_upload;
-	mop_gpu_data_set_order_fn data_set_order;
 	mop_gpu_data_rows_fn data_rows;
 	mop_gpu_data_free_fn data_free;
 	mop_gpu_model_open_fn model_open;
@@ -246,6 +255,8 @@ typedef struct mop_gpu_api
 	mop_gpu_train_begin_fn train_begin;
 	mop_gpu_train_feed_fn train_feed;
 	mop_gpu_train_end_fn train_end;
+	mop_gpu_train_order_fn train_order;
+	mop_gpu_train_quiesce_fn train_quiesce;
 	mop_gpu_evaluate_fn evaluate;
 	mop_gpu_gradients_fn gradients;
 } mop_gpu_api;

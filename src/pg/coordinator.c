@@ -273,10 +273,12 @@ create_run(void)
 				 errhint("Background workers see only committed data: commit mop_prepare() before starting a search.")));
 	n_partitions = ds->partitions;
 	snprintf(opts, sizeof(opts),
-			 "{\"deterministic\": %s, \"scheduler\": \"%s\", \"device\": \"%s\", \"blas_threads\": %d%s%s%s%s}",
+			 "{\"deterministic\": %s, \"scheduler\": \"%s\", \"device\": \"%s\"%s, \"blas_threads\": %d%s%s%s%s}",
 			 run->deterministic ? "true" : "false",
 			 mop_pick_name(run->pick),
 			 run->gpu ? "gpu" : "cpu",
+			 run->gpu ? psprintf(", \"gpu_memory_mb\": %d, \"gpu_tf32\": %s", run->gpu_memory_mb,
+								 run->gpu_tf32 ? "true" : "false") : "",
 			 run->blas_threads,
 			 run->replay_run_id ? ", \"replay_of\": " : "",
 			 run->replay_run_id ? psprintf(INT64_FORMAT, run->replay_run_id) : "",
@@ -347,8 +349,8 @@ create_run(void)
 static void
 load_run(void)
 {
-	Oid			t[2] = {INT8OID, INT8OID};
-	Datum		v[2];
+	Oid			t[3] = {INT8OID, INT8OID, TEXTOID};
+	Datum		v[3];
 	bool		isnull;
 	char	   *status;
 
@@ -418,8 +420,11 @@ load_run(void)
 					 errmsg("resuming a %s run is not supported", algo)));
 	}
 	v[1] = Int64GetDatum((int64) dsm_segment_handle(run_seg));
+	/* a resumed run trains where the resuming session said: record it */
+	v[2] = CStringGetTextDatum(run->gpu ? "gpu" : "cpu");
 	exec_sql("UPDATE mop.runs SET status = 'running', error = NULL, finished_at = NULL, "
-			 "shm_handle = $2 WHERE id OPERATOR(pg_catalog.=) $1", 2, t, v, SPI_OK_UPDATE);
+			 "shm_handle = $2, options = pg_catalog.jsonb_set(options, '{device}', "
+			 "pg_catalog.to_jsonb($3)) WHERE id OPERATOR(pg_catalog.=) $1", 3, t, v, SPI_OK_UPDATE);
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 

@@ -245,9 +245,10 @@ mop_gpu(void)
 }
 
 /*
- * Report a failure of the GPU library as the right error: over the memory
- * budget or out of device memory 53200, bad data 22000, anything else
- * (CUDA, cuBLAS, driver) 58000.
+ * Report a failure of the GPU library, which happened while `what` (a
+ * phrase such as "training on the GPU"), as the right error: over the
+ * memory budget or out of device memory 53200, bad data 22023 (as the CPU
+ * engine reports it), anything else (CUDA, cuBLAS, the driver) 58000.
  */
 void
 mop_gpu_error(int rc, const char *msg, const char *what)
@@ -256,23 +257,21 @@ mop_gpu_error(int rc, const char *msg, const char *what)
 
 	/* the library writes lower-case phrases; a detail is a sentence */
 	detail[0] = pg_toupper((unsigned char) detail[0]);
-	msg = detail;
 	if (rc == MOP_GPU_ENOMEM)
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
-				 errmsg("not enough GPU memory %s", what),
-				 errdetail("%s.", msg),
+				 errmsg("out of GPU memory while %s", what),
+				 errdetail("%s.", detail),
 				 errhint("Raise mop.gpu_memory (now %d MB, 0 = no limit), use a smaller batch_size, or run fewer workers per GPU.",
 						 mop_gpu_memory_mb)));
 	if (rc == MOP_GPU_EINVAL)
 		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("could not train on the GPU: %s", msg),
-				 errdetail("While %s.", what)));
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s while %s", msg && msg[0] ? msg : "invalid input", what)));
 	ereport(ERROR,
 			(errcode(ERRCODE_SYSTEM_ERROR),
-			 errmsg("GPU failure %s", what),
-			 errdetail("%s.", msg),
+			 errmsg("GPU failure while %s", what),
+			 errdetail("%s.", detail),
 			 errhint("SET mop.device = 'cpu' to train on the CPU.")));
 }
 

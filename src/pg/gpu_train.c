@@ -62,6 +62,7 @@ struct MopGpuAgg
 	bool		training;
 	bool		begun;
 	List	   *temps;			/* mop_gpu_data * uploaded for this aggregate only */
+	uint64		temp_bytes;
 	MemoryContext cxt;
 	MemoryContextCallback cb;
 };
@@ -103,6 +104,34 @@ agg_close(MopGpuAgg *a)
 	foreach(lc, a->temps)
 		a->api->data_free((mop_gpu_data *) lfirst(lc));
 	a->temps = NIL;
+	a->temp_bytes = 0;
+}
+
+/*
+ * Rows uploaded for this aggregate only are freed once TEMP_ROWS_BYTES of
+ * them have been fed (after the GPU has read them), so a partition larger
+ * than the cache needs a bounded amount of device memory.
+ */
+#define TEMP_ROWS_BYTES (UINT64CONST(64) << 20)
+
+static void
+free_temps(MopGpuAgg *a)
+{
+	char		msg[512] = "";
+	int			rc;
+	ListCell   *lc;
+
+	if (a->begun)
+	{
+		rc = a->api->train_quiesce(a->g, msg, sizeof(msg));
+		if (rc != MOP_GPU_OK)
+			mop_gpu_error(rc, msg, "waiting for the GPU");
+	}
+	foreach(lc, a->temps)
+		a->api->data_free((mop_gpu_data *) lfirst(lc));
+	list_free(a->temps);
+	a->temps = NIL;
+	a->temp_bytes = 0;
 }
 
 static void
@@ -144,7 +173,7 @@ mop_gpu_agg_open(nn_model *m, int device, bool training, MemoryContext cxt)
 	o.tf32 = mop_gpu_tf32 ? 1 : 0;
 	rc = a->api->model_open(m, &o, &a->g, msg, sizeof(msg));
 	if (rc != MOP_GPU_OK)
-		mop_gpu_error(rc, msg, "for the model");
+		mop_gpu_error(rc, msg, "placing the model on the GPU");
 	if (training)
 	{
 		rc = a->api->train_begin(a->g, msg, sizeof(msg));
@@ -185,12 +214,13 @@ device_rows(MopGpuAgg *a, Datum xd, Datum yd, const float *x, const float *y, in
 		keep = false;			/* full: no admission, as the host cache */
 	rc = a->api->data_upload(a->device, x, y, n, in_dim, y_dim, &d, msg, sizeof(msg));
 	if (rc != MOP_GPU_OK)
-		mop_gpu_error(rc, msg, "for a buffer of rows");
+		mop_gpu_error(rc, msg, "uploading rows to the GPU");
 	if (!keep)
 	{
 		MemoryContext old = MemoryContextSwitchTo(a->cxt);
 
 		a->temps = lappend(a->temps, d);
+		a->temp_bytes += bytes;
 		MemoryContextSwitchTo(old);
 		return d;
 	}
@@ -217,10 +247,16 @@ device_rows(MopGpuAgg *a, Datum xd, Datum yd, const float *x, const float *y, in
 }
 
 /*
+ * Minibatches queued per call of the library between interrupt checks:
+ * queuing does not wait for the GPU (a few microseconds per minibatch), and
+ * eight at a time lets the library replay them as one CUDA graph.
+ */
+#define FEED_BATCHES 8
+
+/*
  * Train on one buffer of n rows in the order perm (as the CPU path feeds
- * them), a minibatch per call so that interrupts are checked once per
- * minibatch.  Queuing work does not wait for the GPU; a divergence is
- * reported by mop_gpu_agg_finish.
+ * them), checking for interrupts between calls.  Queuing work does not wait
+ * for the GPU; a divergence is reported by mop_gpu_agg_finish.
  */
 void
 mop_gpu_agg_train(MopGpuAgg *a, Datum xd, Datum yd, const float *x, const float *y,
@@ -231,22 +267,24 @@ mop_gpu_agg_train(MopGpuAgg *a, Datum xd, Datum yd, const float *x, const float 
 	char		msg[512] = "";
 	int			rc;
 
-	rc = a->api->data_set_order(d, perm, msg, sizeof(msg));
+	rc = a->api->train_order(a->g, d, perm, msg, sizeof(msg));
 	if (rc != MOP_GPU_OK)
 		mop_gpu_error(rc, msg, "ordering rows");
-	for (int64 off = 0; off < n; off += bs)
+	for (int64 off = 0; off < n; off += bs * FEED_BATCHES)
 	{
-		int64		cnt = Min(bs, n - off);
+		int64		cnt = Min(bs * FEED_BATCHES, n - off);
 
 		CHECK_FOR_INTERRUPTS();
 		rc = a->api->train_feed(a->g, d, off, cnt, msg, sizeof(msg));
 		if (rc == MOP_GPU_EDIVERGED)
 			return;
 		if (rc != MOP_GPU_OK)
-			mop_gpu_error(rc, msg, "training");
+			mop_gpu_error(rc, msg, "training on the GPU");
 		if (mop_progress_rows)
 			*mop_progress_rows += cnt;
 	}
+	if (a->temp_bytes > TEMP_ROWS_BYTES)
+		free_temps(a);
 }
 
 /* Add one buffer's loss and metric sums (stored order) into *res. */
@@ -261,7 +299,9 @@ mop_gpu_agg_eval(MopGpuAgg *a, Datum xd, Datum yd, const float *x, const float *
 	CHECK_FOR_INTERRUPTS();
 	rc = a->api->evaluate(a->g, d, 0, n, res, msg, sizeof(msg));
 	if (rc != MOP_GPU_OK)
-		mop_gpu_error(rc, msg, "evaluating");
+		mop_gpu_error(rc, msg, "evaluating on the GPU");
+	if (a->temp_bytes > TEMP_ROWS_BYTES)
+		free_temps(a);			/* evaluation has waited for the GPU already */
 }
 
 /*

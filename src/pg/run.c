@@ -300,6 +300,8 @@ launch(const RunRequest *req, BackgroundWorkerHandle **handle)
 	run->pick = req->pick;
 	run->blas_threads = mop_blas_threads;
 	run->gpu = mop_gpu_resolved;
+	run->gpu_memory_mb = mop_gpu_memory_mb;
+	run->gpu_tf32 = mop_gpu_tf32;
 	run->n_models = list_length(configs);
 	run->n_configs = list_length(configs);
 	run->median_stop = req->median_stop;

@@ -112,6 +112,8 @@ typedef struct MopRunShared
 	int32		pick;			/* mop_pick */
 	int32		blas_threads;
 	bool		gpu;			/* train on GPUs (mop.device resolved at the start) */
+	int32		gpu_memory_mb;	/* the starting session's mop.gpu_memory */
+	bool		gpu_tf32;		/* and mop.gpu_tf32 */
 	/* adaptive search (driver mode): which algorithm and its parameters */
 	int32		algo;			/* MopAlgo */
 	int32		max_resource;	/* Hyperband/ASHA: R, in epochs */

@@ -46,7 +46,9 @@ for round in $(seq "$ROUNDS"); do
 	for threads in 1 16; do
 		nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 >"$OUT/util_t${threads}_r${round}.txt" &
 		smi=$!
-		test/gpu/bench grid --model mlp --rows "$ROWS" --reps 1 --threads $threads
+		# two repetitions in one process: the second finds its streams and
+		# cuBLAS handles made, as a worker does after its first sub-epoch
+		test/gpu/bench grid --model mlp --rows "$ROWS" --reps 2 --threads $threads
 		kill $smi
 		echo "UTIL threads=$threads round=$round mean_util=$(awk '{s+=$1; n++} END {if (n) printf "%.0f", s/n}' "$OUT/util_t${threads}_r${round}.txt") samples=$(wc -l <"$OUT/util_t${threads}_r${round}.txt")"
 	done

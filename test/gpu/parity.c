@@ -322,6 +322,7 @@ clone(const nn_model *m)
 }
 
 static int	no_graphs;			/* open mirrors that launch kernel by kernel */
+static int	whole_feeds;		/* feed each buffer in one call (else batch - 1 rows a call) */
 
 static mop_gpu_model *
 open_gpu(nn_model *m)
@@ -473,16 +474,16 @@ test_train(const char *name, const nn_spec *spec, int steps_rows_a, int rows_b, 
 	db = upload(h, xb, yb, rows_b);
 	if (!g || !da || !db)
 		return;
-	rcode = G.data_set_order(da, pa, msg, sizeof(msg));
+	rcode = G.train_begin(g, msg, sizeof(msg));
 	if (!rcode)
-		rcode = G.data_set_order(db, pb, msg, sizeof(msg));
-	if (!rcode)
-		rcode = G.train_begin(g, msg, sizeof(msg));
+		rcode = G.train_order(g, da, pa, msg, sizeof(msg));
 	/* feed a in slices of batch - 1 rows (the aggregate feeds a batch at a time) */
-	for (int off = 0, sl = spec->batch_size > 1 ? spec->batch_size - 1 : 1;
+	for (int off = 0, sl = whole_feeds ? steps_rows_a : spec->batch_size > 1 ? spec->batch_size - 1 : 1;
 		 !rcode && off < steps_rows_a; off += sl)
 		rcode = G.train_feed(g, da, off, steps_rows_a - off < sl ? steps_rows_a - off : sl, msg,
 							 sizeof(msg));
+	if (!rcode)
+		rcode = G.train_order(g, db, pb, msg, sizeof(msg));
 	if (!rcode)
 		rcode = G.train_feed(g, db, 0, rows_b, msg, sizeof(msg));
 	if (!rcode)
@@ -561,6 +562,69 @@ test_optimizers(void)
 		snprintf(name, sizeof(name), "optimizer %s", o[i].name);
 		test_train(name, &s, 80, 37, 1e-4);
 	}
+}
+
+/*
+ * Twelve buffers of 5 rows each in shuffled order, batch 32: a batch is
+ * gathered from up to eight pieces, more than a step's table entry holds.
+ */
+static void
+test_many_buffers(void)
+{
+	nn_spec		s = base_spec(1, 1, 9, 32);
+	nn_model   *c,
+			   *h;
+	float	   *x,
+			   *y;
+	int64_t		perm[5] = {3, 0, 4, 1, 2};
+	float		sx[60 * 9],
+				sy[60];
+	mop_gpu_data *d[12];
+	mop_gpu_model *g;
+	nn_result	rc,
+				rg;
+	nn_error	err;
+	int			code = 0;
+
+	ADD(s, dense(7, NN_ACT_RELU));
+	ADD(s, dense(4, NN_ACT_NONE));
+	c = cpu_model(&s);
+	h = clone(c);
+	make_rows(c, 60, &x, &y);
+	for (int b = 0; b < 12; b++)
+		for (int i = 0; i < 5; i++)
+		{
+			memcpy(sx + (b * 5 + i) * 9, x + (b * 5 + perm[i]) * 9, sizeof(float) * 9);
+			sy[b * 5 + i] = y[b * 5 + perm[i]];
+		}
+	nn_train(c, sx, sy, 60, 0, &rc, &err);
+	if (!(g = open_gpu(h)))
+		return;
+	for (int b = 0; b < 12; b++)
+		if (!(d[b] = upload(h, x + b * 45, y + b * 5, 5)))
+			return;
+	code = G.train_begin(g, msg, sizeof(msg));
+	for (int b = 0; b < 12 && !code; b++)
+	{
+		code = G.train_order(g, d[b], perm, msg, sizeof(msg));
+		if (!code)
+			code = G.train_feed(g, d[b], 0, 5, msg, sizeof(msg));
+	}
+	if (!code)
+		code = G.train_end(g, &rg, msg, sizeof(msg));
+	if (!code)
+		code = G.model_sync(g, msg, sizeof(msg));
+	report(!code && rel_err(c->params, h->params, c->plan.n_params) < 1e-4 &&
+		   c->steps == h->steps && rc.rows == rg.rows,
+		   "batches gathered from up to 8 buffers (5 rows each): weights err %.1e over %lld steps %s",
+		   rel_err(c->params, h->params, c->plan.n_params), (long long) h->steps, code ? msg : "");
+	for (int b = 0; b < 12; b++)
+		G.data_free(d[b]);
+	G.model_close(g);
+	free(x);
+	free(y);
+	nn_model_free(c);
+	nn_model_free(h);
 }
 
 /* the CPU -> GPU -> CPU hop through the blob, against an all-CPU run */
@@ -791,7 +855,7 @@ test_errors(void)
 		if (!rc)
 			rc = G.train_end(g, &rgpu, msg, sizeof(msg));
 		report(st == NN_DIVERGED && rc == MOP_GPU_EDIVERGED && h->diverged &&
-			   h->steps == c->steps,
+			   h->steps == c->steps && h->rows_trained == c->rows_trained,
 			   "divergence reported as on the CPU: cpu \"%s\" after %lld steps, gpu \"%s\" after %lld steps",
 			   err.msg, (long long) c->steps, msg, (long long) h->steps);
 		G.model_close(g);
@@ -854,6 +918,18 @@ main(int argc, char **argv)
 		ADD(s, dense(3, NN_ACT_NONE));
 		test_train("sub-epoch of 4105 steps (step table starts over)", &s, 8003, 207, 1e-3);
 	}
+	/* whole buffers per call: steps replayed eight at a time */
+	whole_feeds = 1;
+	for (int i = 0; i < nz; i += 3)
+	{
+		char		name[128];
+
+		snprintf(name, sizeof(name), "sub-epoch %s, whole buffers per call", zoo[i].name);
+		test_train(name, &zoo[i].spec, 67 * zoo[i].spec.batch_size + 3,
+				   9 * zoo[i].spec.batch_size + 5, 1e-3);
+	}
+	whole_feeds = 0;
+	test_many_buffers();
 	/* the same sub-epochs launched kernel by kernel instead of as graphs */
 	no_graphs = 1;
 	for (int i = 0; i < nz; i += 4)

@@ -238,7 +238,7 @@ TEST(gpu_loader_fits)
 	/* every entry point was filled */
 	CHECK(api.abi_version && api.engine_layout && api.device_count && api.device_info);
 	CHECK(api.set_budget && api.memory_info && api.model_bytes && api.data_upload);
-	CHECK(api.data_set_order && api.data_rows && api.data_free && api.model_open);
+	CHECK(api.train_order && api.train_quiesce && api.data_rows && api.data_free && api.model_open);
 	CHECK(api.model_sync && api.model_close && api.train_begin && api.train_feed);
 	CHECK(api.train_end && api.evaluate && api.gradients);
 }

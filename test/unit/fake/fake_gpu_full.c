@@ -72,7 +72,14 @@ mop_gpu_data_upload(int32_t device, const float *x, const float *y, int64_t n,
 }
 
 int
-mop_gpu_data_set_order(mop_gpu_data *d, const int64_t *perm, char *msg, size_t msglen)
+mop_gpu_train_order(mop_gpu_model *g, const mop_gpu_data *d, const int64_t *perm, char *msg,
+					size_t msglen)
+{
+	return MOP_GPU_ENODEV;
+}
+
+int
+mop_gpu_train_quiesce(mop_gpu_model *g, char *msg, size_t msglen)
 {
 	return MOP_GPU_ENODEV;
 }
