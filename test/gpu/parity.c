@@ -627,6 +627,89 @@ test_many_buffers(void)
 	nn_model_free(h);
 }
 
+/*
+ * Two models training on one buffer at once, interleaved, each in its own
+ * order (as two groups of one aggregate query): neither sees the other's.
+ */
+static void
+test_shared_buffer(void)
+{
+	nn_spec		s = base_spec(1, 1, 12, 16);
+	nn_model   *c[2],
+			   *h[2];
+	mop_gpu_model *g[2];
+	mop_gpu_data *d;
+	float	   *x,
+			   *y,
+			   *sx,
+			   *sy;
+	int64_t		n = 3 * 16 + 5,
+				perm[2][53];
+	nn_result	r;
+	nn_error	err;
+	int			code = 0;
+	double		e[2];
+
+	ADD(s, dense(10, NN_ACT_TANH));
+	ADD(s, dense(5, NN_ACT_NONE));
+	c[0] = cpu_model(&s);
+	s.seed = 8;
+	c[1] = cpu_model(&s);
+	make_rows(c[0], n, &x, &y);
+	sx = malloc(sizeof(float) * n * 12);
+	sy = malloc(sizeof(float) * n);
+	for (int k = 0; k < 2; k++)
+	{
+		for (int64_t i = 0; i < n; i++)
+			perm[k][i] = k ? (i * 11 + 5) % n : n - 1 - i;
+		for (int64_t i = 0; i < n; i++)
+		{
+			memcpy(sx + i * 12, x + perm[k][i] * 12, sizeof(float) * 12);
+			sy[i] = y[perm[k][i]];
+		}
+		h[k] = clone(c[k]);
+		nn_train(c[k], sx, sy, n, 0, &r, &err);
+		if (!(g[k] = open_gpu(h[k])))
+			return;
+	}
+	if (!(d = upload(h[0], x, y, n)))
+		return;
+	for (int k = 0; k < 2 && !code; k++)
+	{
+		code = G.train_begin(g[k], msg, sizeof(msg));
+		if (!code)
+			code = G.train_order(g[k], d, perm[k], msg, sizeof(msg));
+	}
+	/* model 0 takes 19 rows (a batch and a part), model 1 all, model 0 the rest */
+	if (!code)
+		code = G.train_feed(g[0], d, 0, 19, msg, sizeof(msg));
+	if (!code)
+		code = G.train_feed(g[1], d, 0, n, msg, sizeof(msg));
+	if (!code)
+		code = G.train_feed(g[0], d, 19, n - 19, msg, sizeof(msg));
+	for (int k = 0; k < 2 && !code; k++)
+	{
+		code = G.train_end(g[k], &r, msg, sizeof(msg));
+		if (!code)
+			code = G.model_sync(g[k], msg, sizeof(msg));
+		e[k] = rel_err(c[k]->params, h[k]->params, c[k]->plan.n_params);
+	}
+	report(!code && e[0] < 1e-4 && e[1] < 1e-4,
+		   "two models interleaved on one buffer, each in its own order: weights err %.1e and %.1e %s",
+		   code ? 1.0 : e[0], code ? 1.0 : e[1], code ? msg : "");
+	for (int k = 0; k < 2; k++)
+	{
+		G.model_close(g[k]);
+		nn_model_free(c[k]);
+		nn_model_free(h[k]);
+	}
+	G.data_free(d);
+	free(x);
+	free(y);
+	free(sx);
+	free(sy);
+}
+
 /* the CPU -> GPU -> CPU hop through the blob, against an all-CPU run */
 static void
 test_hop(void)
@@ -930,6 +1013,7 @@ main(int argc, char **argv)
 	}
 	whole_feeds = 0;
 	test_many_buffers();
+	test_shared_buffer();
 	/* the same sub-epochs launched kernel by kernel instead of as graphs */
 	no_graphs = 1;
 	for (int i = 0; i < nz; i += 4)
