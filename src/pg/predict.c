@@ -32,6 +32,40 @@ PG_FUNCTION_INFO_V1(mop_predict_typed);
 PG_FUNCTION_INFO_V1(mop_predict_proba);
 PG_FUNCTION_INFO_V1(mop_evaluate);
 
+/* How a feature is named in messages: its column, or an element of the array column. */
+static char *
+feature_name(const MopDataset *ds, int i)
+{
+	if (ds->is_array && ds->nfeatcols > 0)
+		return psprintf("element %d of column \"%s\"", i + 1, ds->featcols[0]);
+	if (i < ds->nfeatcols)
+		return psprintf("column \"%s\"", ds->featcols[i]);
+	return psprintf("feature %d", i + 1);
+}
+
+/*
+ * A stored state must fit the dataset it is recorded under before the
+ * engine sees the dataset's rows: as many inputs as the dataset has
+ * features, and one label value per row (mop's targets).  Anyone who may
+ * write mop.models can put another dataset's blob there.
+ */
+static void
+check_model_fits(int64 model_id, nn_model *m, const MopDataset *ds)
+{
+	if (nn_model_in_dim(m) != ds->nfeatures)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("model " INT64_FORMAT " expects %d features but its dataset has %d",
+						model_id, nn_model_in_dim(m), ds->nfeatures),
+				 errhint("The state stored for the model was made for another dataset.")));
+	if (nn_model_y_dim(m) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("model " INT64_FORMAT " expects %d label values per row, dataset \"%s\" has 1",
+						model_id, nn_model_y_dim(m), ds->name),
+				 errhint("The state stored for the model was made for another dataset.")));
+}
+
 #define EVAL_SLICE 1024
 
 /* One loaded model of a call site's cache. */
@@ -99,11 +133,7 @@ predict_cache(FunctionCallInfo fcinfo, int64 model_id)
 	c->h = mop_model_from_blob(state, cxt);
 	pfree(state);
 	c->out_dim = nn_model_out_dim(c->h->model);
-	if (nn_model_in_dim(c->h->model) != c->ds->nfeatures)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("model " INT64_FORMAT " expects %d features but its dataset has %d",
-						model_id, nn_model_in_dim(c->h->model), c->ds->nfeatures)));
+	check_model_fits(model_id, c->h->model, c->ds);
 	c->x = palloc(sizeof(float) * c->ds->nfeatures);
 	c->out = palloc(sizeof(float) * Max(c->out_dim, 2));
 	MemoryContextSwitchTo(old);
@@ -144,8 +174,21 @@ predict_one(PredictCache *c, ArrayType *a)
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("feature %d is null", i + 1)));
 		v = DatumGetFloat8(elems[i]);
+		if (!isfinite(v))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_EXCEPTION),
+					 errmsg("feature %d (%s) is %s", i + 1, feature_name(ds, i),
+							isnan(v) ? "NaN" : "infinite"),
+					 errhint("mop predicts from finite values only.")));
 		if (ds->normalized)
 			v = (v - ds->mean[i]) / ds->std[i];
+		if (!isfinite((float) v))
+			ereport(ERROR,
+					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+					 errmsg("feature %d (%s) is out of range for single precision", i + 1,
+							feature_name(ds, i)),
+					 errdetail("The value %g is beyond the range of real after standardisation.",
+							   DatumGetFloat8(elems[i]))));
 		c->x[i] = (float) v;
 	}
 	st = nn_predict(c->h->model, c->x, 1, c->out, &err);
@@ -263,6 +306,7 @@ mop_evaluate(PG_FUNCTION_ARGS)
 
 	ds = mop_dataset_of_model(model_id, &state);
 	h = mop_model_from_blob(state, opcxt);
+	check_model_fits(model_id, h->model, ds);
 	mop_source_open(&src, relid, ds->target, ds->featcols, ds->nfeatcols);
 	mop_source_check_privileges(&src);
 	if (src.is_array != ds->is_array)

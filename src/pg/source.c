@@ -387,6 +387,12 @@ mop_source_read(MopSource *src, MopTargetKind kind, char **labels, int nlabels,
 						nonfinite++;
 						continue;
 					}
+					if (!isfinite((float) v))
+						ereport(ERROR,
+								(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+								 errmsg("target column \"%s\" has the value %g, out of range for single precision",
+										src->target, v),
+								 errhint("mop trains in single precision (|x| < 3.4e38); scale the column in a view.")));
 					yv = (float) v;
 				}
 				else
@@ -472,6 +478,12 @@ mop_source_read(MopSource *src, MopTargetKind kind, char **labels, int nlabels,
 							bad = true;
 							break;
 						}
+						if (!isfinite((float) v))
+							ereport(ERROR,
+									(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+									 errmsg("feature column \"%s\" has the value %g, out of range for single precision",
+											src->featcols[j], v),
+									 errhint("mop trains in single precision (|x| < 3.4e38); scale the column in a view.")));
 						xr[j] = (float) v;
 					}
 					if (bad)

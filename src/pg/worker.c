@@ -167,11 +167,17 @@ run_task(MopSlot *slot, MopSlot *task, double *valid_metric, double *valid_loss)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("model %lld is not visible to the worker", (long long) task->model_id)));
-	state = DatumGetByteaPCopy(col(1, &isnull));
-	if (isnull)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("model %lld has no checkpoint", (long long) task->model_id)));
+	{
+		Datum		sd = col(1, &isnull);
+
+		/* a NULL state (anyone who may write the row can set one) is no checkpoint */
+		if (isnull)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("model %lld has no checkpoint", (long long) task->model_id),
+					 errhint("Its state in mop.models is NULL; the model cannot continue.")));
+		state = DatumGetByteaPCopy(sd);
+	}
 	dataset_id = DatumGetInt64(col(2, &isnull));
 	status = TextDatumGetCString(col(3, &isnull));
 	rows = DatumGetInt64(col(4, &isnull));

@@ -1,0 +1,51 @@
+-- hardening: data any role that may write mop's tables can plant is
+-- refused with an error naming it, never a crash of the server
+SET client_min_messages = warning;
+
+-- a model whose stored state was made for another dataset (the digits
+-- model on the 3-feature blobs): mop_evaluate, mop_predict and training
+-- refuse it
+SELECT min(m.id) AS bm FROM mop.models m JOIN mop.datasets d ON d.id = m.dataset_id WHERE d.name = 'blobs' \gset
+SELECT min(m.id) AS dm FROM mop.models m JOIN mop.datasets d ON d.id = m.dataset_id WHERE d.name = 'digits' \gset
+CREATE TEMP TABLE saved AS SELECT id, state FROM mop.models WHERE id = :bm;
+UPDATE mop.models SET state = (SELECT state FROM mop.models WHERE id = :dm) WHERE id = :bm;
+SELECT regexp_replace(err(format('SELECT * FROM mop_evaluate(%s, %L)', :bm, 'blobs')), 'model \d+', 'model N') AS evaluate_refused;
+SELECT regexp_replace(err(format('SELECT mop_predict(%s, ARRAY[1.0, 2.0, 3.0])', :bm)), 'model \d+', 'model N') AS predict_refused;
+SELECT err(format($q$SELECT mop.train_agg(m.state, b.x, b.y) FROM mop.models m, mop.buffers b
+                     WHERE m.id = %s AND b.dataset_id = m.dataset_id AND b.split = 'train'$q$, :bm))
+       LIKE '22000: feature buffer of % bytes does not match % rows of % features' AS train_refused;
+UPDATE mop.models m SET state = s.state FROM saved s WHERE m.id = s.id;
+SELECT (SELECT rows FROM mop_evaluate(:bm, 'blobs')) > 0 AS evaluates_again;
+
+-- a NULL checkpoint picked up by a worker: the model fails with the reason
+CREATE TEMP TABLE r AS SELECT * FROM mop_grid_search('blobs',
+  '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.01, 0.02]}',
+  epochs => 2, workers => 1);
+SELECT DISTINCT run_id AS nr FROM r \gset
+-- as if the run had stopped after the model's first epoch
+UPDATE mop.runs SET status = 'failed' WHERE id = :nr;
+DELETE FROM mop.hops WHERE model_id = (SELECT min(model_id) FROM r) AND epoch = 2;
+DELETE FROM mop.epochs WHERE model_id = (SELECT min(model_id) FROM r) AND epoch = 2;
+UPDATE mop.models SET state = NULL, status = 'training', epochs_done = 1
+ WHERE id = (SELECT min(model_id) FROM r);
+SELECT count(*) AS models FROM mop_resume(:nr);
+SELECT status, error LIKE 'model % has no checkpoint' AS says_why
+  FROM mop.models WHERE id = (SELECT min(model_id) FROM r);
+SELECT status AS other_model FROM mop.models WHERE id = (SELECT max(model_id) FROM r);
+SELECT 1 AS server_still_up;
+
+-- values finite in double precision but not in single precision (mop's
+-- buffers): refused with the column named, not packed as infinities
+CREATE TABLE huge AS SELECT a, b, species FROM blobs;
+UPDATE huge SET a = 1e300 WHERE ctid = (SELECT min(ctid) FROM huge);
+SELECT err($$SELECT mop_prepare('huge', 'species', ARRAY['a', 'b'], dataset => 'huge')$$);
+CREATE TABLE hugey AS SELECT a, b::float8 AS target FROM blobs;
+UPDATE hugey SET target = -1e39 WHERE ctid = (SELECT min(ctid) FROM hugey);
+SELECT err($$SELECT mop_prepare('hugey', 'target', ARRAY['a'], dataset => 'hugey', target_kind => 'regression')$$);
+SELECT count(*) AS datasets_made FROM mop.datasets WHERE name IN ('huge', 'hugey');
+
+-- prediction from NaN, infinite or out-of-range features: an error, not a label
+SELECT err(format($$SELECT mop_predict(%s, ARRAY['NaN', 2.0, 3.0]::float8[])$$, :bm));
+SELECT err(format($$SELECT mop_predict(%s, ARRAY[1.0, 'Infinity', 3.0]::float8[])$$, :bm));
+SELECT err(format($$SELECT mop_predict_proba(%s, ARRAY[1.0, 2.0, 1e300]::float8[])$$, :bm));
+DROP TABLE huge, hugey;
