@@ -49,3 +49,22 @@ SELECT err(format($$SELECT mop_predict(%s, ARRAY['NaN', 2.0, 3.0]::float8[])$$, 
 SELECT err(format($$SELECT mop_predict(%s, ARRAY[1.0, 'Infinity', 3.0]::float8[])$$, :bm));
 SELECT err(format($$SELECT mop_predict_proba(%s, ARRAY[1.0, 2.0, 1e300]::float8[])$$, :bm));
 DROP TABLE huge, hugey;
+
+-- memory: a model whose working memory is over mop.max_model_memory is
+-- refused before anything is allocated, when created and when read back
+SHOW mop.max_model_memory;
+SET mop.max_model_memory = '64MB';
+SELECT err($$SELECT mop_train('digits', '{"model": {"layers": [{"type": "dense", "units": 4096, "activation": "relu"},
+  {"type": "dense", "units": 4096}, {"type": "dense", "units": 3}]}}', epochs => 1)$$);
+SELECT err(format('SELECT * FROM mop_evaluate(%s, %L)', :bm, 'blobs')) AS small_model_fits;
+RESET mop.max_model_memory;
+SELECT mop_train('blobs', '{"model": {"layers": [{"type": "dense", "units": 1024, "activation": "relu"},
+  {"type": "dense", "units": 1024}, {"type": "dense", "units": 3}]}}', epochs => 1) AS big \gset
+SET mop.max_model_memory = '8MB';
+SELECT err(format('SELECT * FROM mop_evaluate(%s, %L)', :big, 'blobs')) AS state_refused;
+SELECT err(format('SELECT mop_predict(%s, ARRAY[1.0, 2.0, 3.0])', :big)) AS predict_refused;
+RESET mop.max_model_memory;
+-- a search space list longer than any grid: refused before it is expanded
+SELECT err(format('SELECT * FROM mop_grid_search(%L, %L)', 'blobs',
+  jsonb_build_object('model', '{"layers": [{"type": "dense", "units": 3}]}'::jsonb,
+                     'learning_rate', (SELECT jsonb_agg(i * 1e-6) FROM generate_series(1, 100001) i))));

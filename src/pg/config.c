@@ -756,4 +756,5 @@ mop_config_to_spec(Jsonb *config, const MopDataset *ds, nn_spec *spec)
 				 errmsg("invalid model configuration: %s", err.msg),
 				 errdetail("Dataset \"%s\" has input shape [%d, %d, %d].",
 						   ds->name, ds->in_h, ds->in_w, ds->in_c)));
+	mop_check_model_memory(spec);
 }

@@ -24,6 +24,7 @@
 PG_MODULE_MAGIC;
 
 int			mop_blas_threads = 1;
+int			mop_max_model_memory_mb = 2048;
 
 static int	blas_threads_set = 0;	/* thread count last given to the engine */
 
@@ -45,6 +46,13 @@ _PG_init(void)
 							"0 disables the cache.",
 							&mop_buffer_cache_mb,
 							256, 0, INT_MAX / 1024,
+							PGC_USERSET, GUC_UNIT_MB,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("mop.max_model_memory",
+							"Memory one model may need (weights, gradients, optimizer state, one batch's activations).",
+							"Checked before a model is created or read from its state; 0 = no limit.",
+							&mop_max_model_memory_mb,
+							2048, 0, INT_MAX / 2,
 							PGC_USERSET, GUC_UNIT_MB,
 							NULL, NULL, NULL);
 	mop_run_define_gucs();
@@ -141,6 +149,32 @@ mop_model_release(ModelHandle *h)
 	model_handle_free(h);
 }
 
+/*
+ * Refuse a model whose working memory (the engine knows it before
+ * allocating anything) is over mop.max_model_memory: a clean 54000 error
+ * naming the need and the limit instead of a backend growing by gigabytes.
+ */
+void
+mop_check_model_memory(const nn_spec *spec)
+{
+	nn_memory	mem;
+	nn_error	err;
+
+	if (mop_max_model_memory_mb <= 0)
+		return;
+	if (nn_spec_memory(spec, &mem, &err) != NN_OK)
+		return;					/* invalid specs are reported by whoever builds them */
+	if (mem.total > (size_t) mop_max_model_memory_mb * 1024 * 1024)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("the model needs %zu MB of memory, more than mop.max_model_memory (%d MB)",
+						(mem.total + (1 << 20) - 1) >> 20, mop_max_model_memory_mb),
+				 errdetail("Weights %zu MB, gradients %zu MB, optimizer state %zu MB, activations of one batch %zu MB.",
+						   mem.params >> 20, mem.grads >> 20, mem.optimizer >> 20,
+						   mem.workspace >> 20),
+				 errhint("Use smaller layers or a smaller batch_size, or raise mop.max_model_memory.")));
+}
+
 /* Deserialize a model blob into a handle owned by cxt. */
 ModelHandle *
 mop_model_from_blob(bytea *blob, MemoryContext cxt)
@@ -148,7 +182,11 @@ mop_model_from_blob(bytea *blob, MemoryContext cxt)
 	ModelHandle *h;
 	nn_error	err;
 	nn_status	st;
+	nn_spec		spec;
 
+	/* the blob's spec says how much the model will take: check before building it */
+	if (nn_blob_spec(VARDATA_ANY(blob), VARSIZE_ANY_EXHDR(blob), &spec, &err) == NN_OK)
+		mop_check_model_memory(&spec);
 	mop_blas_ensure();
 	h = mop_model_handle(cxt);
 	st = nn_model_deserialize(VARDATA_ANY(blob), VARSIZE_ANY_EXHDR(blob),

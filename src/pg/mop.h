@@ -47,6 +47,10 @@ extern void mop_gpu_cache_clear(void);
 
 extern int	mop_blas_threads;
 
+/* GUC mop.max_model_memory: working memory one model may need (MB, 0 = no limit). */
+extern int	mop_max_model_memory_mb;
+extern void mop_check_model_memory(const nn_spec *spec);
+
 /* GUC mop.buffer_cache_mb: backend-local cache of detoasted buffers. */
 extern int	mop_buffer_cache_mb;
 

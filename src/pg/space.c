@@ -206,6 +206,13 @@ parse_param(SpaceParam *p, const char *key, JsonbValue *v)
 	}
 	if (is_container(v, true))
 	{
+		/* bounded before anything is expanded: a list cannot outgrow a grid */
+		if (JsonContainerSize(v->val.binary.data) > MAX_GRID)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("search space key \"%s\" lists %d values, more than %d",
+							key, (int) JsonContainerSize(v->val.binary.data), MAX_GRID),
+					 errhint("Use a distribution and mop_random_search for a large range.")));
 		p->kind = PARAM_LIST;
 		p->json = array_elements(v, &p->n);
 		if (p->n == 0)
