@@ -68,3 +68,22 @@ RESET mop.max_model_memory;
 SELECT err(format('SELECT * FROM mop_grid_search(%L, %L)', 'blobs',
   jsonb_build_object('model', '{"layers": [{"type": "dense", "units": 3}]}'::jsonb,
                      'learning_rate', (SELECT jsonb_agg(i * 1e-6) FROM generate_series(1, 100001) i))));
+
+-- search_path in background workers: a database's search_path cannot put
+-- another schema's operators in front of pg_catalog's in a run's SQL (the
+-- coordinator reads the run's options with ->>, workers record epochs with
+-- * and /); a planted operator would run as the role that started the run
+CREATE SCHEMA evil;
+CREATE TABLE evil.calls (op text);
+CREATE FUNCTION evil.get(j jsonb, k text) RETURNS text LANGUAGE sql
+  AS $$ INSERT INTO evil.calls VALUES ('->>') RETURNING NULL::text $$;
+CREATE FUNCTION evil.mul(a float8, b bigint) RETURNS float8 LANGUAGE sql
+  AS $$ INSERT INTO evil.calls VALUES ('*') RETURNING a * b $$;
+CREATE OPERATOR evil.->> (LEFTARG = jsonb, RIGHTARG = text, FUNCTION = evil.get);
+CREATE OPERATOR evil.* (LEFTARG = float8, RIGHTARG = bigint, FUNCTION = evil.mul);
+DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET search_path = evil, pg_catalog, public', current_database()); END $$;
+-- a resumed run (its coordinator reads the options) that trains a new model
+SELECT count(*) AS models, count(*) FILTER (WHERE status = 'done') AS done FROM mop_resume(:nr, add => '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": 0.05}');
+SELECT count(*) AS planted_operator_calls FROM evil.calls;
+DO $$ BEGIN EXECUTE format('ALTER DATABASE %I RESET search_path', current_database()); END $$;
+DROP SCHEMA evil CASCADE;

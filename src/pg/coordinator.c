@@ -357,15 +357,15 @@ load_run(void)
 	begin_tx();
 	v[0] = Int64GetDatum(run->resume_run_id);
 	exec_sql("SELECT r.status, d.partitions, r.epochs, r.seed, "
-			 "COALESCE((r.options->>'deterministic')::boolean, false), "
-			 "COALESCE(r.options->>'scheduler', 'random'), "
-			 "COALESCE((r.options->>'replay_of')::bigint, 0), "
-			 "COALESCE(r.options->>'algorithm', ''), COALESCE((r.options->>'max_resource')::int, 0), "
-			 "COALESCE((r.options->>'eta')::int, 0), COALESCE((r.options->>'min_resource')::int, 1), "
-			 "COALESCE((r.options->>'n_startup')::int, 10), COALESCE((r.options->>'gamma')::float8, 0.1), "
-			 "COALESCE((r.options->>'interval')::int, 1), COALESCE((r.options->>'quantile')::float8, 0.25), "
-			 "COALESCE((r.options->>'resample')::float8, 0.25), "
-			 "COALESCE((r.options->>'batch')::int, 0) "
+			 "COALESCE((r.options OPERATOR(pg_catalog.->>) 'deterministic')::boolean, false), "
+			 "COALESCE(r.options OPERATOR(pg_catalog.->>) 'scheduler', 'random'), "
+			 "COALESCE((r.options OPERATOR(pg_catalog.->>) 'replay_of')::bigint, 0), "
+			 "COALESCE(r.options OPERATOR(pg_catalog.->>) 'algorithm', ''), COALESCE((r.options OPERATOR(pg_catalog.->>) 'max_resource')::int, 0), "
+			 "COALESCE((r.options OPERATOR(pg_catalog.->>) 'eta')::int, 0), COALESCE((r.options OPERATOR(pg_catalog.->>) 'min_resource')::int, 1), "
+			 "COALESCE((r.options OPERATOR(pg_catalog.->>) 'n_startup')::int, 10), COALESCE((r.options OPERATOR(pg_catalog.->>) 'gamma')::float8, 0.1), "
+			 "COALESCE((r.options OPERATOR(pg_catalog.->>) 'interval')::int, 1), COALESCE((r.options OPERATOR(pg_catalog.->>) 'quantile')::float8, 0.25), "
+			 "COALESCE((r.options OPERATOR(pg_catalog.->>) 'resample')::float8, 0.25), "
+			 "COALESCE((r.options OPERATOR(pg_catalog.->>) 'batch')::int, 0) "
 			 "FROM mop.runs r JOIN mop.datasets d ON d.id OPERATOR(pg_catalog.=) r.dataset_id "
 			 "WHERE r.id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF r",
 			 1, t, v, SPI_OK_SELECT);
@@ -1743,6 +1743,7 @@ mop_coordinator_main(Datum arg)
 				 errmsg("mop coordinator found a bad run segment")));
 	on_dsm_detach(run_seg, coordinator_detach, (Datum) 0);
 	BackgroundWorkerInitializeConnectionByOid(run->database, run->user, 0);
+	mop_pin_search_path();
 	pgstat_report_appname("mop coordinator");
 	mop_blas_threads = run->blas_threads;
 

@@ -60,6 +60,20 @@ _PG_init(void)
 	MarkGUCPrefixReserved("mop");
 }
 
+/*
+ * In a background worker, right after connecting: resolve every name in
+ * pg_catalog (and temporary objects last), whatever search_path the
+ * database or role sets.  The worker runs SQL on behalf of the role that
+ * started the run, possibly a superuser, in a database whose owner could
+ * otherwise put an operator or function of their own in front of
+ * pg_catalog's.
+ */
+void
+mop_pin_search_path(void)
+{
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
+}
+
 /* Load BLAS (first call) and apply mop.blas_threads if it changed. */
 void
 mop_blas_ensure(void)

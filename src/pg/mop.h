@@ -95,6 +95,7 @@ typedef struct MopDataset
 } MopDataset;
 
 /* mop.c */
+extern void mop_pin_search_path(void);
 extern void mop_blas_ensure(void);
 extern void mop_nn_error(nn_status st, const nn_error *err, const char *what) pg_attribute_noreturn();
 extern ModelHandle *mop_model_handle(MemoryContext cxt);

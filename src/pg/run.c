@@ -786,9 +786,9 @@ mop_resume(PG_FUNCTION_ARGS)
 					seed = 0;
 
 		SPI_connect();
-		SPI_execute_with_args("SELECT options->>'algorithm', space, (options->>'max_resource')::int, "
-							  "(options->>'eta')::int, COALESCE((options->>'max_trials')::int, "
-							  "(options->>'trials')::int, (options->>'population')::int), seed "
+		SPI_execute_with_args("SELECT options OPERATOR(pg_catalog.->>) 'algorithm', space, (options OPERATOR(pg_catalog.->>) 'max_resource')::int, "
+							  "(options OPERATOR(pg_catalog.->>) 'eta')::int, COALESCE((options OPERATOR(pg_catalog.->>) 'max_trials')::int, "
+							  "(options OPERATOR(pg_catalog.->>) 'trials')::int, (options OPERATOR(pg_catalog.->>) 'population')::int), seed "
 							  "FROM mop.runs WHERE id OPERATOR(pg_catalog.=) $1",
 							  1, &t, &v, NULL, false, 1);
 		if (SPI_processed == 1)

@@ -74,8 +74,10 @@ volatile int64 *mop_progress_rows = NULL;
  * the evaluation, and the model's best-so-far in its metric's direction.
  */
 #define EPOCH_SQL \
-	"WITH h AS (SELECT pg_catalog.sum(loss * rows) / pg_catalog.sum(rows) AS tl, " \
-	"  pg_catalog.sum(metric * rows) / pg_catalog.sum(rows) AS tm, pg_catalog.sum(rows) AS tr, " \
+	"WITH h AS (SELECT pg_catalog.sum(loss OPERATOR(pg_catalog.*) rows) " \
+	"  OPERATOR(pg_catalog./) pg_catalog.sum(rows) AS tl, " \
+	"  pg_catalog.sum(metric OPERATOR(pg_catalog.*) rows) OPERATOR(pg_catalog./) pg_catalog.sum(rows) AS tm, " \
+	"  pg_catalog.sum(rows) AS tr, " \
 	"  pg_catalog.sum(EXTRACT(epoch FROM finished_at OPERATOR(pg_catalog.-) started_at)) AS secs " \
 	"  FROM mop.hops WHERE model_id OPERATOR(pg_catalog.=) $1 AND epoch OPERATOR(pg_catalog.=) $2), " \
 	"e AS (INSERT INTO mop.epochs (model_id, epoch, train_loss, train_metric, valid_loss, " \
@@ -381,6 +383,7 @@ mop_worker_main(Datum arg)
 	on_dsm_detach(seg, worker_detach, Int32GetDatum(my_index));
 
 	BackgroundWorkerInitializeConnectionByOid(run->database, run->user, 0);
+	mop_pin_search_path();
 	pgstat_report_appname("mop worker");
 	mop_blas_threads = run->blas_threads;
 	mop_gpu_worker_init(run->gpu, my_index);
