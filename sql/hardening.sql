@@ -87,3 +87,26 @@ SELECT count(*) AS models, count(*) FILTER (WHERE status = 'done') AS done FROM 
 SELECT count(*) AS planted_operator_calls FROM evil.calls;
 DO $$ BEGIN EXECUTE format('ALTER DATABASE %I RESET search_path', current_database()); END $$;
 DROP SCHEMA evil CASCADE;
+
+-- statuses tell the truth: a run whose every model failed is failed, with
+-- the first model's error (here: both checkpoints are garbage)
+UPDATE mop.runs SET status = 'failed' WHERE id = :nr;
+DELETE FROM mop.hops WHERE model_id IN (SELECT model_id FROM r) AND epoch = 2;
+DELETE FROM mop.epochs WHERE model_id IN (SELECT model_id FROM r) AND epoch = 2;
+UPDATE mop.models SET state = '\x00'::bytea, status = 'training', epochs_done = 1
+ WHERE id IN (SELECT model_id FROM r);
+UPDATE mop.models SET status = 'failed' WHERE run_id = :nr AND id NOT IN (SELECT model_id FROM r);
+SELECT regexp_replace(err(format('SELECT * FROM mop_resume(%s)', :nr)), 'run \d+', 'run N') AS all_failed;
+SELECT status, error LIKE 'every model failed; the first: %' AS first_error FROM mop.runs WHERE id = :nr;
+
+-- a cancelled run leaves no model 'training': they are 'cancelled', and a
+-- resume trains them to the end
+SELECT DISTINCT run_id AS cr FROM mop_grid_search('blobs',
+  '{"model": {"layers": [{"type": "dense", "units": 16, "activation": "relu"}, {"type": "dense", "units": 3}]},
+    "learning_rate": [0.01, 0.003], "batch_size": [1, 2]}',
+  epochs => 50, workers => 2, wait => false) \gset
+SELECT mop_cancel(:cr) AS cancel;
+SELECT count(*) FILTER (WHERE status = 'training') AS still_training,
+       count(*) FILTER (WHERE status = 'cancelled') > 0 AS some_cancelled
+  FROM mop.models WHERE run_id = :cr;
+SELECT count(*) AS models, bool_and(status = 'done') AS all_done FROM mop_resume(:cr);

@@ -422,6 +422,9 @@ load_run(void)
 	v[1] = Int64GetDatum((int64) dsm_segment_handle(run_seg));
 	/* a resumed run trains where the resuming session said: record it */
 	v[2] = CStringGetTextDatum(run->gpu ? "gpu" : "cpu");
+	/* models a cancel or failure stopped mid-way train again */
+	exec_sql("UPDATE mop.models SET status = 'training' WHERE run_id OPERATOR(pg_catalog.=) $1 "
+			 "AND status OPERATOR(pg_catalog.=) 'cancelled'", 1, t, v, SPI_OK_UPDATE);
 	exec_sql("UPDATE mop.runs SET status = 'running', error = NULL, finished_at = NULL, "
 			 "shm_handle = $2, options = pg_catalog.jsonb_set(options, '{device}', "
 			 "pg_catalog.to_jsonb($3)) WHERE id OPERATOR(pg_catalog.=) $1", 3, t, v, SPI_OK_UPDATE);
@@ -1652,7 +1655,53 @@ schedule(mop_sched *s)
 	}
 }
 
-/* Record the run's final status in the catalog (own transaction). */
+/*
+ * The status a run ended with when nobody cancelled it: "done", unless no
+ * model ended usable (done, stopped or diverged) and some failed -- then
+ * "failed", with the first model's error, so that a run of failures does
+ * not look like a success.
+ */
+static const char *
+final_status(char **error)
+{
+	Oid			t = INT8OID;
+	Datum		v = Int64GetDatum(run->run_id);
+	bool		isnull;
+	int64		usable,
+				failed;
+	const char *result = "done";
+
+	*error = NULL;
+	if (run->run_id == 0)
+		return result;
+	begin_tx();
+	exec_sql("SELECT pg_catalog.count(*) FILTER (WHERE m.status OPERATOR(pg_catalog.=) "
+			 "ANY ('{done,stopped,diverged}'::text[])), "
+			 "pg_catalog.count(*) FILTER (WHERE m.status OPERATOR(pg_catalog.=) 'failed'), "
+			 "(SELECT f.error FROM mop.models f WHERE f.run_id OPERATOR(pg_catalog.=) $1 "
+			 " AND f.status OPERATOR(pg_catalog.=) 'failed' ORDER BY f.id LIMIT 1) "
+			 "FROM mop.models m WHERE m.run_id OPERATOR(pg_catalog.=) $1",
+			 1, &t, &v, SPI_OK_SELECT);
+	usable = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	failed = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	if (usable == 0 && failed > 0)
+	{
+		Datum		e = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		*error = psprintf("every model failed; the first: %s",
+						  isnull ? "no error recorded" : TextDatumGetCString(e));
+		MemoryContextSwitchTo(old);
+		result = "failed";
+	}
+	commit_tx();
+	return result;
+}
+
+/*
+ * Record the run's final status in the catalog (own transaction); models
+ * of a cancelled run that were still training say so.
+ */
 static void
 record_status(const char *status, const char *error)
 {
@@ -1671,6 +1720,14 @@ record_status(const char *status, const char *error)
 							  "WHERE id OPERATOR(pg_catalog.=) $1",
 							  3, t, v, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record the status of run %lld", (long long) run->run_id);
+	if (SPI_execute_with_args("UPDATE mop.models SET status = 'cancelled', "
+							  "updated_at = pg_catalog.clock_timestamp() "
+							  "WHERE run_id OPERATOR(pg_catalog.=) $1 "
+							  "AND status OPERATOR(pg_catalog.=) 'training' "
+							  "AND $2 OPERATOR(pg_catalog.=) ANY ('{cancelled,failed}'::text[])",
+							  2, t, v, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record the status of the models of run %lld",
+			 (long long) run->run_id);
 	commit_tx();
 }
 
@@ -1880,8 +1937,13 @@ mop_coordinator_main(Datum arg)
 
 		cancelled = schedule(s);
 		stop_workers(cancelled);
-		record_status(cancelled ? "cancelled" : "done", NULL);
-		publish_done(cancelled ? "cancelled" : "done", NULL);
+		{
+			char	   *error = NULL;
+			const char *final = cancelled ? "cancelled" : final_status(&error);
+
+			record_status(final, error);
+			publish_done(final, error);
+		}
 	}
 	PG_CATCH();
 	{

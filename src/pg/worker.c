@@ -394,7 +394,9 @@ mop_worker_main(Datum arg)
 	SpinLockAcquire(&run->mutex);
 	slot->pid = MyProcPid;
 	slot->latch = MyLatch;
-	slot->state = MOP_SLOT_IDLE;
+	/* a run that ended while this worker was starting has told it to exit already */
+	if (slot->state != MOP_SLOT_EXIT)
+		slot->state = MOP_SLOT_IDLE;
 	SpinLockRelease(&run->mutex);
 	if (run->coordinator_latch)
 		SetLatch(run->coordinator_latch);
