@@ -110,3 +110,33 @@ SELECT count(*) FILTER (WHERE status = 'training') AS still_training,
        count(*) FILTER (WHERE status = 'cancelled') > 0 AS some_cancelled
   FROM mop.models WHERE run_id = :cr;
 SELECT count(*) AS models, bool_and(status = 'done') AS all_done FROM mop_resume(:cr);
+
+-- terminating a run's coordinator (its owner may) leaves no worker behind:
+-- they stop within a minibatch, and the run and its models say what happened
+CREATE FUNCTION pg_temp.wait_for(what text) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  FOR i IN 1..600 LOOP
+    IF what = 'workers' AND (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'mop worker') >= 2 THEN
+      RETURN true;
+    END IF;
+    IF what = 'gone' AND (SELECT count(*) FROM pg_stat_activity
+                           WHERE backend_type IN ('mop worker', 'mop coordinator')) = 0 THEN
+      RETURN true;
+    END IF;
+    PERFORM pg_sleep(0.05);
+    PERFORM pg_stat_clear_snapshot();
+  END LOOP;
+  RETURN false;
+END $$;
+SELECT DISTINCT run_id AS tr FROM mop_grid_search('blobs',
+  '{"model": {"layers": [{"type": "dense", "units": 16, "activation": "relu"}, {"type": "dense", "units": 3}]},
+    "learning_rate": [0.01, 0.003], "batch_size": [1, 2]}',
+  epochs => 500, workers => 2, wait => false) \gset
+SELECT pg_temp.wait_for('workers') AS training;
+SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity WHERE backend_type = 'mop coordinator';
+SELECT pg_temp.wait_for('gone') AS no_worker_left;
+SELECT status, error FROM mop.runs WHERE id = :tr;
+SELECT count(*) FILTER (WHERE status = 'training') AS still_training,
+       count(*) FILTER (WHERE status = 'failed') AS failed_models
+  FROM mop.models WHERE run_id = :tr;
+SELECT err(format('SELECT mop_cancel(%s)', :tr)) LIKE '55000: run % is not running (status failed)' AS nothing_left_to_cancel;

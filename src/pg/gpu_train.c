@@ -281,7 +281,10 @@ mop_gpu_agg_train(MopGpuAgg *a, Datum xd, Datum yd, const float *x, const float 
 		if (rc != MOP_GPU_OK)
 			mop_gpu_error(rc, msg, "training on the GPU");
 		if (mop_progress_rows)
+		{
 			*mop_progress_rows += cnt;
+			mop_worker_check_coordinator();
+		}
 	}
 	if (a->temp_bytes > TEMP_ROWS_BYTES)
 		free_temps(a);

@@ -163,4 +163,7 @@ extern void mop_run_define_gucs(void);
 /* progress hook: the training aggregate adds rows here when set */
 extern volatile int64 *mop_progress_rows;
 
+/* worker.c: a worker stops within a minibatch when its coordinator is gone */
+extern void mop_worker_check_coordinator(void);
+
 #endif							/* MOP_RUN_H */

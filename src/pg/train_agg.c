@@ -239,7 +239,10 @@ mop_train_rows(nn_model *m, const float *x, const float *y, int64 n,
 		if (st != NN_OK)
 			mop_nn_error(st, &err, "training failed");
 		if (mop_progress_rows)
+		{
 			*mop_progress_rows += cnt;
+			mop_worker_check_coordinator();
+		}
 	}
 }
 

@@ -102,6 +102,70 @@ volatile int64 *mop_progress_rows = NULL;
 
 static MopRunShared *run;
 static int	my_index;
+static bool coordinator_gone = false;
+
+/* Has the run's coordinator exited without ending the run (terminated, crashed)? */
+static bool
+coordinator_exited(void)
+{
+	bool		gone;
+
+	SpinLockAcquire(&run->mutex);
+	gone = run->phase == MOP_PHASE_DONE && run->coordinator_latch == NULL &&
+		strcmp(run->status, "failed") == 0;
+	SpinLockRelease(&run->mutex);
+	return gone;
+}
+
+/*
+ * Called once per minibatch while a task trains (through
+ * mop_progress_rows' users): a worker whose coordinator is gone stops
+ * within a minibatch instead of training for nobody.
+ */
+void
+mop_worker_check_coordinator(void)
+{
+	if (run && coordinator_exited())
+	{
+		coordinator_gone = true;
+		ereport(ERROR,
+				(errcode(ERRCODE_ADMIN_SHUTDOWN),
+				 errmsg("the coordinator of run %lld exited; the worker stops",
+						(long long) run->run_id)));
+	}
+}
+
+/*
+ * The coordinator is gone (terminated, or it failed hard) and could not
+ * record how the run ended: record it, so the run does not stay
+ * 'running' with nothing behind it.  Models still training become
+ * 'cancelled'; mop_resume continues them.
+ */
+static void
+record_orphaned_run(void)
+{
+	Oid			t = INT8OID;
+	Datum		v = Int64GetDatum(run->run_id);
+
+	if (run->run_id == 0)
+		return;
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	SPI_execute_with_args("UPDATE mop.runs SET status = 'failed', "
+						  "error = 'the run''s coordinator exited', shm_handle = NULL, "
+						  "finished_at = pg_catalog.clock_timestamp() "
+						  "WHERE id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'running'",
+						  1, &t, &v, NULL, false, 0);
+	SPI_execute_with_args("UPDATE mop.models SET status = 'cancelled', "
+						  "updated_at = pg_catalog.clock_timestamp() "
+						  "WHERE run_id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'training'",
+						  1, &t, &v, NULL, false, 0);
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
 
 /* Mean as a Datum; *null set when not finite. */
 static Datum
@@ -411,7 +475,7 @@ mop_worker_main(Datum arg)
 		task = *slot;
 		SpinLockRelease(&run->mutex);
 
-		if (st == MOP_SLOT_EXIT)
+		if (st == MOP_SLOT_EXIT || coordinator_exited())
 			break;
 		if (st == MOP_SLOT_ASSIGNED)
 		{
@@ -436,10 +500,15 @@ mop_worker_main(Datum arg)
 				AbortCurrentTransaction();
 				mop_progress_rows = NULL;
 				strlcpy(errbuf, ed->message ? ed->message : "unknown error", sizeof(errbuf));
-				elog(LOG, "mop worker %d: model %lld failed: %s", my_index,
-					 (long long) task.model_id, errbuf);
-				mark_failed(task.model_id, errbuf);
 				outcome = MOP_TASK_FAILED;
+				if (coordinator_gone)
+					elog(LOG, "mop worker %d: %s", my_index, errbuf);
+				else
+				{
+					elog(LOG, "mop worker %d: model %lld failed: %s", my_index,
+						 (long long) task.model_id, errbuf);
+					mark_failed(task.model_id, errbuf);
+				}
 			}
 			PG_END_TRY();
 			MemoryContextSwitchTo(old);
@@ -451,7 +520,9 @@ mop_worker_main(Datum arg)
 			slot->valid_loss = vl;
 			slot->seconds = (double) (GetCurrentTimestamp() - t0) / 1e6;
 			strlcpy(slot->error, errbuf, sizeof(slot->error));
-			slot->state = MOP_SLOT_DONE;
+			/* an exit ordered meanwhile (the run ended or its coordinator went) stands */
+			if (slot->state != MOP_SLOT_EXIT)
+				slot->state = MOP_SLOT_DONE;
 			SpinLockRelease(&run->mutex);
 			if (run->coordinator_latch)
 				SetLatch(run->coordinator_latch);
@@ -462,5 +533,7 @@ mop_worker_main(Datum arg)
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
+	if (coordinator_exited())
+		record_orphaned_run();
 	proc_exit(0);
 }
