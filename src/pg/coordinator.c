@@ -1720,12 +1720,8 @@ record_status(const char *status, const char *error)
 							  "WHERE id OPERATOR(pg_catalog.=) $1",
 							  3, t, v, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record the status of run %lld", (long long) run->run_id);
-	if (SPI_execute_with_args("UPDATE mop.models SET status = 'cancelled', "
-							  "updated_at = pg_catalog.clock_timestamp() "
-							  "WHERE run_id OPERATOR(pg_catalog.=) $1 "
-							  "AND status OPERATOR(pg_catalog.=) 'training' "
-							  "AND $2 OPERATOR(pg_catalog.=) ANY ('{cancelled,failed}'::text[])",
-							  2, t, v, nulls, false, 0) != SPI_OK_UPDATE)
+	if ((strcmp(status, "cancelled") == 0 || strcmp(status, "failed") == 0) &&
+		SPI_execute_with_args(MOP_CANCEL_MODELS_SQL, 1, t, v, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record the status of the models of run %lld",
 			 (long long) run->run_id);
 	commit_tx();

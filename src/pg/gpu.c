@@ -143,6 +143,19 @@ gpu_count(const char **why)
 	return n;
 }
 
+static void gpu_unusable(const char *why) pg_attribute_noreturn();
+
+/* mop.device is 'gpu' and no GPU is usable: the error, with why. */
+static void
+gpu_unusable(const char *why)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("mop.device is 'gpu' but no GPU is usable"),
+			 errdetail("%s.", why),
+			 errhint("SET mop.device = 'cpu', or 'auto' to fall back to the CPU.")));
+}
+
 /*
  * Resolve mop.device before training starts: 'cpu' (nothing is loaded),
  * 'gpu' (an ERROR unless a GPU is usable), 'auto' (a NOTICE and the CPU
@@ -172,11 +185,7 @@ mop_device_check(void)
 				 errdetail("%s.", why)));
 		return false;
 	}
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("mop.device is 'gpu' but no GPU is usable"),
-			 errdetail("%s.", why),
-			 errhint("SET mop.device = 'cpu', or 'auto' to fall back to the CPU.")));
+	gpu_unusable(why);
 	return false;				/* not reached */
 }
 
@@ -199,11 +208,7 @@ mop_device_for_training(void)
 		return 0;
 	if (strcmp(dev, "auto") == 0)
 		return -1;
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("mop.device is 'gpu' but no GPU is usable"),
-			 errdetail("%s.", why),
-			 errhint("SET mop.device = 'cpu', or 'auto' to fall back to the CPU.")));
+	gpu_unusable(why);
 	return -1;					/* not reached */
 }
 

@@ -951,11 +951,7 @@ wait_or_cancel(int64 run_id, bool cancel)
 			SPI_execute_with_args("UPDATE mop.runs SET status = 'cancelled', shm_handle = NULL, "
 								  "finished_at = pg_catalog.clock_timestamp() "
 								  "WHERE id OPERATOR(pg_catalog.=) $1", 1, &t, &v, NULL, false, 0);
-			SPI_execute_with_args("UPDATE mop.models SET status = 'cancelled', "
-								  "updated_at = pg_catalog.clock_timestamp() "
-								  "WHERE run_id OPERATOR(pg_catalog.=) $1 "
-								  "AND status OPERATOR(pg_catalog.=) 'training'",
-								  1, &t, &v, NULL, false, 0);
+			SPI_execute_with_args(MOP_CANCEL_MODELS_SQL, 1, &t, &v, NULL, false, 0);
 			SPI_finish();
 			return cstring_to_text("cancelled");
 		}

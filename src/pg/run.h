@@ -163,6 +163,15 @@ extern void mop_run_define_gucs(void);
 /* progress hook: the training aggregate adds rows here when set */
 extern volatile int64 *mop_progress_rows;
 
+/*
+ * The models of run $1 still training when the run stops early (cancelled,
+ * failed, or its coordinator gone) become 'cancelled'; mop_resume trains
+ * them again.
+ */
+#define MOP_CANCEL_MODELS_SQL \
+	"UPDATE mop.models SET status = 'cancelled', updated_at = pg_catalog.clock_timestamp() " \
+	"WHERE run_id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'training'"
+
 /* worker.c: a worker stops within a minibatch when its coordinator is gone */
 extern void mop_worker_check_coordinator(void);
 

@@ -158,10 +158,7 @@ record_orphaned_run(void)
 						  "finished_at = pg_catalog.clock_timestamp() "
 						  "WHERE id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'running'",
 						  1, &t, &v, NULL, false, 0);
-	SPI_execute_with_args("UPDATE mop.models SET status = 'cancelled', "
-						  "updated_at = pg_catalog.clock_timestamp() "
-						  "WHERE run_id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'training'",
-						  1, &t, &v, NULL, false, 0);
+	SPI_execute_with_args(MOP_CANCEL_MODELS_SQL, 1, &t, &v, NULL, false, 0);
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
