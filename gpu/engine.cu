@@ -42,6 +42,19 @@
  * Several mirrors may live in one process and be driven from several
  * threads at once (one mirror per thread): each has its own stream and
  * cuBLAS handle, so their kernels run concurrently on one GPU.
+ *
+ * Gangs.  One mirror may hold several models of one shape (same layers,
+ * batch size, loss and optimizer; learning rates and the other
+ * hyperparameters free), trained together on the same rows, each in its
+ * own order, as HFTA fuses models: every layer runs once for the whole
+ * gang -- dense and convolution GEMMs as strided batched GEMMs over the
+ * members, everything else over the members' rows side by side -- so a
+ * step of K small models costs about the launches of one.  Member k's
+ * parameters, gradients, optimizer state and activations are the single
+ * model's, K times over: parameters at k * n_params, optimizer state at
+ * k * n_opt, and a layer's activations of a step at rows [k * nb, (k + 1)
+ * * nb) of its buffer (nb: the step's rows per member).  A model alone is a
+ * gang of one, and goes through exactly the same code.
  */
 #include <math.h>
 #include <pthread.h>
@@ -86,9 +99,9 @@ typedef struct shell
 	int			device;
 	cudaStream_t stream;
 	cublasHandle_t blas;
-	gk_status  *st_host;
-	double	   *acc_host;
-	gk_step    *steptab_host;
+	gk_status  *st_host;		/* MOP_GPU_GANG_MAX */
+	double	   *acc_host;		/* 4 * MOP_GPU_GANG_MAX */
+	gk_step    *steptab_host;	/* STEP_CAP */
 	struct shell *next;
 } shell;
 
@@ -111,9 +124,27 @@ struct mop_gpu_data
 	int			checked_out;
 };
 
-struct mop_gpu_model
+/* What a gang holds for each of its models. */
+typedef struct gang_member
 {
 	nn_model   *host;
+	/* the order of the buffer being fed (mop_gpu_train_order) */
+	const mop_gpu_data *order_of;
+	int64_t    *perm;			/* stream-ordered device memory, perm_cap entries */
+	int64_t		perm_cap;
+	/* stream state, as nn_model's */
+	int64_t		steps0;			/* host->steps when the stream began */
+	int64_t		rows0;
+	int64_t		acc_rows,
+				acc_steps;
+	int			diverged0;		/* had diverged when the stream began */
+} gang_member;
+
+struct mop_gpu_model
+{
+	nn_model   *host;			/* the first member: plan and spec of all */
+	int			n;				/* members */
+	gang_member mem[MOP_GPU_GANG_MAX];
 	shell	   *sh;
 	int			device;
 	cudaStream_t stream;
@@ -124,7 +155,7 @@ struct mop_gpu_model
 	float	   *params,
 			   *grads,
 			   *opt,
-			   *acts,			/* plan->ws_acts floats, at the CPU's offsets */
+			   *acts,			/* n * plan->ws_acts floats, at n times the CPU's offsets */
 			   *grad0,
 			   *grad1,
 			   *col,
@@ -134,22 +165,26 @@ struct mop_gpu_model
 			   *coef;
 	double	   *rowloss,
 			   *rowmetric,
-			   *acc,			/* training sums of the stream */
-			   *eacc;			/* evaluation / gradient sums */
-	gk_status  *st;
-	gk_step    *steptab;		/* STEP_CAP entries */
-	int		   *stepidx;		/* the entry of the step running now */
+			   *acc,			/* training sums of the stream, 4 per member */
+			   *eacc;			/* evaluation / gradient sums, 4 per member */
+	gk_optim   *hp;				/* hyperparameters, one per member */
+	int			clips;			/* some member clips its gradients */
+	gk_status  *st;				/* one per member */
+	gk_step    *steptab;		/* STEP_CAP entries: STEP_CAP / n steps */
+	int		   *stepidx;		/* the step running now */
 	void	   *blasws;
 	int64_t		ones_len;
-	int32_t		chunk[NN_MAX_ILAYERS];	/* conv: images per im2col chunk */
+	int32_t		chunk[NN_MAX_ILAYERS];	/* conv: images per member per im2col chunk */
 
-	float	   *mask_host;		/* pinned: dropout masks of one layer */
-	int64_t		mask_cap;
-	gk_status  *st_host;		/* pinned: the status, read back */
-	double	   *acc_host;		/* pinned: two sums */
+	float	   *mask_host;		/* pinned: dropout masks of one layer, all members */
+	int64_t		mask_cap;		/* floats per member */
+	gk_status  *st_host;		/* pinned: the statuses, read back */
+	double	   *acc_host;		/* pinned: four sums per member */
 	gk_step    *steptab_host;	/* pinned: the table being uploaded */
-	int64_t		tab_launched;	/* entries launched since the last wait */
-	int64_t		ready;			/* complete entries after those, not launched yet */
+	int64_t		tab_cap;		/* steps the table holds */
+	int64_t		tab_launched;	/* steps launched since the last wait */
+	int64_t		ready;			/* complete steps after those, not launched yet */
+	int			pregathered;	/* rows of the step being gathered are staged already */
 
 	/*
 	 * Full-batch training steps captured as CUDA graphs, one step (exec1)
@@ -162,18 +197,9 @@ struct mop_gpu_model
 
 	const float *lin[NN_MAX_ILAYERS];
 
-	/* the order of the buffer being fed (mop_gpu_train_order) */
-	const mop_gpu_data *order_of;
-	int64_t    *perm;			/* stream-ordered device memory, perm_cap entries */
-	int64_t		perm_cap;
-
-	/* stream state, as nn_model's */
+	/* stream state */
 	int			streaming;
-	int64_t		fill;
-	int64_t		steps0;			/* host->steps when the stream began */
-	int64_t		rows0;
-	int64_t		acc_rows,
-				acc_steps;
+	int64_t		fill;			/* rows per member of the step being gathered */
 };
 
 /* ---- errors ---------------------------------------------------------- */
@@ -287,19 +313,19 @@ al(uint64_t b)
 	return (b + 255) & ~(uint64_t) 255;
 }
 
-/* Images per im2col chunk of conv layer L on the GPU, and the col floats it needs. */
+/* Images per member per im2col chunk of conv layer L, and the col floats a gang of n needs. */
 static int32_t
-conv_chunk(const nn_ilayer *L, int B, int64_t *col)
+conv_chunk(const nn_ilayer *L, int B, int n, int64_t *col)
 {
 	int64_t		per_image = (int64_t) L->oh * L->ow * L->kh * L->kw * L->ic;
-	int64_t		chunk = GPU_COL_CAP_FLOATS / per_image;
+	int64_t		chunk = GPU_COL_CAP_FLOATS / (per_image * n);
 
 	chunk = chunk < 1 ? 1 : (chunk > B ? B : chunk);
-	*col = chunk * per_image;
+	*col = chunk * per_image * n;
 	return (int32_t) chunk;
 }
 
-/* Slice sizes of a mirror, in bytes; returns the total. */
+/* Slice sizes of a mirror of n members, in bytes; returns the total. */
 typedef struct mirror_layout
 {
 	uint64_t	params, grads, opt, acts, grad, col, xb, yb, ones, rows, steps, total;
@@ -307,7 +333,7 @@ typedef struct mirror_layout
 } mirror_layout;
 
 static void
-layout_of(const nn_plan *p, mirror_layout *lo)
+layout_of(const nn_plan *p, int n, mirror_layout *lo)
 {
 	int64_t		colmax = 0,
 				onesmax = p->batch;
@@ -320,7 +346,7 @@ layout_of(const nn_plan *p, mirror_layout *lo)
 		{
 			int64_t		col;
 
-			conv_chunk(L, p->batch, &col);
+			conv_chunk(L, p->batch, n, &col);
 			colmax = col > colmax ? col : colmax;
 			if ((int64_t) p->batch * L->oh * L->ow > onesmax)
 				onesmax = (int64_t) p->batch * L->oh * L->ow;
@@ -328,20 +354,20 @@ layout_of(const nn_plan *p, mirror_layout *lo)
 	}
 	lo->col_floats = colmax;
 	lo->ones_len = onesmax;
-	lo->params = al(p->n_params * 4);
-	lo->grads = al(p->n_params * 4);
-	lo->opt = al(p->n_opt * 4);
-	lo->acts = al(p->ws_acts * 4);
-	lo->grad = al(p->ws_grad * 4);
+	lo->params = al(n * p->n_params * 4);
+	lo->grads = al(n * p->n_params * 4);
+	lo->opt = al(n * p->n_opt * 4);
+	lo->acts = al(n * p->ws_acts * 4);
+	lo->grad = al(n * p->ws_grad * 4);
 	lo->col = al(colmax * 4);
-	lo->xb = al((int64_t) p->in_dim * p->batch * 4);
-	lo->yb = al((int64_t) p->y_dim * p->batch * 4);
+	lo->xb = al((int64_t) n * p->in_dim * p->batch * 4);
+	lo->yb = al((int64_t) n * p->y_dim * p->batch * 4);
 	lo->ones = al(onesmax * 4);
-	lo->rows = al((int64_t) p->batch * 8);
+	lo->rows = al((int64_t) n * p->batch * 8);
 	lo->steps = al(STEP_CAP * sizeof(gk_step));
 	lo->total = lo->params + lo->grads + lo->opt + lo->acts + 2 * lo->grad + lo->col +
-		lo->xb + lo->yb + lo->ones + 2 * lo->rows + al(4) + al(32) + al(16) + al(sizeof(gk_status)) +
-		lo->steps + al(4) + BLAS_WS_BYTES;
+		lo->xb + lo->yb + lo->ones + 2 * lo->rows + al(n * 4) + 2 * al(n * 32) +
+		al(n * sizeof(gk_optim)) + al(n * sizeof(gk_status)) + lo->steps + al(4) + BLAS_WS_BYTES;
 }
 
 extern "C" uint64_t
@@ -349,7 +375,16 @@ mop_gpu_model_bytes(const nn_model *host)
 {
 	mirror_layout lo;
 
-	layout_of(&host->plan, &lo);
+	layout_of(&host->plan, 1, &lo);
+	return lo.total;
+}
+
+extern "C" uint64_t
+mop_gpu_gang_bytes(const nn_model *host, int32_t n)
+{
+	mirror_layout lo;
+
+	layout_of(&host->plan, n < 1 ? 1 : n, &lo);
 	return lo.total;
 }
 
@@ -463,9 +498,9 @@ shell_get(int device, char *msg, size_t msglen)
 	}
 	sh->device = device;
 	if (cudaStreamCreateWithFlags(&sh->stream, cudaStreamNonBlocking) != cudaSuccess ||
-		cudaMallocHost((void **) &sh->st_host, sizeof(gk_status)) != cudaSuccess ||
+		cudaMallocHost((void **) &sh->st_host, MOP_GPU_GANG_MAX * sizeof(gk_status)) != cudaSuccess ||
 		cudaMallocHost((void **) &sh->steptab_host, STEP_CAP * sizeof(gk_step)) != cudaSuccess ||
-		cudaMallocHost((void **) &sh->acc_host, 2 * sizeof(double)) != cudaSuccess)
+		cudaMallocHost((void **) &sh->acc_host, 4 * MOP_GPU_GANG_MAX * sizeof(double)) != cudaSuccess)
 	{
 		cudaError_t e = cudaGetLastError();
 
@@ -507,13 +542,14 @@ mop_gpu_model_close(mop_gpu_model *g)
 	if (!g)
 		return;
 	cudaSetDevice(g->device);
-	if (g->perm)
-	{
-		cudaFreeAsync(g->perm, g->stream);
-		pthread_mutex_lock(&ledger_lock);
-		mop_gpu_ledger_release(&ledger, (uint64_t) g->perm_cap * 8);
-		pthread_mutex_unlock(&ledger_lock);
-	}
+	for (int k = 0; k < g->n; k++)
+		if (g->mem[k].perm)
+		{
+			cudaFreeAsync(g->mem[k].perm, g->stream);
+			pthread_mutex_lock(&ledger_lock);
+			mop_gpu_ledger_release(&ledger, (uint64_t) g->mem[k].perm_cap * 8);
+			pthread_mutex_unlock(&ledger_lock);
+		}
 	if (g->base)
 	{
 		cudaFreeAsync(g->base, g->stream);
@@ -560,28 +596,124 @@ dropout_cap(const nn_plan *p)
 	return cap;
 }
 
-extern "C" int
-mop_gpu_model_open(nn_model *host, const mop_gpu_options *opt, mop_gpu_model **out,
-				   char *msg, size_t msglen)
+/*
+ * May a and b be members of one gang?  Same computation (every layer, its
+ * shape, activation and dropout rate; batch size; loss, metric and
+ * optimizer with the same state), so that one launch serves both.  0, or
+ * -1 with what differs in why.
+ */
+static int
+gang_mismatch(const nn_model *a, const nn_model *b, char *why, size_t whylen)
 {
-	const nn_plan *p = &host->plan;
+	const nn_plan *p = &a->plan,
+			   *q = &b->plan;
+	const nn_spec *s = &a->spec,
+			   *t = &b->spec;
+
+	if (p->batch != q->batch)
+		return fail(why, whylen, -1, "batch sizes %d and %d differ", p->batch, q->batch);
+	if (p->n != q->n || p->in_dim != q->in_dim || p->y_dim != q->y_dim ||
+		p->out_dim != q->out_dim || p->n_params != q->n_params || p->n_tensors != q->n_tensors ||
+		p->ws_acts != q->ws_acts || p->ws_grad != q->ws_grad)
+		return fail(why, whylen, -1, "the architectures differ");
+	for (int i = 0; i < p->n; i++)
+	{
+		const nn_ilayer *L = &p->l[i],
+				   *M = &q->l[i];
+
+		if (L->type != M->type || L->act != M->act || L->alpha != M->alpha ||
+			L->rate != M->rate || L->fused != M->fused || L->ih != M->ih || L->iw != M->iw ||
+			L->ic != M->ic || L->oh != M->oh || L->ow != M->ow || L->oc != M->oc ||
+			L->kh != M->kh || L->kw != M->kw || L->sh != M->sh || L->sw != M->sw ||
+			L->pt != M->pt || L->pl != M->pl || L->w_off != M->w_off || L->b_off != M->b_off ||
+			L->out_off != M->out_off || L->aux_off != M->aux_off)
+			return fail(why, whylen, -1, "layer %d differs", i + 1);
+	}
+	for (int k = 0; k < p->n_tensors; k++)
+		if (p->t[k].off != q->t[k].off || p->t[k].size != q->t[k].size ||
+			p->t[k].is_kernel != q->t[k].is_kernel)
+			return fail(why, whylen, -1, "the parameter tensors differ");
+	if (s->loss != t->loss || s->metric != t->metric || s->top_k != t->top_k)
+		return fail(why, whylen, -1, "the losses or metrics differ");
+	if (s->optimizer != t->optimizer || p->n_opt != q->n_opt)
+		return fail(why, whylen, -1, "the optimizers differ");
+	return 0;
+}
+
+extern "C" int
+mop_gpu_gang_check(const nn_model *a, const nn_model *b, char *why, size_t whylen)
+{
+	return gang_mismatch(a, b, why, whylen) == 0 ? MOP_GPU_OK : MOP_GPU_EINVAL;
+}
+
+/* One member's hyperparameters as the kernels read them (nn_optim_step's). */
+static gk_optim
+member_hp(const nn_spec *s)
+{
+	gk_optim	o;
+
+	memset(&o, 0, sizeof(o));
+	o.lr = s->lr;
+	o.momentum = s->momentum;
+	o.nesterov = s->nesterov;
+	o.beta1 = s->beta1;
+	o.beta2 = s->beta2;
+	o.eps = s->eps;
+	o.rho = s->rho;
+	o.l2 = s->l2;
+	o.kernel_decay = s->optimizer == NN_OPT_ADAMW ? 1.0f - s->lr * s->weight_decay : 1.0f;
+	o.clip = s->clip_norm > 0 ? s->clip_norm : 0.0f;
+	return o;
+}
+
+extern "C" int
+mop_gpu_gang_open(nn_model **hosts, int32_t n, const mop_gpu_options *opt,
+				  mop_gpu_model **out, char *msg, size_t msglen)
+{
+	const nn_plan *p;
 	mop_gpu_model *g;
 	mirror_layout lo;
+	gk_optim	hp[MOP_GPU_GANG_MAX];
 	char	   *c;
 	int			r;
 	cublasStatus_t bs;
 
 	*out = NULL;
-	if (!host || !opt)
+	if (!hosts || !opt || n < 1)
 		return fail(msg, msglen, MOP_GPU_EINVAL, "no model given");
-	if (host->streaming)
-		return fail(msg, msglen, MOP_GPU_EINVAL, "the model is in a CPU training stream");
+	if (n > MOP_GPU_GANG_MAX)
+		return fail(msg, msglen, MOP_GPU_EINVAL, "a gang holds at most %d models, not %d",
+					MOP_GPU_GANG_MAX, n);
+	for (int k = 0; k < n; k++)
+	{
+		char		why[128];
+
+		if (!hosts[k])
+			return fail(msg, msglen, MOP_GPU_EINVAL, "no model given");
+		if (hosts[k]->streaming)
+			return fail(msg, msglen, MOP_GPU_EINVAL, "the model is in a CPU training stream");
+		for (int j = 0; j < k; j++)
+			if (hosts[j] == hosts[k])
+				return fail(msg, msglen, MOP_GPU_EINVAL, "model %d of the gang is model %d again",
+							k + 1, j + 1);
+		if (k > 0 && gang_mismatch(hosts[0], hosts[k], why, sizeof(why)) != 0)
+			return fail(msg, msglen, MOP_GPU_EINVAL,
+						"model %d cannot train in a gang with model 1: %s", k + 1, why);
+		hp[k] = member_hp(&hosts[k]->spec);
+	}
+	p = &hosts[0]->plan;
+	if ((int64_t) STEP_CAP / n < GRAPH_STEPS + 1)
+		return fail(msg, msglen, MOP_GPU_EINVAL, "a gang of %d models is too large", n);
 	CU(cudaSetDevice(opt->device), "cudaSetDevice");
 	if (!(g = (mop_gpu_model *) calloc(1, sizeof(*g))))
 		return fail(msg, msglen, MOP_GPU_ENOMEM, "out of host memory");
-	g->host = host;
+	g->host = hosts[0];
+	g->n = n;
+	for (int k = 0; k < n; k++)
+		g->mem[k].host = hosts[k];
 	g->device = opt->device;
-	layout_of(p, &lo);
+	g->tab_cap = STEP_CAP / n;
+	layout_of(p, n, &lo);
 	if (!(g->sh = shell_get(opt->device, msg, msglen)))
 	{
 		free(g);
@@ -594,7 +726,8 @@ mop_gpu_model_open(nn_model *host, const mop_gpu_options *opt, mop_gpu_model **o
 	g->steptab_host = g->sh->steptab_host;
 	/* the budget first, then stream-ordered device memory */
 	pthread_mutex_lock(&ledger_lock);
-	r = mop_gpu_ledger_reserve(&ledger, lo.total, "the model", msg, msglen);
+	r = mop_gpu_ledger_reserve(&ledger, lo.total, n > 1 ? "the gang of models" : "the model",
+							   msg, msglen);
 	pthread_mutex_unlock(&ledger_lock);
 	if (r != 0)
 	{
@@ -630,10 +763,11 @@ mop_gpu_model_open(nn_model *host, const mop_gpu_options *opt, mop_gpu_model **o
 	TAKE(ones, float, lo.ones);
 	TAKE(rowloss, double, lo.rows);
 	TAKE(rowmetric, double, lo.rows);
-	TAKE(coef, float, al(4));
-	TAKE(acc, double, al(32));	/* two sums and the step's pending two */
-	TAKE(eacc, double, al(16));
-	TAKE(st, gk_status, al(sizeof(gk_status)));
+	TAKE(coef, float, al(n * 4));
+	TAKE(acc, double, al(n * 32));	/* two sums and the step's pending two */
+	TAKE(eacc, double, al(n * 32));
+	TAKE(hp, gk_optim, al(n * sizeof(gk_optim)));
+	TAKE(st, gk_status, al(n * sizeof(gk_status)));
 	TAKE(steptab, gk_step, lo.steps);
 	TAKE(stepidx, int, al(4));
 	TAKE(blasws, void, BLAS_WS_BYTES);
@@ -644,13 +778,15 @@ mop_gpu_model_open(nn_model *host, const mop_gpu_options *opt, mop_gpu_model **o
 		{
 			int64_t		col;
 
-			g->chunk[i] = conv_chunk(&p->l[i], p->batch, &col);
+			g->chunk[i] = conv_chunk(&p->l[i], p->batch, n, &col);
 		}
+	for (int k = 0; k < n; k++)
+		g->clips |= hp[k].clip > 0;
 
 	g->mask_cap = dropout_cap(p);
 	g->graph_state = (g->mask_cap > 0 || opt->no_graphs) ? -1 : 0;
 	if (g->mask_cap > 0 &&
-		cudaMallocHost((void **) &g->mask_host, (size_t) g->mask_cap * 4) != cudaSuccess)
+		cudaMallocHost((void **) &g->mask_host, (size_t) g->mask_cap * n * 4) != cudaSuccess)
 	{
 		cudaError_t e = cudaGetLastError();
 
@@ -665,21 +801,37 @@ mop_gpu_model_open(nn_model *host, const mop_gpu_options *opt, mop_gpu_model **o
 		return blas_fail(msg, msglen, "setting up cuBLAS", bs);
 	}
 	gk_fill(g->ones, g->ones_len, 1.0f, g->stream);
-	cudaMemsetAsync(g->st, 0, sizeof(gk_status), g->stream);
-	if (cudaMemcpyAsync(g->params, host->params, (size_t) p->n_params * 4,
-						cudaMemcpyHostToDevice, g->stream) != cudaSuccess ||
-		(p->n_opt > 0 &&
-		 cudaMemcpyAsync(g->opt, host->opt, (size_t) p->n_opt * 4,
-						 cudaMemcpyHostToDevice, g->stream) != cudaSuccess) ||
-		cudaStreamSynchronize(g->stream) != cudaSuccess)
+	cudaMemsetAsync(g->st, 0, n * sizeof(gk_status), g->stream);
+	/* hp is on the stack: this copy must finish before returning (the sync below) */
+	cudaMemcpyAsync(g->hp, hp, n * sizeof(gk_optim), cudaMemcpyHostToDevice, g->stream);
 	{
-		cudaError_t e = cudaGetLastError();
+		cudaError_t e = cudaSuccess;
 
-		mop_gpu_model_close(g);
-		return cuda_fail(msg, msglen, "uploading the model", e);
+		for (int k = 0; k < n && e == cudaSuccess; k++)
+		{
+			e = cudaMemcpyAsync(g->params + k * p->n_params, hosts[k]->params,
+								(size_t) p->n_params * 4, cudaMemcpyHostToDevice, g->stream);
+			if (e == cudaSuccess && p->n_opt > 0)
+				e = cudaMemcpyAsync(g->opt + k * p->n_opt, hosts[k]->opt, (size_t) p->n_opt * 4,
+									cudaMemcpyHostToDevice, g->stream);
+		}
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(g->stream);
+		if (e != cudaSuccess)
+		{
+			mop_gpu_model_close(g);
+			return cuda_fail(msg, msglen, "uploading the model", e);
+		}
 	}
 	*out = g;
 	return MOP_GPU_OK;
+}
+
+extern "C" int
+mop_gpu_model_open(nn_model *host, const mop_gpu_options *opt, mop_gpu_model **out,
+				   char *msg, size_t msglen)
+{
+	return mop_gpu_gang_open(&host, 1, opt, out, msg, msglen);
 }
 
 extern "C" int
@@ -688,122 +840,94 @@ mop_gpu_model_sync(mop_gpu_model *g, char *msg, size_t msglen)
 	const nn_plan *p = &g->host->plan;
 
 	CU(cudaSetDevice(g->device), "cudaSetDevice");
-	CU(cudaMemcpyAsync(g->host->params, g->params, (size_t) p->n_params * 4,
-					   cudaMemcpyDeviceToHost, g->stream), "downloading the weights");
-	if (p->n_opt > 0)
-		CU(cudaMemcpyAsync(g->host->opt, g->opt, (size_t) p->n_opt * 4,
-						   cudaMemcpyDeviceToHost, g->stream), "downloading the optimizer state");
+	for (int k = 0; k < g->n; k++)
+	{
+		CU(cudaMemcpyAsync(g->mem[k].host->params, g->params + k * p->n_params,
+						   (size_t) p->n_params * 4, cudaMemcpyDeviceToHost, g->stream),
+		   "downloading the weights");
+		if (p->n_opt > 0)
+			CU(cudaMemcpyAsync(g->mem[k].host->opt, g->opt + k * p->n_opt,
+							   (size_t) p->n_opt * 4, cudaMemcpyDeviceToHost, g->stream),
+			   "downloading the optimizer state");
+	}
 	CU(cudaStreamSynchronize(g->stream), "downloading the model");
 	return MOP_GPU_OK;
 }
 
 /* ---- forward and backward -------------------------------------------- */
 
-/* Row-major C = alpha op(A) op(B) + beta C, as nn_gemm (blas.c), on cuBLAS. */
+/*
+ * Row-major C = alpha op(A) op(B) + beta C, as nn_gemm (blas.c), on cuBLAS,
+ * for every member of the gang: member k's matrices are sa, sb and sc
+ * floats after member k - 1's.  A gang of one makes the plain call.
+ */
 static void
 gemm(mop_gpu_model *g, int ta, int tb, int m, int n, int k, float alpha, const float *a,
-	 int lda, const float *b, int ldb, float beta, float *c, int ldc)
+	 int lda, int64_t sa, const float *b, int ldb, int64_t sb, float beta, float *c, int ldc,
+	 int64_t sc)
 {
 	/* row-major C = A B is column-major C^T = B^T A^T */
-	cublasSgemm(g->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-				n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc);
+	if (g->n == 1)
+		cublasSgemm(g->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+					n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc);
+	else
+		cublasSgemmStridedBatched(g->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+								  ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, sb,
+								  a, lda, sa, &beta, c, ldc, sc, g->n);
 }
 
-/* sum_rows (layers.c): out[width] = sum over rows of x[rows, width], via a GEMV with ones. */
+/*
+ * sum_rows (layers.c): out[width] = sum over rows of x[rows, width], via a
+ * GEMV with ones; member k's x is sx floats further and its out so.
+ */
 static void
-sum_rows(mop_gpu_model *g, const float *x, int64_t rows, int64_t width, float *out)
+sum_rows(mop_gpu_model *g, const float *x, int64_t rows, int64_t width, int64_t sx, float *out,
+		 int64_t so)
 {
 	const float one = 1.0f,
 				zero = 0.0f;
 
-	cublasSgemv(g->blas, CUBLAS_OP_N, (int) width, (int) rows, &one, x, (int) width,
-				g->ones, 1, &zero, out, 1);
+	if (g->n == 1)
+		cublasSgemv(g->blas, CUBLAS_OP_N, (int) width, (int) rows, &one, x, (int) width,
+					g->ones, 1, &zero, out, 1);
+	else
+		cublasSgemvStridedBatched(g->blas, CUBLAS_OP_N, (int) width, (int) rows, &one, x,
+								  (int) width, sx, g->ones, 1, 0, &zero, out, 1, so, g->n);
 }
 
-/* Draw one dropout layer's mask from the host generator and upload it (see the header). */
+/*
+ * Draw one dropout layer's masks, per members nb * out_size floats, each
+ * from its own model's generator on the host, and upload them (see the
+ * header).
+ */
 static void
-dropout_mask(mop_gpu_model *g, const nn_ilayer *L, float *mask_dev, int64_t total)
+dropout_mask(mop_gpu_model *g, const nn_ilayer *L, float *mask_dev, int64_t per)
 {
-	nn_model   *m = g->host;
 	float		keep = 1.0f / (1.0f - L->rate);
 
 	/* the pinned buffer may still be feeding the last copy */
 	cudaStreamSynchronize(g->stream);
-	for (int64_t i = 0; i < total; i++)
-		g->mask_host[i] = nn_rng_uniform(m->rng) >= L->rate ? keep : 0.0f;
-	cudaMemcpyAsync(mask_dev, g->mask_host, (size_t) total * 4, cudaMemcpyHostToDevice,
+	for (int k = 0; k < g->n; k++)
+	{
+		nn_model   *m = g->mem[k].host;
+		float	   *mk = g->mask_host + k * per;
+
+		for (int64_t i = 0; i < per; i++)
+			mk[i] = nn_rng_uniform(m->rng) >= L->rate ? keep : 0.0f;
+	}
+	cudaMemcpyAsync(mask_dev, g->mask_host, (size_t) (per * g->n) * 4, cudaMemcpyHostToDevice,
 					g->stream);
 }
 
-/* nn_layer_forward (layers.c) */
+/* nn_layer_forward (layers.c), nb rows per member */
 static void
 layer_forward(mop_gpu_model *g, int li, const nn_ilayer *L, const float *in, float *out,
 			  int nb, int training)
 {
+	int64_t		P = g->host->plan.n_params;
 	const float *W = L->w_off >= 0 ? g->params + L->w_off : NULL;
 	const float *b = L->b_off >= 0 ? g->params + L->b_off : NULL;
-	cudaStream_t s = g->stream;
-
-	switch (L->type)
-	{
-		case NN_LAYER_DENSE:
-			if (b)
-				gk_fill_rows(out, nb, L->oc, b, s);
-			gemm(g, 0, 0, nb, L->oc, (int) L->in_size, 1.0f, in, (int) L->in_size, W, L->oc,
-				 b ? 1.0f : 0.0f, out, L->oc);
-			break;
-		case NN_LAYER_CONV2D:
-			{
-				int			K = L->kh * L->kw * L->ic;
-				int64_t		img_rows = (int64_t) L->oh * L->ow;
-				int			chunk = g->chunk[li];
-
-				if (b)
-					gk_fill_rows(out, nb * img_rows, L->oc, b, s);
-				for (int n0 = 0; n0 < nb; n0 += chunk)
-				{
-					int			cn = nb - n0 < chunk ? nb - n0 : chunk;
-
-					gk_im2col(L, in + (int64_t) n0 * L->in_size, g->col, cn, s);
-					gemm(g, 0, 0, (int) (cn * img_rows), L->oc, K, 1.0f, g->col, K, W, L->oc,
-						 b ? 1.0f : 0.0f, out + n0 * img_rows * L->oc, L->oc);
-				}
-				break;
-			}
-		case NN_LAYER_MAXPOOL2D:
-			gk_maxpool_forward(L, in, out, (int32_t *) (g->acts + L->aux_off), nb, s);
-			break;
-		case NN_LAYER_DROPOUT:
-			{
-				int64_t		total = (int64_t) nb * L->out_size;
-
-				if (training && L->rate > 0)
-				{
-					float	   *mask = g->acts + L->aux_off;
-
-					dropout_mask(g, L, mask, total);
-					gk_mul(in, mask, out, total, s);
-				}
-				else
-					cudaMemcpyAsync(out, in, (size_t) total * 4, cudaMemcpyDeviceToDevice, s);
-				break;
-			}
-		case NN_LAYER_ACTIVATION:
-			gk_act_forward(L->act, L->alpha, in, out, nb, L->out_size, s);
-			break;
-		default:
-			break;
-	}
-}
-
-/* nn_layer_backward (layers.c) */
-static void
-layer_backward(mop_gpu_model *g, int li, const nn_ilayer *L, const float *in,
-			   const float *out, const float *dout, float *din, int nb)
-{
-	const float *W = L->w_off >= 0 ? g->params + L->w_off : NULL;
-	float	   *dW = L->w_off >= 0 ? g->grads + L->w_off : NULL;
-	float	   *db = L->b_off >= 0 ? g->grads + L->b_off : NULL;
+	int64_t		rows = (int64_t) g->n * nb;	/* every member's rows */
 	cudaStream_t s = g->stream;
 
 	switch (L->type)
@@ -812,11 +936,10 @@ layer_backward(mop_gpu_model *g, int li, const nn_ilayer *L, const float *in,
 			{
 				int			K = (int) L->in_size;
 
-				gemm(g, 1, 0, K, L->oc, nb, 1.0f, in, K, dout, L->oc, 0.0f, dW, L->oc);
-				if (db)
-					sum_rows(g, dout, nb, L->oc, db);
-				if (din)
-					gemm(g, 0, 1, nb, K, L->oc, 1.0f, dout, L->oc, W, L->oc, 0.0f, din, K);
+				if (b)
+					gk_fill_rows(out, g->n, nb, L->oc, b, P, s);
+				gemm(g, 0, 0, nb, L->oc, K, 1.0f, in, K, (int64_t) nb * K, W, L->oc, P,
+					 b ? 1.0f : 0.0f, out, L->oc, (int64_t) nb * L->oc);
 				break;
 			}
 		case NN_LAYER_CONV2D:
@@ -825,51 +948,126 @@ layer_backward(mop_gpu_model *g, int li, const nn_ilayer *L, const float *in,
 				int64_t		img_rows = (int64_t) L->oh * L->ow;
 				int			chunk = g->chunk[li];
 
-				if (db)
-					sum_rows(g, dout, nb * img_rows, L->oc, db);
+				if (b)
+					gk_fill_rows(out, g->n, nb * img_rows, L->oc, b, P, s);
 				for (int n0 = 0; n0 < nb; n0 += chunk)
 				{
 					int			cn = nb - n0 < chunk ? nb - n0 : chunk;
-					int			rows = (int) (cn * img_rows);
-					const float *dchunk = dout + n0 * img_rows * L->oc;
 
-					gk_im2col(L, in + (int64_t) n0 * L->in_size, g->col, cn, s);
-					gemm(g, 1, 0, K, L->oc, rows, 1.0f, g->col, K, dchunk, L->oc,
-						 n0 == 0 ? 0.0f : 1.0f, dW, L->oc);
-					if (din)
-					{
-						gemm(g, 0, 1, rows, K, L->oc, 1.0f, dchunk, L->oc, W, L->oc, 0.0f,
-							 g->col, K);
-						gk_col2im(L, g->col, din + (int64_t) n0 * L->in_size, cn, s);
-					}
+					gk_im2col(L, in + (int64_t) n0 * L->in_size, g->col, g->n, cn, nb, s);
+					gemm(g, 0, 0, (int) (cn * img_rows), L->oc, K, 1.0f, g->col, K,
+						 cn * img_rows * K, W, L->oc, P, b ? 1.0f : 0.0f,
+						 out + n0 * img_rows * L->oc, L->oc, nb * img_rows * L->oc);
 				}
 				break;
 			}
 		case NN_LAYER_MAXPOOL2D:
-			if (din)
-				gk_maxpool_backward(L, dout, (const int32_t *) (g->acts + L->aux_off), din, nb, s);
+			gk_maxpool_forward(L, in, out, (int32_t *) (g->acts + g->n * L->aux_off), (int) rows,
+							   s);
 			break;
 		case NN_LAYER_DROPOUT:
-			if (din)
 			{
-				int64_t		total = (int64_t) nb * L->out_size;
+				int64_t		total = rows * L->out_size;
 
-				if (L->rate > 0)
-					gk_mul(dout, g->acts + L->aux_off, din, total, s);
+				if (training && L->rate > 0)
+				{
+					float	   *mask = g->acts + g->n * L->aux_off;
+
+					dropout_mask(g, L, mask, (int64_t) nb * L->out_size);
+					gk_mul(in, mask, out, total, s);
+				}
 				else
-					cudaMemcpyAsync(din, dout, (size_t) total * 4, cudaMemcpyDeviceToDevice, s);
+					cudaMemcpyAsync(out, in, (size_t) total * 4, cudaMemcpyDeviceToDevice, s);
+				break;
 			}
-			break;
 		case NN_LAYER_ACTIVATION:
-			if (din)
-				gk_act_backward(L->act, L->alpha, in, out, dout, din, nb, L->out_size, s);
+			gk_act_forward(L->act, L->alpha, in, out, rows, L->out_size, s);
 			break;
 		default:
 			break;
 	}
 }
 
-/* nn_forward (model.c): returns the network output (logits) [nb, out_dim] */
+/* nn_layer_backward (layers.c), nb rows per member */
+static void
+layer_backward(mop_gpu_model *g, int li, const nn_ilayer *L, const float *in,
+			   const float *out, const float *dout, float *din, int nb)
+{
+	int64_t		P = g->host->plan.n_params;
+	const float *W = L->w_off >= 0 ? g->params + L->w_off : NULL;
+	float	   *dW = L->w_off >= 0 ? g->grads + L->w_off : NULL;
+	float	   *db = L->b_off >= 0 ? g->grads + L->b_off : NULL;
+	int64_t		rows = (int64_t) g->n * nb;
+	cudaStream_t s = g->stream;
+
+	switch (L->type)
+	{
+		case NN_LAYER_DENSE:
+			{
+				int			K = (int) L->in_size;
+
+				gemm(g, 1, 0, K, L->oc, nb, 1.0f, in, K, (int64_t) nb * K, dout, L->oc,
+					 (int64_t) nb * L->oc, 0.0f, dW, L->oc, P);
+				if (db)
+					sum_rows(g, dout, nb, L->oc, (int64_t) nb * L->oc, db, P);
+				if (din)
+					gemm(g, 0, 1, nb, K, L->oc, 1.0f, dout, L->oc, (int64_t) nb * L->oc, W,
+						 L->oc, P, 0.0f, din, K, (int64_t) nb * K);
+				break;
+			}
+		case NN_LAYER_CONV2D:
+			{
+				int			K = L->kh * L->kw * L->ic;
+				int64_t		img_rows = (int64_t) L->oh * L->ow;
+				int64_t		sd = nb * img_rows * L->oc;	/* one member's dout */
+				int			chunk = g->chunk[li];
+
+				if (db)
+					sum_rows(g, dout, nb * img_rows, L->oc, sd, db, P);
+				for (int n0 = 0; n0 < nb; n0 += chunk)
+				{
+					int			cn = nb - n0 < chunk ? nb - n0 : chunk;
+					int			crows = (int) (cn * img_rows);
+					const float *dchunk = dout + n0 * img_rows * L->oc;
+
+					gk_im2col(L, in + (int64_t) n0 * L->in_size, g->col, g->n, cn, nb, s);
+					gemm(g, 1, 0, K, L->oc, crows, 1.0f, g->col, K, (int64_t) crows * K, dchunk,
+						 L->oc, sd, n0 == 0 ? 0.0f : 1.0f, dW, L->oc, P);
+					if (din)
+					{
+						gemm(g, 0, 1, crows, K, L->oc, 1.0f, dchunk, L->oc, sd, W, L->oc, P,
+							 0.0f, g->col, K, (int64_t) crows * K);
+						gk_col2im(L, g->col, din + (int64_t) n0 * L->in_size, g->n, cn, nb, s);
+					}
+				}
+				break;
+			}
+		case NN_LAYER_MAXPOOL2D:
+			if (din)
+				gk_maxpool_backward(L, dout, (const int32_t *) (g->acts + g->n * L->aux_off), din,
+									(int) rows, s);
+			break;
+		case NN_LAYER_DROPOUT:
+			if (din)
+			{
+				int64_t		total = rows * L->out_size;
+
+				if (L->rate > 0)
+					gk_mul(dout, g->acts + g->n * L->aux_off, din, total, s);
+				else
+					cudaMemcpyAsync(din, dout, (size_t) total * 4, cudaMemcpyDeviceToDevice, s);
+			}
+			break;
+		case NN_LAYER_ACTIVATION:
+			if (din)
+				gk_act_backward(L->act, L->alpha, in, out, dout, din, rows, L->out_size, s);
+			break;
+		default:
+			break;
+	}
+}
+
+/* nn_forward (model.c): returns the network output (logits) [n * nb, out_dim] */
 static const float *
 forward(mop_gpu_model *g, const float *x, int nb, int training)
 {
@@ -884,7 +1082,7 @@ forward(mop_gpu_model *g, const float *x, int nb, int training)
 		g->lin[i] = cur;
 		if (L->fused || L->type == NN_LAYER_FLATTEN)
 			continue;
-		out = g->acts + L->out_off;
+		out = g->acts + g->n * L->out_off;
 		layer_forward(g, i, L, cur, out, nb, training);
 		cur = out;
 	}
@@ -908,7 +1106,7 @@ backward(mop_gpu_model *g, const float *x, int nb)
 		if (L->fused || L->type == NN_LAYER_FLATTEN)
 			continue;
 		din = (in == x) ? NULL : dnext;
-		layer_backward(g, i, L, in, g->acts + L->out_off, dcur, din, nb);
+		layer_backward(g, i, L, in, g->acts + g->n * L->out_off, dcur, din, nb);
 		if (!din)
 			break;
 		dnext = dcur;
@@ -923,50 +1121,40 @@ optim_step(mop_gpu_model *g)
 	const nn_spec *s = &g->host->spec;
 	const nn_plan *p = &g->host->plan;
 	int64_t		P = p->n_params;
-	gk_optim	o;
 	const float *coef = NULL;
 
-	memset(&o, 0, sizeof(o));
-	o.kind = s->optimizer;
-	o.lr = s->lr;
-	o.momentum = s->momentum;
-	o.nesterov = s->nesterov;
-	o.beta1 = s->beta1;
-	o.beta2 = s->beta2;
-	o.eps = s->eps;
-	o.rho = s->rho;
-	if (s->clip_norm > 0)
+	if (g->clips)
 	{
-		gk_clip_coef(g->grads, P, s->clip_norm, g->coef, g->st, g->stream);
+		gk_clip_coef(g->grads, P, g->n, g->hp, g->coef, g->stream);
 		coef = g->coef;
 	}
 	for (int k = 0; k < p->n_tensors; k++)
 	{
 		const nn_itensor *T = &p->t[k];
-		float		l2 = T->is_kernel ? s->l2 : 0.0f;
-		float		decay = 1.0f;
-		float	   *s1 = NULL,
-				   *s2 = NULL;
+		gk_tensor	t;
 
+		t.off = T->off;
+		t.size = T->size;
+		t.n_params = P;
+		t.n_opt = p->n_opt;
+		t.is_kernel = T->is_kernel;
+		t.s1 = t.s2 = 0;
 		switch (s->optimizer)
 		{
 			case NN_OPT_SGD:
-				s1 = s->momentum > 0 ? g->opt + T->off : NULL;
+				t.s1 = s->momentum > 0;
 				break;
 			case NN_OPT_ADAM:
 			case NN_OPT_ADAMW:
-				if (s->optimizer == NN_OPT_ADAMW && T->is_kernel)
-					decay = 1.0f - s->lr * s->weight_decay;
-				s1 = g->opt + T->off;
-				s2 = g->opt + P + T->off;
+				t.s1 = t.s2 = 1;
 				break;
 			case NN_OPT_RMSPROP:
-				s1 = g->opt + T->off;
-				s2 = s->momentum > 0 ? g->opt + P + T->off : NULL;
+				t.s1 = 1;
+				t.s2 = s->momentum > 0;
 				break;
 		}
-		gk_optim_tensor(&o, g->params + T->off, g->grads + T->off, s1, s2, T->size, l2, decay,
-						coef, g->st, g->steptab, g->stepidx, g->stream);
+		gk_optim_tensor(s->optimizer, g->hp, &t, g->params, g->grads, g->opt, coef, g->st,
+						g->steptab, g->stepidx, g->n, g->stream);
 	}
 }
 
@@ -978,23 +1166,49 @@ step_kernels(mop_gpu_model *g, const float *x, const float *y, int nb)
 	const nn_plan *p = &m->plan;
 	const float *z = forward(g, x, nb, 1);
 
-	gk_loss_rows(m->spec.loss, m->spec.metric, m->spec.top_k, p->out_dim, z, y, nb, g->grad0,
-				 g->rowloss, g->rowmetric, g->stream);
-	gk_loss_reduce(g->rowloss, g->rowmetric, nb, g->acc, g->st, g->steptab, g->stepidx, 1,
+	gk_loss_rows(m->spec.loss, m->spec.metric, m->spec.top_k, p->out_dim, z, y, g->n, nb,
+				 g->grad0, g->rowloss, g->rowmetric, g->stream);
+	gk_loss_reduce(g->rowloss, g->rowmetric, g->n, nb, g->acc, g->st, g->steptab, g->stepidx, 1,
 				   g->stream);
 	backward(g, x, nb);
 	optim_step(g);
-	gk_commit_sums(g->acc, g->st, g->stream);
+	gk_commit_sums(g->acc, g->st, g->n, g->stream);
 	gk_step_advance(g->stepidx, g->stream);
 }
 
-/* One step as the step table describes it: gather its rows, then train on nb of them. */
+/*
+ * Rows staged for a full batch (members batch rows apart) close up to nb
+ * rows apart, member after member, for a gang's short last step (grad1 is
+ * free before the step's backward pass).
+ */
+static void
+close_up(mop_gpu_model *g, float *buf, int64_t width, int nb)
+{
+	int64_t		B = g->host->plan.batch;
+	size_t		row = (size_t) width * 4;
+
+	cudaMemcpy2DAsync(g->grad1, nb * row, buf, B * row, nb * row, g->n,
+					  cudaMemcpyDeviceToDevice, g->stream);
+	cudaMemcpyAsync(buf, g->grad1, g->n * nb * row, cudaMemcpyDeviceToDevice, g->stream);
+}
+
+/*
+ * One step as the step table describes it: gather its rows (members nb
+ * rows apart), then train on nb rows per member.
+ */
 static void
 step_body(mop_gpu_model *g, int nb)
 {
 	const nn_plan *p = &g->host->plan;
 
-	gk_gather_step(g->steptab, g->stepidx, g->xb, g->yb, nb, p->in_dim, p->y_dim, g->stream);
+	if (g->n > 1 && nb < p->batch && g->pregathered)
+	{
+		close_up(g, g->xb, p->in_dim, nb);
+		close_up(g, g->yb, p->y_dim, nb);
+		g->pregathered = 0;
+	}
+	gk_gather_step(g->steptab, g->stepidx, g->n, g->xb, g->yb, nb, p->in_dim, p->y_dim,
+				   g->stream);
 	step_kernels(g, g->xb, g->yb, nb);
 }
 
@@ -1025,49 +1239,77 @@ capture_steps(mop_gpu_model *g, int nsteps, cudaGraphExec_t *exec)
 	return 0;
 }
 
-/* The entry of the step being gathered now. */
+/* The first member's entry of the step being gathered now (the others follow it). */
 static gk_step *
 cur_entry(mop_gpu_model *g)
 {
-	return &g->steptab_host[g->tab_launched + g->ready];
+	return &g->steptab_host[(g->tab_launched + g->ready) * g->n];
+}
+
+/* Member k's order of the rows of the buffer whose x is x (NULL: stored order). */
+static const int64_t *
+member_perm(const mop_gpu_model *g, int k, const float *x)
+{
+	const gang_member *mb = &g->mem[k];
+
+	return mb->order_of && mb->order_of->x == x ? mb->perm : NULL;
 }
 
 /*
- * The step described by e is complete with nb rows: give it its number and
- * the optimizer's scalars for it, as nn_optim_step computes them, and
- * count it as train_step (model.c) does.
+ * The step whose first entry is e is complete with nb rows per member:
+ * give each member its entry (the first one's rows in the member's own
+ * order) with its step number and the optimizer's scalars for it, as
+ * nn_optim_step computes them, and count it as train_step (model.c) does.
+ * A member known to have diverged counts nothing (its kernels skip it).
  */
 static void
 complete_step(mop_gpu_model *g, gk_step *e, int nb)
 {
-	nn_model   *m = g->host;
-	const nn_spec *s = &m->spec;
-	long long	t = (long long) m->steps + 1;
-
-	e->t = t;
-	e->step_size = 0.0f;
-	e->bc2_sqrt = 1.0f;
-	if (s->optimizer == NN_OPT_ADAM || s->optimizer == NN_OPT_ADAMW)
+	for (int k = 0; k < g->n; k++)
 	{
-		double		bc1 = 1.0 - pow((double) s->beta1, (double) t);
-		double		bc2 = 1.0 - pow((double) s->beta2, (double) t);
+		gang_member *mb = &g->mem[k];
+		nn_model   *m = mb->host;
+		const nn_spec *s = &m->spec;
+		gk_step    *ek = e + k;
+		long long	t = (long long) m->steps + 1;
 
-		e->step_size = (float) ((double) s->lr / bc1);
-		e->bc2_sqrt = (float) sqrt(bc2);
+		if (k > 0)
+		{
+			ek->nseg = e->nseg;
+			for (int j = 0; j < e->nseg; j++)
+			{
+				ek->seg[j] = e->seg[j];
+				ek->seg[j].perm = member_perm(g, k, e->seg[j].x);
+			}
+		}
+		ek->t = t;
+		ek->step_size = 0.0f;
+		ek->bc2_sqrt = 1.0f;
+		if (s->optimizer == NN_OPT_ADAM || s->optimizer == NN_OPT_ADAMW)
+		{
+			double		bc1 = 1.0 - pow((double) s->beta1, (double) t);
+			double		bc2 = 1.0 - pow((double) s->beta2, (double) t);
+
+			ek->step_size = (float) ((double) s->lr / bc1);
+			ek->bc2_sqrt = (float) sqrt(bc2);
+		}
+		if (m->diverged)
+			continue;
+		m->steps++;
+		m->rows_trained += nb;
+		mb->acc_rows += nb;
+		mb->acc_steps++;
 	}
-	m->steps++;
-	m->rows_trained += nb;
-	g->acc_rows += nb;
-	g->acc_steps++;
 	g->ready++;
 }
 
-/* Upload the next k complete entries of the step table (they never change again). */
+/* Upload the entries of the next k complete steps (they never change again). */
 static void
 upload_entries(mop_gpu_model *g, int64_t k)
 {
-	cudaMemcpyAsync(g->steptab + g->tab_launched, g->steptab_host + g->tab_launched,
-					(size_t) k * sizeof(gk_step), cudaMemcpyHostToDevice, g->stream);
+	cudaMemcpyAsync(g->steptab + g->tab_launched * g->n,
+					g->steptab_host + g->tab_launched * g->n,
+					(size_t) (k * g->n) * sizeof(gk_step), cudaMemcpyHostToDevice, g->stream);
 }
 
 /*
@@ -1108,80 +1350,115 @@ launch_ready(mop_gpu_model *g)
 
 /*
  * Rows of the step being gathered that its segments cannot describe (more
- * than GK_SEGS pieces): copy the pieces so far into the staging buffers now,
- * after every earlier step has been queued, and start the list over.
+ * than GK_SEGS pieces): copy the pieces so far into the staging buffers now
+ * (members a full batch apart), after every earlier step has been queued,
+ * and start the list over.
  */
 static void
 pregather(mop_gpu_model *g, gk_step *e)
 {
 	const nn_plan *p = &g->host->plan;
+	int64_t		B = p->batch;
 
 	launch_ready(g);
-	for (int k = 0; k < e->nseg; k++)
+	for (int k = 0; k < g->n; k++)
 	{
-		const gk_seg *sg = &e->seg[k];
+		float	   *xk = g->xb + k * B * p->in_dim;
+		float	   *yk = g->yb + k * B * p->y_dim;
 
-		gk_gather_rows(g->xb + (int64_t) sg->dst * p->in_dim, sg->x, sg->perm, sg->off, sg->n,
-					   p->in_dim, g->stream);
-		gk_gather_rows(g->yb + (int64_t) sg->dst * p->y_dim, sg->y, sg->perm, sg->off, sg->n,
-					   p->y_dim, g->stream);
+		for (int j = 0; j < e->nseg; j++)
+		{
+			const gk_seg *sg = &e->seg[j];
+			const int64_t *perm = member_perm(g, k, sg->x);
+
+			gk_gather_rows(xk + (int64_t) sg->dst * p->in_dim, sg->x, perm, sg->off, sg->n,
+						   p->in_dim, g->stream);
+			gk_gather_rows(yk + (int64_t) sg->dst * p->y_dim, sg->y, perm, sg->off, sg->n,
+						   p->y_dim, g->stream);
+		}
 	}
 	e->nseg = 0;
+	g->pregathered = 1;
 }
 
 /* ---- status checks --------------------------------------------------- */
 
-/* Wait for the stream and read the status words. */
+/* Wait for the stream and read the members' status words. */
 static int
 read_status(mop_gpu_model *g, char *msg, size_t msglen)
 {
-	CU(cudaMemcpyAsync(g->st_host, g->st, sizeof(gk_status), cudaMemcpyDeviceToHost, g->stream),
-	   "reading the training status");
+	CU(cudaMemcpyAsync(g->st_host, g->st, g->n * sizeof(gk_status), cudaMemcpyDeviceToHost,
+					   g->stream), "reading the training status");
 	CU(cudaStreamSynchronize(g->stream), "training on the GPU");
 	return MOP_GPU_OK;
 }
 
 /*
- * After a wait: if a step diverged, put the host counters where the CPU
- * would have stopped (before the failing step) and say so as nn_optim_step
- * and nn_gradients do.
+ * After a wait: for each member whose step diverged, put its host counters
+ * where the CPU would have stopped (before the failing step) and say so as
+ * nn_optim_step and nn_gradients do.  Returns MOP_GPU_EDIVERGED if any
+ * member diverged (msg names the first; a gang names its member).
  */
 static int
 check_diverged(mop_gpu_model *g, char *msg, size_t msglen)
 {
-	nn_model   *m = g->host;
-	const gk_status *st = g->st_host;
-	int64_t		done;
+	int			r = MOP_GPU_OK;
 
-	if (!st->flag)
-		return MOP_GPU_OK;
-	m->diverged = 1;
-	done = st->step - 1 - g->steps0;	/* steps of this stream that completed */
-	if (done < 0)
-		done = 0;
-	if (m->steps > g->steps0 + done)
+	for (int k = 0; k < g->n; k++)
 	{
-		/*
-		 * The steps after the failing one never happened on the CPU.  Every
-		 * step before it was a full batch (only a stream's last step is
-		 * partial, and a later one failed or this is it).
-		 */
-		m->steps = g->steps0 + done;
-		m->rows_trained = g->rows0 + done * m->plan.batch;
-		g->acc_steps = done;
-		g->acc_rows = done * m->plan.batch;
+		gang_member *mb = &g->mem[k];
+		nn_model   *m = mb->host;
+		const gk_status *st = &g->st_host[k];
+		int64_t		done;
+		char		who[32] = "";
+
+		if (!st->flag || mb->diverged0)
+			continue;			/* fine, or diverged before this stream */
+		m->diverged = 1;
+		done = st->step - 1 - mb->steps0;	/* steps of this stream that completed */
+		if (done < 0)
+			done = 0;
+		if (m->steps > mb->steps0 + done)
+		{
+			/*
+			 * The steps after the failing one never happened on the CPU.
+			 * Every step before it was a full batch (only a stream's last
+			 * step is partial, and a later one failed or this is it).
+			 */
+			m->steps = mb->steps0 + done;
+			m->rows_trained = mb->rows0 + done * m->plan.batch;
+			mb->acc_steps = done;
+			mb->acc_rows = done * m->plan.batch;
+		}
+		if (r != MOP_GPU_OK)
+			continue;
+		if (g->n > 1)
+			snprintf(who, sizeof(who), "model %d of the gang: ", k + 1);
+		if (st->flag == GK_BAD_WEIGHTS)
+			r = fail(msg, msglen, MOP_GPU_EDIVERGED, "%sweights became NaN or infinite at step %lld",
+					 who, st->step);
+		else
+			r = fail(msg, msglen, MOP_GPU_EDIVERGED, "%sloss became %s at step %lld", who,
+					 st->flag == GK_BAD_LOSS_NAN ? "NaN" : "infinite", st->step);
 	}
-	if (st->flag == GK_BAD_WEIGHTS)
-		return fail(msg, msglen, MOP_GPU_EDIVERGED, "weights became NaN or infinite at step %lld",
-					st->step);
-	return fail(msg, msglen, MOP_GPU_EDIVERGED, "loss became %s at step %lld",
-				st->flag == GK_BAD_LOSS_NAN ? "NaN" : "infinite", st->step);
+	return r;
+}
+
+/* Have all members diverged?  (A gang trains on while one of them can.) */
+static int
+all_diverged(const mop_gpu_model *g)
+{
+	for (int k = 0; k < g->n; k++)
+		if (!g->mem[k].host->diverged)
+			return 0;
+	return 1;
 }
 
 /*
  * Wait for the stream, report divergence, and start the step table over
  * (the kernels read entry 0 next).  Every complete step has been launched;
- * the step being gathered moves to entry 0.
+ * the step being gathered moves to entry 0.  A member's divergence is not
+ * an error here while other members train on.
  */
 static int
 table_reset(mop_gpu_model *g, char *msg, size_t msglen)
@@ -1191,10 +1468,11 @@ table_reset(mop_gpu_model *g, char *msg, size_t msglen)
 	launch_ready(g);
 	if ((r = read_status(g, msg, msglen)) != MOP_GPU_OK)
 		return r;
-	if ((r = check_diverged(g, msg, msglen)) != MOP_GPU_OK)
+	if ((r = check_diverged(g, msg, msglen)) != MOP_GPU_OK && all_diverged(g))
 		return r;
 	if (g->fill > 0 && g->tab_launched > 0)
-		g->steptab_host[0] = g->steptab_host[g->tab_launched];
+		memcpy(g->steptab_host, g->steptab_host + g->tab_launched * g->n,
+			   g->n * sizeof(gk_step));
 	g->tab_launched = 0;
 	CU(cudaMemsetAsync(g->stepidx, 0, sizeof(int), g->stream), "resetting the step table");
 	return MOP_GPU_OK;
@@ -1236,42 +1514,60 @@ check_labels(mop_gpu_model *g, mop_gpu_data *d, char *msg, size_t msglen)
 
 /* ---- training stream ------------------------------------------------- */
 
-/* nn_train_begin (model.c) */
+/*
+ * nn_train_begin (model.c), for every member.  A member that diverged
+ * earlier keeps its flag raised on the device, so the kernels leave it
+ * alone while the others train; if all have, this fails as on the CPU.
+ */
 extern "C" int
 mop_gpu_train_begin(mop_gpu_model *g, char *msg, size_t msglen)
 {
-	nn_model   *m = g->host;
-
-	if (m->diverged)
+	if (all_diverged(g))
 		return fail(msg, msglen, MOP_GPU_EDIVERGED, "model has diverged and cannot train further");
 	CU(cudaSetDevice(g->device), "cudaSetDevice");
-	CU(cudaMemsetAsync(g->acc, 0, 2 * sizeof(double), g->stream), "starting a stream");
-	CU(cudaMemsetAsync(&g->st->flag, 0, sizeof(int), g->stream), "starting a stream");
+	memset(g->st_host, 0, g->n * sizeof(gk_status));
+	for (int k = 0; k < g->n; k++)
+	{
+		gang_member *mb = &g->mem[k];
+
+		if (mb->host->diverged)
+		{
+			g->st_host[k].flag = GK_BAD_WEIGHTS;
+			g->st_host[k].step = mb->host->steps;
+		}
+		mb->diverged0 = mb->host->diverged;
+		mb->steps0 = mb->host->steps;
+		mb->rows0 = mb->host->rows_trained;
+		mb->acc_rows = mb->acc_steps = 0;
+	}
+	CU(cudaMemcpyAsync(g->st, g->st_host, g->n * sizeof(gk_status), cudaMemcpyHostToDevice,
+					   g->stream), "starting a stream");
+	CU(cudaMemsetAsync(g->acc, 0, g->n * 4 * sizeof(double), g->stream), "starting a stream");
 	CU(cudaMemsetAsync(g->stepidx, 0, sizeof(int), g->stream), "starting a stream");
+	/* the statuses come from pinned memory that a later read overwrites */
+	CU(cudaStreamSynchronize(g->stream), "starting a stream");
 	g->tab_launched = 0;
 	g->ready = 0;
 	g->streaming = 1;
 	g->fill = 0;
-	g->steps0 = m->steps;
-	g->rows0 = m->rows_trained;
-	g->acc_rows = g->acc_steps = 0;
+	g->pregathered = 0;
 	return MOP_GPU_OK;
 }
 
-/* nn_train_feed (model.c), without the engine's own shuffle: rows in d's order */
+/* nn_train_feed (model.c), without the engine's own shuffle: rows in each member's order of d */
 extern "C" int
 mop_gpu_train_feed(mop_gpu_model *g, mop_gpu_data *d, int64_t off, int64_t n, char *msg,
 				   size_t msglen)
 {
 	nn_model   *m = g->host;
 	int64_t		B = m->plan.batch;
-	const int64_t *perm = g->order_of == d ? g->perm : NULL;
+	const int64_t *perm = member_perm(g, 0, d->x);
 	int64_t		i = 0;
 	int			r;
 
 	if (!g->streaming)
 		return fail(msg, msglen, MOP_GPU_EINVAL, "feed called without begin");
-	if (m->diverged)
+	if (all_diverged(g))
 		return fail(msg, msglen, MOP_GPU_EDIVERGED, "model has diverged and cannot train further");
 	if (off < 0 || n < 0 || off > d->n || n > d->n - off)
 		return fail(msg, msglen, MOP_GPU_EINVAL, "rows %lld..%lld are outside a buffer of %lld rows",
@@ -1286,12 +1582,15 @@ mop_gpu_train_feed(mop_gpu_model *g, mop_gpu_data *d, int64_t off, int64_t n, ch
 		int64_t		k = B - g->fill < n - i ? B - g->fill : n - i;
 
 		/* room for the step being gathered, or wait and start the table over */
-		if (g->tab_launched + g->ready + 1 > STEP_CAP &&
+		if (g->tab_launched + g->ready + 1 > g->tab_cap &&
 			(r = table_reset(g, msg, msglen)) != MOP_GPU_OK)
 			return r;
 		e = cur_entry(g);
 		if (g->fill == 0)
+		{
 			e->nseg = 0;
+			g->pregathered = 0;
+		}
 		last = e->nseg > 0 ? &e->seg[e->nseg - 1] : NULL;
 		if (last && last->x == d->x && last->perm == perm && last->off + last->n == off + i &&
 			last->dst + last->n == g->fill)
@@ -1324,19 +1623,23 @@ mop_gpu_train_feed(mop_gpu_model *g, mop_gpu_data *d, int64_t off, int64_t n, ch
 }
 
 /*
- * Rows of d are fed in the order perm from now on (NULL: the stored order).
- * The order is the mirror's, so models sharing a buffer each keep their
- * own; rows of the step being gathered that came through the previous
- * order are copied first.  Nothing waits.
+ * Rows of d are fed to member `member` in the order perm from now on
+ * (NULL: the stored order).  The order is the member's, so models sharing
+ * a buffer each keep their own; rows of the step being gathered that came
+ * through the previous orders are copied first.  Nothing waits.
  */
 extern "C" int
-mop_gpu_train_order(mop_gpu_model *g, const mop_gpu_data *d, const int64_t *perm, char *msg,
-					size_t msglen)
+mop_gpu_train_order(mop_gpu_model *g, int32_t member, const mop_gpu_data *d,
+					const int64_t *perm, char *msg, size_t msglen)
 {
+	gang_member *mb;
 	int			r;
 
 	if (!g->streaming)
 		return fail(msg, msglen, MOP_GPU_EINVAL, "order given without begin");
+	if (member < 0 || member >= g->n)
+		return fail(msg, msglen, MOP_GPU_EINVAL, "no model %d in a gang of %d", member + 1, g->n);
+	mb = &g->mem[member];
 	for (int64_t i = 0; perm && i < d->n; i++)
 		if (perm[i] < 0 || perm[i] >= d->n)
 			return fail(msg, msglen, MOP_GPU_EINVAL, "row order entry %lld is %lld, not in 0..%lld",
@@ -1346,10 +1649,10 @@ mop_gpu_train_order(mop_gpu_model *g, const mop_gpu_data *d, const int64_t *perm
 	launch_ready(g);
 	if (g->fill > 0)
 		pregather(g, cur_entry(g));
-	g->order_of = NULL;
+	mb->order_of = NULL;
 	if (!perm)
 		return MOP_GPU_OK;
-	if (d->n > g->perm_cap)
+	if (d->n > mb->perm_cap)
 	{
 		int64_t		cap = d->n;
 
@@ -1358,31 +1661,31 @@ mop_gpu_train_order(mop_gpu_model *g, const mop_gpu_data *d, const int64_t *perm
 		pthread_mutex_unlock(&ledger_lock);
 		if (r != 0)
 			return MOP_GPU_ENOMEM;
-		if (g->perm)
+		if (mb->perm)
 		{
-			cudaFreeAsync(g->perm, g->stream);
+			cudaFreeAsync(mb->perm, g->stream);
 			pthread_mutex_lock(&ledger_lock);
-			mop_gpu_ledger_release(&ledger, (uint64_t) g->perm_cap * 8);
+			mop_gpu_ledger_release(&ledger, (uint64_t) mb->perm_cap * 8);
 			pthread_mutex_unlock(&ledger_lock);
-			g->perm = NULL;
-			g->perm_cap = 0;
+			mb->perm = NULL;
+			mb->perm_cap = 0;
 		}
-		if (cudaMallocAsync((void **) &g->perm, (size_t) cap * 8, g->stream) != cudaSuccess)
+		if (cudaMallocAsync((void **) &mb->perm, (size_t) cap * 8, g->stream) != cudaSuccess)
 		{
 			cudaError_t e = cudaGetLastError();
 
 			pthread_mutex_lock(&ledger_lock);
 			mop_gpu_ledger_release(&ledger, (uint64_t) cap * 8);
 			pthread_mutex_unlock(&ledger_lock);
-			g->perm = NULL;
+			mb->perm = NULL;
 			return cuda_fail(msg, msglen, "allocating a row order", e);
 		}
-		g->perm_cap = cap;
+		mb->perm_cap = cap;
 	}
 	/* stream-ordered: steps queued before read the old order */
-	CU(cudaMemcpyAsync(g->perm, perm, (size_t) d->n * 8, cudaMemcpyHostToDevice, g->stream),
+	CU(cudaMemcpyAsync(mb->perm, perm, (size_t) d->n * 8, cudaMemcpyHostToDevice, g->stream),
 	   "uploading a row order");
-	g->order_of = d;
+	mb->order_of = d;
 	return MOP_GPU_OK;
 }
 
@@ -1402,18 +1705,21 @@ mop_gpu_train_quiesce(mop_gpu_model *g, char *msg, size_t msglen)
 	return MOP_GPU_OK;
 }
 
-/* nn_train_end (model.c) */
+/*
+ * nn_train_end (model.c), for every member: res[k] gets member k's sums.
+ * Returns MOP_GPU_EDIVERGED if any member diverged during the stream (its
+ * host model says so); the others' sub-epochs count.
+ */
 extern "C" int
 mop_gpu_train_end(mop_gpu_model *g, nn_result *res, char *msg, size_t msglen)
 {
-	nn_model   *m = g->host;
 	int			r = MOP_GPU_OK;
-	long long	partial_t = 0;
+	long long	partial_t[MOP_GPU_GANG_MAX];
 
 	if (!g->streaming)
 		return fail(msg, msglen, MOP_GPU_EINVAL, "end called without begin");
 	CU(cudaSetDevice(g->device), "cudaSetDevice");
-	if (g->fill > 0 && !m->diverged && g->tab_launched + 1 > STEP_CAP)
+	if (g->fill > 0 && !all_diverged(g) && g->tab_launched + 1 > g->tab_cap)
 		r = table_reset(g, msg, msglen);
 	if (r != MOP_GPU_OK && r != MOP_GPU_EDIVERGED)
 	{
@@ -1421,13 +1727,16 @@ mop_gpu_train_end(mop_gpu_model *g, nn_result *res, char *msg, size_t msglen)
 		g->fill = 0;
 		return r;
 	}
-	if (g->fill > 0 && !m->diverged)
+	for (int k = 0; k < g->n; k++)
+		partial_t[k] = 0;
+	if (g->fill > 0 && !all_diverged(g))
 	{
-		/* the last, partial batch: its own launch, on fill rows */
+		/* the last, partial batch: its own launch, on fill rows per member */
 		gk_step    *e = cur_entry(g);
 
 		complete_step(g, e, (int) g->fill);
-		partial_t = e->t;
+		for (int k = 0; k < g->n; k++)
+			partial_t[k] = e[k].t;
 		upload_entries(g, 1);
 		step_body(g, (int) g->fill);
 		g->tab_launched++;
@@ -1435,36 +1744,46 @@ mop_gpu_train_end(mop_gpu_model *g, nn_result *res, char *msg, size_t msglen)
 	}
 	g->fill = 0;
 	g->streaming = 0;
-	CU(cudaMemcpyAsync(g->acc_host, g->acc, 2 * sizeof(double), cudaMemcpyDeviceToHost,
+	CU(cudaMemcpyAsync(g->acc_host, g->acc, g->n * 4 * sizeof(double), cudaMemcpyDeviceToHost,
 					   g->stream), "reading the training sums");
 	if ((r = read_status(g, msg, msglen)) != MOP_GPU_OK)
 		return r;
 	r = check_diverged(g, msg, msglen);
-	if (r == MOP_GPU_OK && m->diverged)
-		r = fail(msg, msglen, MOP_GPU_EDIVERGED, "model has diverged");
-	/*
-	 * As nn_train_end: the sub-epoch counts unless its last, partial step
-	 * is the one that diverged.
-	 */
-	if (r == MOP_GPU_OK || (g->st_host->flag && g->st_host->step != partial_t))
-		m->sub_epochs++;
-	if (res)
+	for (int k = 0; k < g->n; k++)
 	{
-		res->loss_sum = g->acc_host[0];
-		res->metric_sum = g->acc_host[1];
-		res->rows = g->acc_rows;
-		res->steps = g->acc_steps;
+		gang_member *mb = &g->mem[k];
+		const gk_status *st = &g->st_host[k];
+
+		/*
+		 * As nn_train_end: the sub-epoch counts unless its last, partial
+		 * step is the one that diverged (or the model had diverged before).
+		 */
+		if (!mb->diverged0 && (!mb->host->diverged || st->step != partial_t[k]))
+			mb->host->sub_epochs++;
+		if (res)
+		{
+			res[k].loss_sum = g->acc_host[4 * k];
+			res[k].metric_sum = g->acc_host[4 * k + 1];
+			res[k].rows = mb->acc_rows;
+			res[k].steps = mb->acc_steps;
+		}
 	}
+	if (r == MOP_GPU_OK && all_diverged(g))
+		r = fail(msg, msglen, MOP_GPU_EDIVERGED, "model has diverged");
 	return r;
 }
 
-/* nn_evaluate (model.c) over rows [off, off + n) of d in stored order */
+/*
+ * nn_evaluate (model.c) of every member over rows [off, off + n) of d in
+ * stored order: res[k] += member k's sums.
+ */
 extern "C" int
 mop_gpu_evaluate(mop_gpu_model *g, mop_gpu_data *d, int64_t off, int64_t n, nn_result *res,
 				 char *msg, size_t msglen)
 {
 	nn_model   *m = g->host;
-	int64_t		B = m->plan.batch;
+	const nn_plan *p = &m->plan;
+	int64_t		B = p->batch;
 	int			r;
 
 	if (off < 0 || n < 0 || off > d->n || n > d->n - off)
@@ -1473,27 +1792,47 @@ mop_gpu_evaluate(mop_gpu_model *g, mop_gpu_data *d, int64_t off, int64_t n, nn_r
 	CU(cudaSetDevice(g->device), "cudaSetDevice");
 	if ((r = check_labels(g, d, msg, msglen)) != MOP_GPU_OK)
 		return r;
-	CU(cudaMemsetAsync(g->eacc, 0, 2 * sizeof(double), g->stream), "evaluating");
+	CU(cudaMemsetAsync(g->eacc, 0, g->n * 4 * sizeof(double), g->stream), "evaluating");
 	for (int64_t i = 0; i < n; i += B)
 	{
 		int			nb = (int) (n - i < B ? n - i : B);
-		const float *z = forward(g, d->x + (off + i) * d->in_dim, nb, 0);
+		const float *x = d->x + (off + i) * d->in_dim;
+		const float *y = d->y + (off + i) * d->y_dim;
+		const float *z;
 
-		gk_loss_rows(m->spec.loss, m->spec.metric, m->spec.top_k, m->plan.out_dim, z,
-					 d->y + (off + i) * d->y_dim, nb, NULL, g->rowloss, g->rowmetric, g->stream);
-		gk_loss_reduce(g->rowloss, g->rowmetric, nb, g->eacc, g->st, g->steptab, g->stepidx, 0,
-					   g->stream);
+		if (g->n > 1)
+		{
+			/* every member sees the same rows: one copy each, side by side */
+			for (int k = 0; k < g->n; k++)
+			{
+				gk_gather_rows(g->xb + (int64_t) k * nb * p->in_dim, d->x, NULL, off + i, nb,
+							   p->in_dim, g->stream);
+				gk_gather_rows(g->yb + (int64_t) k * nb * p->y_dim, d->y, NULL, off + i, nb,
+							   p->y_dim, g->stream);
+			}
+			x = g->xb;
+			y = g->yb;
+		}
+		z = forward(g, x, nb, 0);
+		gk_loss_rows(m->spec.loss, m->spec.metric, m->spec.top_k, p->out_dim, z, y, g->n, nb,
+					 NULL, g->rowloss, g->rowmetric, g->stream);
+		gk_loss_reduce(g->rowloss, g->rowmetric, g->n, nb, g->eacc, g->st, g->steptab,
+					   g->stepidx, 0, g->stream);
 	}
-	CU(cudaMemcpyAsync(g->acc_host, g->eacc, 2 * sizeof(double), cudaMemcpyDeviceToHost,
-					   g->stream), "reading the evaluation sums");
+	for (int k = 0; k < g->n; k++)
+		CU(cudaMemcpyAsync(g->acc_host + 2 * k, g->eacc + 4 * k, 2 * sizeof(double),
+						   cudaMemcpyDeviceToHost, g->stream), "reading the evaluation sums");
 	CU(cudaStreamSynchronize(g->stream), "evaluating on the GPU");
-	res->loss_sum += g->acc_host[0];
-	res->metric_sum += g->acc_host[1];
-	res->rows += n;
+	for (int k = 0; k < g->n; k++)
+	{
+		res[k].loss_sum += g->acc_host[2 * k];
+		res[k].metric_sum += g->acc_host[2 * k + 1];
+		res[k].rows += n;
+	}
 	return MOP_GPU_OK;
 }
 
-/* nn_gradients (model.c): the parity hook (see mop_gpu.h) */
+/* nn_gradients (model.c): the parity hook (see mop_gpu.h); a model alone */
 extern "C" int
 mop_gpu_gradients(mop_gpu_model *g, mop_gpu_data *d, int64_t off, int64_t n, float *z,
 				  float *grads, double *ls, double *ms, char *msg, size_t msglen)
@@ -1503,6 +1842,8 @@ mop_gpu_gradients(mop_gpu_model *g, mop_gpu_data *d, int64_t off, int64_t n, flo
 			   *zd;
 	int			r;
 
+	if (g->n != 1)
+		return fail(msg, msglen, MOP_GPU_EINVAL, "gradients are computed for a model alone");
 	if (n < 1 || n > m->plan.batch || off < 0 || off > d->n - n)
 		return fail(msg, msglen, MOP_GPU_EINVAL, "gradients take 1..%d rows inside the buffer",
 					m->plan.batch);
@@ -1513,9 +1854,10 @@ mop_gpu_gradients(mop_gpu_model *g, mop_gpu_data *d, int64_t off, int64_t n, flo
 	CU(cudaMemsetAsync(g->eacc, 0, 2 * sizeof(double), g->stream), "gradients");
 	zd = forward(g, x, (int) n, 1);
 	gk_loss_rows(m->spec.loss, m->spec.metric, m->spec.top_k, m->plan.out_dim, zd,
-				 d->y + off * d->y_dim, (int) n, g->grad0, g->rowloss, g->rowmetric, g->stream);
-	gk_loss_reduce(g->rowloss, g->rowmetric, (int) n, g->eacc, g->st, g->steptab, g->stepidx, 0,
-				   g->stream);
+				 d->y + off * d->y_dim, 1, (int) n, g->grad0, g->rowloss, g->rowmetric,
+				 g->stream);
+	gk_loss_reduce(g->rowloss, g->rowmetric, 1, (int) n, g->eacc, g->st, g->steptab, g->stepidx,
+				   0, g->stream);
 	if (z)
 		CU(cudaMemcpyAsync(z, zd, (size_t) n * m->plan.out_dim * 4, cudaMemcpyDeviceToHost,
 						   g->stream), "reading outputs");

@@ -46,17 +46,26 @@ gk_fill(float *x, int64_t n, float v, cudaStream_t s)
 	k_fill<<<blocks_for(n), THREADS, 0, s>>>(x, n, v);
 }
 
-/* CPU reference: fill_rows (layers.c) */
+/*
+ * CPU reference: fill_rows (layers.c), for each member of a gang: rows
+ * [k * rows, (k + 1) * rows) take member k's bias (bias + k * bias_stride).
+ */
 __global__ static void
-k_fill_rows(float *out, int64_t total, int64_t width, const float *bias)
+k_fill_rows(float *out, int64_t total, int64_t per_member, int64_t width, const float *bias,
+			int64_t bias_stride)
 {
-	GRID_STRIDE(i, total) out[i] = bias[i % width];
+	GRID_STRIDE(i, total)
+		out[i] = bias[(per_member == total ? 0 : (i / per_member) * bias_stride) + i % width];
 }
 
 void
-gk_fill_rows(float *out, int64_t rows, int64_t width, const float *bias, cudaStream_t s)
+gk_fill_rows(float *out, int members, int64_t rows, int64_t width, const float *bias,
+			 int64_t bias_stride, cudaStream_t s)
 {
-	k_fill_rows<<<blocks_for(rows * width), THREADS, 0, s>>>(out, rows * width, width, bias);
+	int64_t		total = (int64_t) members * rows * width;
+
+	k_fill_rows<<<blocks_for(total), THREADS, 0, s>>>(out, total, rows * width, width, bias,
+													  bias_stride);
 }
 
 /* CPU reference: the staging copy of nn_train_feed (model.c), rows in perm order */
@@ -86,14 +95,18 @@ gk_gather_rows(float *dst, const float *src, const int64_t *perm, int64_t off, i
  * CPU reference: the staging copy of nn_train_feed (model.c), as the step
  * table describes it: the segments of the current step's minibatch are
  * copied into the staging buffers (thread i copies float i of x and float
- * i of y, where they exist).
+ * i of y, where they exist).  Member k of a gang (blockIdx.y) reads its
+ * own entry of the step and writes rows [k * batch, (k + 1) * batch).
  */
 __global__ static void
-k_gather_step(const gk_step *tab, const int *idx, float *xb, float *yb, int64_t batch,
-			  int64_t in_dim, int64_t y_dim)
+k_gather_step(const gk_step *tab, const int *idx, int members, float *xb, float *yb,
+			  int64_t batch, int64_t in_dim, int64_t y_dim)
 {
-	const gk_step *e = &tab[*idx];
+	const gk_step *e = &tab[(int64_t) *idx * members + blockIdx.y];
 	int64_t		total = batch * (in_dim > y_dim ? in_dim : y_dim);
+
+	xb += (int64_t) blockIdx.y * batch * in_dim;
+	yb += (int64_t) blockIdx.y * batch * y_dim;
 
 	GRID_STRIDE(i, total)
 	{
@@ -128,12 +141,13 @@ k_gather_step(const gk_step *tab, const int *idx, float *xb, float *yb, int64_t 
 }
 
 void
-gk_gather_step(const gk_step *tab, const int *idx, float *xb, float *yb, int64_t batch,
-			   int64_t in_dim, int64_t y_dim, cudaStream_t s)
+gk_gather_step(const gk_step *tab, const int *idx, int members, float *xb, float *yb,
+			   int64_t batch, int64_t in_dim, int64_t y_dim, cudaStream_t s)
 {
 	int64_t		n = batch * (in_dim > y_dim ? in_dim : y_dim);
+	dim3		grid(blocks_for(n), members);
 
-	k_gather_step<<<blocks_for(n), THREADS, 0, s>>>(tab, idx, xb, yb, batch, in_dim, y_dim);
+	k_gather_step<<<grid, THREADS, 0, s>>>(tab, idx, members, xb, yb, batch, in_dim, y_dim);
 }
 
 /* CPU reference: the dropout layer of nn_layer_forward/backward (out = in * mask) */
@@ -319,9 +333,20 @@ win_of(const nn_ilayer *L)
 	return w;
 }
 
+/*
+ * A gang's images in a conv chunk: image n of the chunk is image n % per of
+ * member n / per, which sits at image (n / per) * stride + n % per of the
+ * layer's input (members are stride images apart).  One member: identity.
+ */
+__device__ static int64_t
+chunk_image(int64_t n, int per, int stride)
+{
+	return per == stride ? n : (n / per) * stride + n % per;
+}
+
 /* CPU reference: im2col (layers.c): col [nb * oh * ow, kh * kw * ic] from NHWC input */
 __global__ static void
-k_im2col(gk_win w, const float *in, float *col, int64_t total)
+k_im2col(gk_win w, const float *in, float *col, int64_t total, int per, int stride)
 {
 	int64_t		K = (int64_t) w.kh * w.kw * w.ic;
 
@@ -341,16 +366,17 @@ k_im2col(gk_win w, const float *in, float *col, int64_t total)
 		int			ix = ox * w.sw - w.pl + kx;
 
 		col[i] = (iy < 0 || iy >= w.ih || ix < 0 || ix >= w.iw) ? 0.0f :
-			in[n * w.in_size + ((int64_t) iy * w.iw + ix) * w.ic + c];
+			in[chunk_image(n, per, stride) * w.in_size + ((int64_t) iy * w.iw + ix) * w.ic + c];
 	}
 }
 
 void
-gk_im2col(const nn_ilayer *L, const float *in, float *col, int nb, cudaStream_t s)
+gk_im2col(const nn_ilayer *L, const float *in, float *col, int members, int per, int stride,
+		  cudaStream_t s)
 {
-	int64_t		total = (int64_t) nb * L->oh * L->ow * L->kh * L->kw * L->ic;
+	int64_t		total = (int64_t) members * per * L->oh * L->ow * L->kh * L->kw * L->ic;
 
-	k_im2col<<<blocks_for(total), THREADS, 0, s>>>(win_of(L), in, col, total);
+	k_im2col<<<blocks_for(total), THREADS, 0, s>>>(win_of(L), in, col, total, per, stride);
 }
 
 /*
@@ -359,7 +385,7 @@ gk_im2col(const nn_ilayer *L, const float *in, float *col, int nb, cudaStream_t 
  * from it, so no two threads write one place.
  */
 __global__ static void
-k_col2im(gk_win w, const float *col, float *din, int64_t total)
+k_col2im(gk_win w, const float *col, float *din, int64_t total, int per, int stride)
 {
 	int64_t		K = (int64_t) w.kh * w.kw * w.ic;
 
@@ -390,16 +416,17 @@ k_col2im(gk_win w, const float *col, float *din, int64_t total)
 				acc += col[((n * w.oh + oy) * w.ow + ox) * K + ((int64_t) ky * w.kw + kx) * w.ic + c];
 			}
 		}
-		din[i] = acc;
+		din[chunk_image(n, per, stride) * w.in_size + p] = acc;
 	}
 }
 
 void
-gk_col2im(const nn_ilayer *L, const float *col, float *din, int nb, cudaStream_t s)
+gk_col2im(const nn_ilayer *L, const float *col, float *din, int members, int per, int stride,
+		  cudaStream_t s)
 {
-	int64_t		total = (int64_t) nb * L->in_size;
+	int64_t		total = (int64_t) members * per * L->in_size;
 
-	k_col2im<<<blocks_for(total), THREADS, 0, s>>>(win_of(L), col, din, total);
+	k_col2im<<<blocks_for(total), THREADS, 0, s>>>(win_of(L), col, din, total, per, stride);
 }
 
 /* CPU reference: maxpool_forward (layers.c); argmax is the offset within the image */
@@ -556,11 +583,11 @@ gk_check_labels(int loss, int out_dim, const float *y, int64_t n, gk_status *st,
  */
 __global__ static void
 k_loss_rows(int loss, int metric, int top_k, int out_dim, const float *z, const float *y,
-			int nb, float *dz, double *rowloss, double *rowmetric)
+			int64_t rows, int nb, float *dz, double *rowloss, double *rowmetric)
 {
 	float		inv_nb = 1.0f / (float) nb;
 
-	GRID_STRIDE(r, nb)
+	GRID_STRIDE(r, rows)
 	{
 		const float *zr = z + r * out_dim;
 		float	   *dzr = dz ? dz + r * out_dim : NULL;
@@ -645,10 +672,12 @@ k_loss_rows(int loss, int metric, int top_k, int out_dim, const float *z, const 
 
 void
 gk_loss_rows(int loss, int metric, int top_k, int out_dim, const float *z, const float *y,
-			 int nb, float *dz, double *rowloss, double *rowmetric, cudaStream_t s)
+			 int members, int nb, float *dz, double *rowloss, double *rowmetric, cudaStream_t s)
 {
-	k_loss_rows<<<blocks_for(nb), THREADS, 0, s>>>(loss, metric, top_k, out_dim, z, y, nb, dz,
-												   rowloss, rowmetric);
+	int64_t		rows = (int64_t) members * nb;
+
+	k_loss_rows<<<blocks_for(rows), THREADS, 0, s>>>(loss, metric, top_k, out_dim, z, y, rows,
+													 nb, dz, rowloss, rowmetric);
 }
 
 /*
@@ -666,6 +695,12 @@ k_loss_reduce(const double *rowloss, const double *rowmetric, int nb, double *ac
 	__shared__ double sm[THREADS];
 	double		l = 0.0,
 				m = 0.0;
+	int			k = blockIdx.x;	/* the member of a gang: one block each */
+
+	rowloss += (int64_t) k * nb;
+	rowmetric += (int64_t) k * nb;
+	acc += 4 * k;
+	st += k;
 
 	for (int r = threadIdx.x; r < nb; r += THREADS)
 	{
@@ -696,7 +731,8 @@ k_loss_reduce(const double *rowloss, const double *rowmetric, int nb, double *ac
 			return;
 		if (!isfinite(sl[0]))
 		{
-			raise_flag(st, isnan(sl[0]) ? GK_BAD_LOSS_NAN : GK_BAD_LOSS_INF, tab[*idx].t);
+			raise_flag(st, isnan(sl[0]) ? GK_BAD_LOSS_NAN : GK_BAD_LOSS_INF,
+					   tab[(int64_t) *idx * gridDim.x + k].t);
 			return;
 		}
 		/* held until the optimizer has taken the step (gk_commit_sums) */
@@ -711,26 +747,28 @@ k_loss_reduce(const double *rowloss, const double *rowmetric, int nb, double *ac
  * nn_optim_step returns).
  */
 __global__ static void
-k_commit_sums(double *acc, const gk_status *st)
+k_commit_sums(double *acc, const gk_status *st, int members)
 {
-	if (!st->flag)
+	int			k = threadIdx.x;
+
+	if (k < members && !st[k].flag)
 	{
-		acc[0] += acc[2];
-		acc[1] += acc[3];
+		acc[4 * k] += acc[4 * k + 2];
+		acc[4 * k + 1] += acc[4 * k + 3];
 	}
 }
 
 void
-gk_commit_sums(double *acc, const gk_status *st, cudaStream_t s)
+gk_commit_sums(double *acc, const gk_status *st, int members, cudaStream_t s)
 {
-	k_commit_sums<<<1, 1, 0, s>>>(acc, st);
+	k_commit_sums<<<1, members, 0, s>>>(acc, st, members);
 }
 
 void
-gk_loss_reduce(const double *rowloss, const double *rowmetric, int nb, double *acc,
+gk_loss_reduce(const double *rowloss, const double *rowmetric, int members, int nb, double *acc,
 			   gk_status *st, const gk_step *tab, const int *idx, int check, cudaStream_t s)
 {
-	k_loss_reduce<<<1, THREADS, 0, s>>>(rowloss, rowmetric, nb, acc, st, tab, idx, check);
+	k_loss_reduce<<<members, THREADS, 0, s>>>(rowloss, rowmetric, nb, acc, st, tab, idx, check);
 }
 
 /* the end of a step: the next one reads the next entry of the step table */
@@ -748,13 +786,26 @@ gk_step_advance(int *idx, cudaStream_t s)
 
 /* ---- optimizers ------------------------------------------------------ */
 
-/* CPU reference: clip_gradients (optim.c): coef = clip / (|g| + 1e-6), applied if < 1 */
+/*
+ * CPU reference: clip_gradients (optim.c): coef = clip / (|g| + 1e-6),
+ * applied if < 1.  One block per member of a gang (member k's gradients
+ * at g + k * n); a member without clipping gets 1, which leaves its
+ * gradients as they are.
+ */
 __global__ static void
-k_clip_coef(const float *g, int64_t n, float clip, float *coef, const gk_status *st)
+k_clip_coef(const float *g, int64_t n, const gk_optim *o, float *coef)
 {
 	__shared__ double ss[1024];
 	double		a = 0.0;
+	int			k = blockIdx.x;
 
+	if (o[k].clip <= 0.0f)
+	{
+		if (threadIdx.x == 0)
+			coef[k] = 1.0f;
+		return;
+	}
+	g += (int64_t) k * n;
 	for (int64_t i = threadIdx.x; i < n; i += 1024)
 		a += (double) g[i] * g[i];
 	ss[threadIdx.x] = a;
@@ -767,85 +818,100 @@ k_clip_coef(const float *g, int64_t n, float clip, float *coef, const gk_status 
 	}
 	if (threadIdx.x == 0)
 	{
-		float		c = (float) (clip / (sqrt(ss[0]) + 1e-6));
+		float		c = (float) (o[k].clip / (sqrt(ss[0]) + 1e-6));
 
-		*coef = c < 1.0f ? c : 1.0f;
+		coef[k] = c < 1.0f ? c : 1.0f;
 	}
 }
 
 void
-gk_clip_coef(const float *g, int64_t n, float clip, float *coef, const gk_status *st,
+gk_clip_coef(const float *g, int64_t n, int members, const gk_optim *o, float *coef,
 			 cudaStream_t s)
 {
-	k_clip_coef<<<1, 1024, 0, s>>>(g, n, clip, coef, st);
+	k_clip_coef<<<members, 1024, 0, s>>>(g, n, o, coef);
 }
 
 /*
  * CPU reference: sgd_tensor, adam_tensor and rmsprop_tensor (optim.c), one
- * tensor.  s1/s2: the optimizer's state slices (momentum or first moment;
- * second moment or RMSprop momentum), NULL where the CPU passes NULL.  The
- * gradient is first scaled by the clip coefficient (clip_gradients), then
- * the coupled L2 term is added.  Nothing is updated once the flag is up;
- * a non-finite weight raises it.
+ * tensor of every member of a gang: element i is element i % t.size of
+ * member i / t.size, whose parameters start at member * n_params and whose
+ * optimizer state at member * n_opt (second slot n_params further), with
+ * its own hyperparameters o[member], status and step entry.  The gradient
+ * is first scaled by the clip coefficient (clip_gradients), then the
+ * coupled L2 term is added.  Nothing is updated once a member's flag is
+ * up; a non-finite weight raises it.
  */
 __global__ static void
-k_optim(gk_optim o, float *w, const float *g, float *s1, float *s2, int64_t n, float l2,
-		float decay, const float *coef, gk_status *st, const gk_step *tab, const int *idx)
+k_optim(int kind, const gk_optim *o, gk_tensor t, float *params, const float *grads,
+		float *opt, const float *coef, gk_status *st, const gk_step *tab, const int *idx,
+		int members)
 {
-	gk_step		sp;
-
-	if (st->flag)
-		return;
-	sp = tab[*idx];
-	GRID_STRIDE(i, n)
+	GRID_STRIDE(i, (int64_t) members * t.size)
 	{
-		float		gi = coef ? g[i] * *coef : g[i];
-		float		d = gi + l2 * w[i];
-		float		wi = w[i];
+		int			k = members == 1 ? 0 : (int) (i / t.size);
+		int64_t		j = i - (int64_t) k * t.size;
+		const gk_optim *ok = &o[k];
+		const gk_step *sp;
+		int64_t		at = (int64_t) k * t.n_params + t.off + j;
+		float	   *s1 = t.s1 ? opt + (int64_t) k * t.n_opt + t.off + j : NULL;
+		float	   *s2 = t.s2 ? opt + (int64_t) k * t.n_opt + t.n_params + t.off + j : NULL;
+		float		l2 = t.is_kernel ? ok->l2 : 0.0f;
+		float		decay = t.is_kernel ? ok->kernel_decay : 1.0f;
+		float		gi,
+					d,
+					wi;
 
-		switch (o.kind)
+		if (st[k].flag)
+			continue;
+		sp = &tab[(int64_t) *idx * members + k];
+		gi = coef ? grads[at] * coef[k] : grads[at];
+		wi = params[at];
+		d = gi + l2 * wi;
+		switch (kind)
 		{
 			case NN_OPT_SGD:
 				if (s1)
 				{
-					s1[i] = o.momentum * s1[i] + d;
-					d = o.nesterov ? d + o.momentum * s1[i] : s1[i];
+					*s1 = ok->momentum * *s1 + d;
+					d = ok->nesterov ? d + ok->momentum * *s1 : *s1;
 				}
-				wi -= o.lr * d;
+				wi -= ok->lr * d;
 				break;
 			case NN_OPT_ADAM:
 			case NN_OPT_ADAMW:
 				wi *= decay;
-				s1[i] = o.beta1 * s1[i] + (1.0f - o.beta1) * d;
-				s2[i] = o.beta2 * s2[i] + (1.0f - o.beta2) * d * d;
-				wi -= sp.step_size * (s1[i] / (sqrtf(s2[i]) / sp.bc2_sqrt + o.eps));
+				*s1 = ok->beta1 * *s1 + (1.0f - ok->beta1) * d;
+				*s2 = ok->beta2 * *s2 + (1.0f - ok->beta2) * d * d;
+				wi -= sp->step_size * (*s1 / (sqrtf(*s2) / sp->bc2_sqrt + ok->eps));
 				break;
 			case NN_OPT_RMSPROP:
 				{
 					float		avg;
 
-					s1[i] = o.rho * s1[i] + (1.0f - o.rho) * d * d;
-					avg = sqrtf(s1[i]) + o.eps;
+					*s1 = ok->rho * *s1 + (1.0f - ok->rho) * d * d;
+					avg = sqrtf(*s1) + ok->eps;
 					if (s2)
 					{
-						s2[i] = o.momentum * s2[i] + d / avg;
-						wi -= o.lr * s2[i];
+						*s2 = ok->momentum * *s2 + d / avg;
+						wi -= ok->lr * *s2;
 					}
 					else
-						wi -= o.lr * (d / avg);
+						wi -= ok->lr * (d / avg);
 					break;
 				}
 		}
-		w[i] = wi;
+		params[at] = wi;
 		if ((wi - wi) != 0.0f)
-			raise_flag(st, GK_BAD_WEIGHTS, sp.t);
+			raise_flag(&st[k], GK_BAD_WEIGHTS, sp->t);
 	}
 }
 
 void
-gk_optim_tensor(const gk_optim *o, float *w, const float *g, float *s1, float *s2, int64_t n,
-				float l2, float decay, const float *coef, gk_status *st, const gk_step *tab,
-				const int *idx, cudaStream_t s)
+gk_optim_tensor(int kind, const gk_optim *o, const gk_tensor *t, float *params,
+				const float *grads, float *opt, const float *coef, gk_status *st,
+				const gk_step *tab, const int *idx, int members, cudaStream_t s)
 {
-	k_optim<<<blocks_for(n), THREADS, 0, s>>>(*o, w, g, s1, s2, n, l2, decay, coef, st, tab, idx);
+	k_optim<<<blocks_for((int64_t) members * t->size), THREADS, 0, s>>>(kind, o, *t, params,
+																	   grads, opt, coef, st,
+																	   tab, idx, members);
 }

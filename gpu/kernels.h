@@ -16,13 +16,25 @@ extern "C"
 #include "nn_internal.h"
 }
 
-/* The optimizer's hyperparameters (constant while a mirror is open). */
+/*
+ * One member's optimizer hyperparameters (constant while a mirror is open;
+ * the kind is the gang's).  kernel_decay: AdamW's 1 - lr * weight_decay as
+ * nn_optim_step computes it (1 otherwise); clip: clip_norm (0: none).
+ */
 typedef struct gk_optim
 {
-	int			kind;			/* nn_optimizer */
-	float		lr, momentum, beta1, beta2, eps, rho;
+	float		lr, momentum, beta1, beta2, eps, rho, l2, kernel_decay, clip;
 	int			nesterov;
 } gk_optim;
+
+/* One parameter tensor of the plan (nn_itensor) and where its state lives. */
+typedef struct gk_tensor
+{
+	int64_t		off, size;		/* within one member's parameters */
+	int64_t		n_params, n_opt;	/* one member's parameter and optimizer-state floats */
+	int			is_kernel;		/* gets L2 and AdamW's decay */
+	int			s1, s2;			/* the optimizer's first / second state slot is used */
+} gk_tensor;
 
 /*
  * Where a step's minibatch comes from: n rows of a buffer on the device,
@@ -47,7 +59,9 @@ typedef struct gk_seg
  * minibatch comes from.  The kernels read the entry of the current step
  * from a table on the device (tab[*idx]; a kernel at the end of each step
  * advances idx), so that steps can be captured once as a CUDA graph and
- * replayed with other rows and other step numbers.
+ * replayed with other rows and other step numbers.  A gang of members
+ * models has one entry per member and step: member k's is
+ * tab[*idx * members + k].
  */
 typedef struct gk_step
 {
@@ -74,19 +88,23 @@ typedef struct gk_status
 } gk_status;
 
 void		gk_fill(float *x, int64_t n, float v, cudaStream_t s);
-void		gk_fill_rows(float *out, int64_t rows, int64_t width, const float *bias,
-						 cudaStream_t s);
+void		gk_fill_rows(float *out, int members, int64_t rows, int64_t width,
+						 const float *bias, int64_t bias_stride, cudaStream_t s);
 void		gk_gather_rows(float *dst, const float *src, const int64_t *perm, int64_t off,
 						   int64_t n, int64_t width, cudaStream_t s);
-void		gk_gather_step(const gk_step *tab, const int *idx, float *xb, float *yb,
-						   int64_t batch, int64_t in_dim, int64_t y_dim, cudaStream_t s);
+void		gk_gather_step(const gk_step *tab, const int *idx, int members, float *xb,
+						   float *yb, int64_t batch, int64_t in_dim, int64_t y_dim,
+						   cudaStream_t s);
 void		gk_act_forward(int act, float alpha, const float *x, float *y, int64_t n,
 						   int64_t width, cudaStream_t s);
 void		gk_act_backward(int act, float alpha, const float *x, const float *y,
 							const float *dy, float *dx, int64_t n, int64_t width,
 							cudaStream_t s);
-void		gk_im2col(const nn_ilayer *L, const float *in, float *col, int nb, cudaStream_t s);
-void		gk_col2im(const nn_ilayer *L, const float *col, float *din, int nb, cudaStream_t s);
+/* per images of each of members, members stride images apart (see chunk_image) */
+void		gk_im2col(const nn_ilayer *L, const float *in, float *col, int members, int per,
+					  int stride, cudaStream_t s);
+void		gk_col2im(const nn_ilayer *L, const float *col, float *din, int members, int per,
+					  int stride, cudaStream_t s);
 void		gk_maxpool_forward(const nn_ilayer *L, const float *in, float *out, int32_t *argmax,
 							   int nb, cudaStream_t s);
 void		gk_maxpool_backward(const nn_ilayer *L, const float *dout, const int32_t *argmax,
@@ -96,20 +114,25 @@ void		gk_mul(const float *a, const float *b, float *out, int64_t n, cudaStream_t
 /* loss.c */
 void		gk_check_labels(int loss, int out_dim, const float *y, int64_t n,
 							gk_status *st, cudaStream_t s);
+/*
+ * Losses of a gang: members * nb rows, member k's at rows [k * nb, ...);
+ * sums per member in acc[4 * k ..] and statuses st[k].
+ */
 void		gk_loss_rows(int loss, int metric, int top_k, int out_dim, const float *z,
-						 const float *y, int nb, float *dz, double *rowloss, double *rowmetric,
-						 cudaStream_t s);
-void		gk_loss_reduce(const double *rowloss, const double *rowmetric, int nb,
+						 const float *y, int members, int nb, float *dz, double *rowloss,
+						 double *rowmetric, cudaStream_t s);
+void		gk_loss_reduce(const double *rowloss, const double *rowmetric, int members, int nb,
 						   double *acc, gk_status *st, const gk_step *tab, const int *idx,
 						   int check, cudaStream_t s);
-void		gk_commit_sums(double *acc, const gk_status *st, cudaStream_t s);
+void		gk_commit_sums(double *acc, const gk_status *st, int members, cudaStream_t s);
 void		gk_step_advance(int *idx, cudaStream_t s);
 
 /* optim.c */
-void		gk_clip_coef(const float *g, int64_t n, float clip, float *coef,
-						 const gk_status *st, cudaStream_t s);
-void		gk_optim_tensor(const gk_optim *o, float *w, const float *g, float *s1, float *s2,
-							int64_t n, float l2, float decay, const float *coef,
-							gk_status *st, const gk_step *tab, const int *idx, cudaStream_t s);
+/* o, coef, st: one per member (device memory); the step entry is tab[*idx * members + k] */
+void		gk_clip_coef(const float *g, int64_t n, int members, const gk_optim *o, float *coef,
+						 cudaStream_t s);
+void		gk_optim_tensor(int kind, const gk_optim *o, const gk_tensor *t, float *params,
+							const float *grads, float *opt, const float *coef, gk_status *st,
+							const gk_step *tab, const int *idx, int members, cudaStream_t s);
 
 #endif							/* MOP_GPU_KERNELS_H */

@@ -37,6 +37,9 @@ mop_gpu_api_resolve(void *handle, mop_gpu_api *api, char *msg, size_t msglen)
 		SYM(train_quiesce, "mop_gpu_train_quiesce"),
 		SYM(evaluate, "mop_gpu_evaluate"),
 		SYM(gradients, "mop_gpu_gradients"),
+		SYM(gang_bytes, "mop_gpu_gang_bytes"),
+		SYM(gang_open, "mop_gpu_gang_open"),
+		SYM(gang_check, "mop_gpu_gang_check"),
 #undef SYM
 	};
 	mop_gpu_layout lo;

@@ -55,7 +55,10 @@ extern "C"
 {
 #endif
 
-#define MOP_GPU_ABI_VERSION 2
+#define MOP_GPU_ABI_VERSION 3
+
+/* Most models one mirror trains together (a gang; see mop_gpu_gang_open). */
+#define MOP_GPU_GANG_MAX 64
 
 typedef enum mop_gpu_status
 {
@@ -130,6 +133,9 @@ void		mop_gpu_memory_info(mop_gpu_memory *out);
 /* Device bytes a mirror of this model would take (for planning). */
 uint64_t	mop_gpu_model_bytes(const nn_model *host);
 
+/* Device bytes a gang of n models shaped as host would take. */
+uint64_t	mop_gpu_gang_bytes(const nn_model *host, int32_t n);
+
 /* --- rows resident on the device -------------------------------------- */
 
 /*
@@ -148,6 +154,28 @@ void		mop_gpu_data_free(mop_gpu_data *d);
 /* Allocate the mirror of host and upload its weights and optimizer state. */
 int			mop_gpu_model_open(nn_model *host, const mop_gpu_options *opt,
 							   mop_gpu_model **out, char *msg, size_t msglen);
+
+/*
+ * A gang: one mirror of n models of one shape (same layers, batch size,
+ * loss, metric and optimizer; learning rate and the other hyperparameters
+ * free), trained together on the same rows, each in its own order, with
+ * every layer launched once for all of them (batched GEMMs), as HFTA fuses
+ * models.  Each model's numbers are those it would get alone.  A mirror
+ * from mop_gpu_model_open is a gang of one.  EINVAL, naming the model and
+ * what differs, if two cannot share a gang; mop_gpu_gang_check asks first
+ * (MOP_GPU_OK or MOP_GPU_EINVAL with the reason in why).
+ *
+ * Everything below takes a gang: begin, feed, quiesce and sync act on every
+ * member; train_order sets one member's order; train_end and evaluate fill
+ * one nn_result per member (res[0 .. n-1]).  A member that diverges stops
+ * (its host model says so, its counters where the CPU would stop) while
+ * the others train on; train_end then returns MOP_GPU_EDIVERGED naming it,
+ * and feed fails only once every member has diverged.
+ */
+int			mop_gpu_gang_open(nn_model **hosts, int32_t n, const mop_gpu_options *opt,
+							  mop_gpu_model **out, char *msg, size_t msglen);
+int			mop_gpu_gang_check(const nn_model *a, const nn_model *b, char *why,
+							   size_t whylen);
 
 /* Write weights and optimizer state back into the host model (waits). */
 int			mop_gpu_model_sync(mop_gpu_model *g, char *msg, size_t msglen);
@@ -171,12 +199,12 @@ int			mop_gpu_train_end(mop_gpu_model *g, nn_result *res, char *msg,
 							  size_t msglen);
 
 /*
- * The order in which this stream visits the rows of d from now on: perm[i]
- * is the row visited i-th (each of 0..n-1 once); NULL: the stored order.
- * The order belongs to the mirror, so models sharing a buffer keep their
- * own.
+ * The order in which member `member` (0 for a model alone) visits the rows
+ * of d from now on: perm[i] is the row visited i-th (each of 0..n-1 once);
+ * NULL: the stored order.  The order belongs to the member, so models
+ * sharing a buffer keep their own.
  */
-int			mop_gpu_train_order(mop_gpu_model *g, const mop_gpu_data *d,
+int			mop_gpu_train_order(mop_gpu_model *g, int32_t member, const mop_gpu_data *d,
 								const int64_t *perm, char *msg, size_t msglen);
 
 /*
@@ -223,8 +251,14 @@ typedef int (*mop_gpu_train_feed_fn) (mop_gpu_model *g, mop_gpu_data *d, int64_t
 									  int64_t n, char *msg, size_t msglen);
 typedef int (*mop_gpu_train_end_fn) (mop_gpu_model *g, nn_result *res, char *msg,
 									 size_t msglen);
-typedef int (*mop_gpu_train_order_fn) (mop_gpu_model *g, const mop_gpu_data *d,
-									   const int64_t *perm, char *msg, size_t msglen);
+typedef int (*mop_gpu_train_order_fn) (mop_gpu_model *g, int32_t member,
+									   const mop_gpu_data *d, const int64_t *perm,
+									   char *msg, size_t msglen);
+typedef uint64_t (*mop_gpu_gang_bytes_fn) (const nn_model *host, int32_t n);
+typedef int (*mop_gpu_gang_open_fn) (nn_model **hosts, int32_t n, const mop_gpu_options *opt,
+									 mop_gpu_model **out, char *msg, size_t msglen);
+typedef int (*mop_gpu_gang_check_fn) (const nn_model *a, const nn_model *b, char *why,
+									  size_t whylen);
 typedef int (*mop_gpu_train_quiesce_fn) (mop_gpu_model *g, char *msg, size_t msglen);
 typedef int (*mop_gpu_evaluate_fn) (mop_gpu_model *g, mop_gpu_data *d, int64_t off,
 									int64_t n, nn_result *res, char *msg, size_t msglen);
@@ -259,6 +293,9 @@ typedef struct mop_gpu_api
 	mop_gpu_train_quiesce_fn train_quiesce;
 	mop_gpu_evaluate_fn evaluate;
 	mop_gpu_gradients_fn gradients;
+	mop_gpu_gang_bytes_fn gang_bytes;
+	mop_gpu_gang_open_fn gang_open;
+	mop_gpu_gang_check_fn gang_check;
 } mop_gpu_api;
 
 #ifdef __cplusplus

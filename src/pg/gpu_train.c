@@ -267,7 +267,7 @@ mop_gpu_agg_train(MopGpuAgg *a, Datum xd, Datum yd, const float *x, const float 
 	char		msg[512] = "";
 	int			rc;
 
-	rc = a->api->train_order(a->g, d, perm, msg, sizeof(msg));
+	rc = a->api->train_order(a->g, 0, d, perm, msg, sizeof(msg));
 	if (rc != MOP_GPU_OK)
 		mop_gpu_error(rc, msg, "ordering rows");
 	for (int64 off = 0; off < n; off += bs * FEED_BATCHES)

@@ -6,12 +6,16 @@
  *       after one warm-up epoch; prints per epoch
  *       RESULT fw=mop-gpu model=M batch=B rows=N seconds=T samples_per_s=X
  *
- *   gpu_bench grid --model mlp|cnn [--rows N] [--threads T] [--reps R]
+ *   gpu_bench grid --model mlp|cnn [--rows N] [--threads T] [--gangs 0|1]
+ *                  [--shuffle 0|1] [--reps R]
  *       the 16-configuration grid (learning rate 1e-3, 3e-4, 1e-4, 3e-3 x
- *       batch size 32, 64, 128, 256), one epoch each, T models at once
- *       (one thread, stream and cuBLAS handle per model, as T workers
- *       sharing one GPU; T = 1: one model at a time), R times; prints
- *       RESULT fw=mop-gpu grid=sequential|concurrent seconds=T
+ *       batch size 32, 64, 128, 256), one epoch each, T jobs at once (one
+ *       thread, stream and cuBLAS handle per job, as T workers sharing one
+ *       GPU; T = 1: one job at a time), R times.  A job is one model, or
+ *       with --gangs 1 the four models of one batch size trained as a gang
+ *       (one mirror, every layer launched once for the four).  --shuffle 1:
+ *       every model visits the rows in its own order.  Prints
+ *       RESULT fw=mop-gpu grid=sequential|concurrent gangs=G seconds=T
  *
  * Data: DIR/train_x.f32 and train_y.f32 as written by fmnist_convert.py
  * (pixels / 255, 28 x 28 x 1).  Needs gpu/mop_gpu.so and OpenBLAS (the
@@ -98,34 +102,69 @@ read_f32(const char *dir, const char *name, int64_t count)
 	return buf;
 }
 
+static int64_t
+gcd(int64_t a, int64_t b)
+{
+	while (b)
+	{
+		int64_t		t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
 /* seconds of the last epoch() spent opening and closing the mirror */
 static __thread double last_setup;
+static int	shuffle;
 
-/* One epoch of model m over d; returns seconds (0 on failure, message printed). */
+/*
+ * One epoch of the n models m[] (a gang if n > 1) over d; returns seconds
+ * (dies with the message on failure).
+ */
 static double
-epoch(nn_model *m, mop_gpu_data *d, nn_result *res)
+epoch(nn_model **m, int n, mop_gpu_data *d, nn_result *res)
 {
 	mop_gpu_options o = {0, 0, getenv("MOP_GPU_NO_GRAPHS") != NULL};
 	mop_gpu_model *g;
 	char		msg[512];
 	double		t0 = now();
+	int64_t		rows = G.data_rows(d);
+	int64_t    *perm = NULL;
 	int			rc;
 
 	double		t1,
 				t2;
 
-	if ((rc = G.model_open(m, &o, &g, msg, sizeof(msg))) != MOP_GPU_OK)
+	if ((rc = G.gang_open(m, n, &o, &g, msg, sizeof(msg))) != MOP_GPU_OK)
 		die("open", msg);
 	t1 = now();
 	rc = G.train_begin(g, msg, sizeof(msg));
+	if (shuffle)
+	{
+		perm = malloc(sizeof(int64_t) * rows);
+		for (int k = 0; k < n && !rc; k++)
+		{
+			/* a stride coprime to the row count: a permutation per model */
+			int64_t		step = 7919 + 2 * k;
+
+			while (gcd(step, rows) != 1)
+				step += 2;
+			for (int64_t i = 0; i < rows; i++)
+				perm[i] = (i * step + 13 * k) % rows;
+			rc = G.train_order(g, k, d, perm, msg, sizeof(msg));
+		}
+	}
 	if (!rc)
-		rc = G.train_feed(g, d, 0, G.data_rows(d), msg, sizeof(msg));
+		rc = G.train_feed(g, d, 0, rows, msg, sizeof(msg));
 	if (!rc)
 		rc = G.train_end(g, res, msg, sizeof(msg));
 	if (!rc)
 		rc = G.model_sync(g, msg, sizeof(msg));
 	t2 = now();
 	G.model_close(g);
+	free(perm);
 	if (rc)
 		die("train", msg);
 	last_setup = (t1 - t0) + (now() - t2);
@@ -134,27 +173,32 @@ epoch(nn_model *m, mop_gpu_data *d, nn_result *res)
 
 typedef struct job
 {
-	nn_spec		spec;
+	int			n;				/* models: 1, or a gang */
+	nn_spec		spec[4];
 	mop_gpu_data *d;
 	double		seconds;
 	double		setup;			/* of which opening and closing the mirror */
-	double		loss;
+	double		loss[4];
 } job;
 
 static void *
 run_job(void *arg)
 {
 	job		   *j = arg;
-	nn_model   *m;
+	nn_model   *m[4];
 	nn_error	err;
-	nn_result	res;
+	nn_result	res[4];
 
-	if (nn_model_create(&j->spec, &m, &err) != NN_OK)
-		die("model", err.msg);
-	j->seconds = epoch(m, j->d, &res);
+	for (int k = 0; k < j->n; k++)
+		if (nn_model_create(&j->spec[k], &m[k], &err) != NN_OK)
+			die("model", err.msg);
+	j->seconds = epoch(m, j->n, j->d, res);
 	j->setup = last_setup;
-	j->loss = res.loss_sum / (res.rows ? res.rows : 1);
-	nn_model_free(m);
+	for (int k = 0; k < j->n; k++)
+	{
+		j->loss[k] = res[k].loss_sum / (res[k].rows ? res[k].rows : 1);
+		nn_model_free(m[k]);
+	}
 	return NULL;
 }
 
@@ -167,7 +211,8 @@ main(int argc, char **argv)
 			   *lib = "gpu/mop_gpu.so";
 	int			batch = 128,
 				reps = 3,
-				threads = 16;
+				threads = 16,
+				gangs = 0;
 	int64_t		rows = 60000;
 	void	   *h;
 	char		msg[512];
@@ -188,6 +233,10 @@ main(int argc, char **argv)
 			reps = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--threads"))
 			threads = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--gangs"))
+			gangs = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--shuffle"))
+			shuffle = atoi(argv[i + 1]);
 		else if (!strcmp(argv[i], "--data"))
 			dir = argv[i + 1];
 		else if (!strcmp(argv[i], "--lib"))
@@ -214,10 +263,10 @@ main(int argc, char **argv)
 
 		if (nn_model_create(&s, &m, &err) != NN_OK)
 			die("model", err.msg);
-		epoch(m, d, &res);		/* warm-up: context, cuBLAS heuristics */
+		epoch(&m, 1, d, &res);	/* warm-up: context, cuBLAS heuristics */
 		for (int r = 0; r < reps; r++)
 		{
-			double		t = epoch(m, d, &res);
+			double		t = epoch(&m, 1, d, &res);
 
 			printf("RESULT fw=mop-gpu%s model=%s batch=%d rep=%d rows=%lld seconds=%.4f samples_per_s=%.0f loss=%.4f\n",
 				   getenv("MOP_GPU_NO_GRAPHS") ? "-nographs" : "", model, batch, r, (long long) rows,
@@ -232,12 +281,17 @@ main(int argc, char **argv)
 		static const int batches[4] = {32, 64, 128, 256};
 		job			jobs[16];
 		pthread_t	tid[16];
+		int			njobs = gangs ? 4 : 16;
 
 		if (threads < 1 || threads > 16)
 			die("--threads", "must be 1..16");
-		for (int k = 0; k < 16; k++)
+		/* job k: config k alone, or the gang of batch size k (its four rates) */
+		for (int k = 0; k < njobs; k++)
 		{
-			jobs[k].spec = model_spec(model, batches[k / 4], lrs[k % 4]);
+			jobs[k].n = gangs ? 4 : 1;
+			for (int i = 0; i < jobs[k].n; i++)
+				jobs[k].spec[i] = gangs ? model_spec(model, batches[k], lrs[i]) :
+					model_spec(model, batches[k / 4], lrs[k % 4]);
 			jobs[k].d = d;
 		}
 		run_job(&jobs[0]);		/* warm-up */
@@ -245,29 +299,29 @@ main(int argc, char **argv)
 		{
 			double		t0 = now(),
 						t;
+			double		setup = 0,
+						busy = 0;
 
-			/* threads = 1: one model at a time; else that many at once */
-			for (int k0 = 0; k0 < 16; k0 += threads)
+			/* threads = 1: one job at a time; else that many at once */
+			for (int k0 = 0; k0 < njobs; k0 += threads)
 			{
-				int			k1 = k0 + threads < 16 ? k0 + threads : 16;
+				int			k1 = k0 + threads < njobs ? k0 + threads : njobs;
 
 				for (int k = k0; k < k1; k++)
 					pthread_create(&tid[k], NULL, run_job, &jobs[k]);
 				for (int k = k0; k < k1; k++)
 					pthread_join(tid[k], NULL);
 			}
-			double		setup = 0,
-						busy = 0;
-
 			t = now() - t0;
-			for (int k = 0; k < 16; k++)
+			for (int k = 0; k < njobs; k++)
 			{
 				setup += jobs[k].setup;
 				busy += jobs[k].seconds;
 			}
-			printf("RESULT fw=mop-gpu model=%s grid=%s threads=%d rep=%d rows=%lld configs=16 seconds=%.3f model_seconds=%.3f setup_seconds=%.3f loss_first=%.4f loss_last=%.4f\n",
-				   model, threads > 1 ? "concurrent" : "sequential", threads, r,
-				   (long long) rows, t, busy, setup, jobs[0].loss, jobs[15].loss);
+			printf("RESULT fw=mop-gpu model=%s grid=%s threads=%d gangs=%d shuffle=%d rep=%d rows=%lld configs=16 seconds=%.3f job_seconds=%.3f setup_seconds=%.3f loss_first=%.4f loss_last=%.4f\n",
+				   model, threads > 1 ? "concurrent" : "sequential", threads, gangs, shuffle, r,
+				   (long long) rows, t, busy, setup, jobs[0].loss[0],
+				   jobs[njobs - 1].loss[jobs[njobs - 1].n - 1]);
 			fflush(stdout);
 		}
 	}

@@ -7,11 +7,12 @@
 #
 # 1. per-epoch throughput of the Fashion-MNIST MLP and CNN (batch 128,
 #    Adam) on mop's GPU engine and on PyTorch CUDA, alternating runs;
-# 2. the 16-configuration grid, one model at a time versus 16 at once,
+# 2. the 16-configuration grid: one model at a time, 16 at once, and as
+#    four gangs (one per batch size) one after another and at once,
 #    alternating, with nvidia-smi sampling GPU utilisation every 100 ms;
 # 3. cuBLAS SGEMM on the models' GEMM shapes against the FP32 peak.
-# Every line of interest starts with RESULT or GEMM; summarize them with
-# test/bench/summarize_gpu.py OUTDIR.
+# Every line of interest starts with RESULT, UTIL or GEMM (OUTDIR/*.txt);
+# docs/benchmarks.md reports their medians.
 # Environment: ROWS (training rows per epoch, default 30000), REPS (3),
 # ROUNDS (alternations, 2), FMNIST_DIR (the idx .gz files).
 set -u
@@ -42,15 +43,20 @@ for round in $(seq "$ROUNDS"); do
 	done
 done 2>&1 | tee "$OUT/step.txt"
 
+# the grid four ways, alternating: one model at a time; 16 models at once
+# (one stream each); the four gangs (one per batch size) one after another;
+# the four gangs at once.  Every model visits the rows in its own order.
 for round in $(seq "$ROUNDS"); do
-	for threads in 1 16; do
-		nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 >"$OUT/util_t${threads}_r${round}.txt" &
+	for way in "1 0" "16 0" "1 1" "4 1"; do
+		set -- $way
+		tag="t$1_g$2_r${round}"
+		nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 >"$OUT/util_$tag.txt" &
 		smi=$!
 		# two repetitions in one process: the second finds its streams and
 		# cuBLAS handles made, as a worker does after its first sub-epoch
-		test/gpu/bench grid --model mlp --rows "$ROWS" --reps 2 --threads $threads
+		test/gpu/bench grid --model mlp --rows "$ROWS" --reps 2 --threads "$1" --gangs "$2" --shuffle 1
 		kill $smi
-		echo "UTIL threads=$threads round=$round mean_util=$(awk '{s+=$1; n++} END {if (n) printf "%.0f", s/n}' "$OUT/util_t${threads}_r${round}.txt") samples=$(wc -l <"$OUT/util_t${threads}_r${round}.txt")"
+		echo "UTIL threads=$1 gangs=$2 round=$round mean_util=$(awk '{s+=$1; n++} END {if (n) printf "%.0f", s/n}' "$OUT/util_$tag.txt") samples=$(wc -l <"$OUT/util_$tag.txt")"
 	done
 	python3 test/bench/bench_torch_cuda.py grid --model mlp --rows "$ROWS" --reps 1 --precision fp32
 done 2>&1 | tee "$OUT/grid.txt"

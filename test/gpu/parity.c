@@ -476,14 +476,14 @@ test_train(const char *name, const nn_spec *spec, int steps_rows_a, int rows_b, 
 		return;
 	rcode = G.train_begin(g, msg, sizeof(msg));
 	if (!rcode)
-		rcode = G.train_order(g, da, pa, msg, sizeof(msg));
+		rcode = G.train_order(g, 0, da, pa, msg, sizeof(msg));
 	/* feed a in slices of batch - 1 rows (the aggregate feeds a batch at a time) */
 	for (int off = 0, sl = whole_feeds ? steps_rows_a : spec->batch_size > 1 ? spec->batch_size - 1 : 1;
 		 !rcode && off < steps_rows_a; off += sl)
 		rcode = G.train_feed(g, da, off, steps_rows_a - off < sl ? steps_rows_a - off : sl, msg,
 							 sizeof(msg));
 	if (!rcode)
-		rcode = G.train_order(g, db, pb, msg, sizeof(msg));
+		rcode = G.train_order(g, 0, db, pb, msg, sizeof(msg));
 	if (!rcode)
 		rcode = G.train_feed(g, db, 0, rows_b, msg, sizeof(msg));
 	if (!rcode)
@@ -606,7 +606,7 @@ test_many_buffers(void)
 	code = G.train_begin(g, msg, sizeof(msg));
 	for (int b = 0; b < 12 && !code; b++)
 	{
-		code = G.train_order(g, d[b], perm, msg, sizeof(msg));
+		code = G.train_order(g, 0, d[b], perm, msg, sizeof(msg));
 		if (!code)
 			code = G.train_feed(g, d[b], 0, 5, msg, sizeof(msg));
 	}
@@ -678,7 +678,7 @@ test_shared_buffer(void)
 	{
 		code = G.train_begin(g[k], msg, sizeof(msg));
 		if (!code)
-			code = G.train_order(g[k], d, perm[k], msg, sizeof(msg));
+			code = G.train_order(g[k], 0, d, perm[k], msg, sizeof(msg));
 	}
 	/* model 0 takes 19 rows (a batch and a part), model 1 all, model 0 the rest */
 	if (!code)
@@ -708,6 +708,420 @@ test_shared_buffer(void)
 	free(y);
 	free(sx);
 	free(sy);
+}
+
+/* ---- gangs: several models of one shape in one mirror ---------------- */
+
+#define GANG 3
+
+/* member k of a gang: spec with its own seed, learning rate and regularisation */
+static nn_spec
+member_spec(const nn_spec *base, int k)
+{
+	nn_spec		s = *base;
+
+	s.seed = base->seed + 11 * k;
+	s.lr = base->lr * (k == 1 ? 0.5f : k == 2 ? 2.0f : 1.0f);
+	if (k == 2)
+	{
+		s.l2 = 1e-3f;
+		s.clip_norm = 0.5f;
+	}
+	if (k == 1 && s.optimizer == NN_OPT_ADAM)
+		s.beta1 = 0.8f;
+	return s;
+}
+
+static mop_gpu_model *
+open_gang(nn_model **h, int n)
+{
+	mop_gpu_options o = {0, 0, no_graphs};
+	mop_gpu_model *g;
+
+	if (G.gang_open(h, n, &o, &g, msg, sizeof(msg)) != MOP_GPU_OK)
+	{
+		report(0, "gang open: %s", msg);
+		return NULL;
+	}
+	return g;
+}
+
+/* row i of buffer b visited i-th by member k */
+static int64_t
+member_row(int k, int64_t i, int64_t n, int b)
+{
+	return b == 0 ? (i * (7 + 2 * k) + 3 + k) % n : (k % 2 ? i : n - 1 - i);
+}
+
+/*
+ * A gang of GANG models trained together for one sub-epoch over two
+ * buffers, each member in its own order, against each model trained alone
+ * on the CPU: every member's weights, optimizer state, counters, generator
+ * and loss.
+ */
+static void
+test_gang_train(const char *name, const nn_spec *base, int64_t na, int64_t nbr, double tol)
+{
+	nn_model   *c[GANG],
+			   *h[GANG],
+			   *alone[GANG];	/* each member trained alone on the GPU */
+	int64_t    *perm[GANG][2];
+	float	   *x[2],
+			   *y[2];
+	int64_t		nr[2] = {na, nbr};
+	nn_result	rc[GANG],
+				rg[GANG];
+	mop_gpu_model *g;
+	mop_gpu_data *d[2];
+	int			code = 0,
+				good = 1;
+	double		worst = 0;
+
+	/* rows: na with 7 coprime to it (member 0's order is a permutation) */
+	for (int k = 0; k < GANG; k++)
+	{
+		nn_spec		s = member_spec(base, k);
+
+		c[k] = cpu_model(&s);
+		h[k] = clone(c[k]);
+	}
+	for (int k = 0; k < GANG; k++)
+		alone[k] = clone(c[k]);
+	make_rows(c[0], na, &x[0], &y[0]);
+	make_rows(c[0], nbr, &x[1], &y[1]);
+	for (int k = 0; k < GANG; k++)
+	{
+		int64_t		in = c[k]->plan.in_dim,
+					yd = c[k]->plan.y_dim;
+		float	   *sx = malloc(sizeof(float) * (na + nbr) * in),
+				   *sy = malloc(sizeof(float) * (na + nbr) * yd);
+		nn_error	err;
+		int64_t		at = 0;
+
+		for (int b = 0; b < 2; b++)
+		{
+			perm[k][b] = malloc(sizeof(int64_t) * nr[b]);
+			for (int64_t i = 0; i < nr[b]; i++)
+			{
+				perm[k][b][i] = member_row(k, i, nr[b], b);
+				memcpy(sx + at * in, x[b] + perm[k][b][i] * in, sizeof(float) * in);
+				memcpy(sy + at * yd, y[b] + perm[k][b][i] * yd, sizeof(float) * yd);
+				at++;
+			}
+		}
+		if (nn_train_begin(c[k], 0, &err) != NN_OK ||
+			nn_train_feed(c[k], sx, sy, na, &err) != NN_OK ||
+			nn_train_feed(c[k], sx + na * in, sy + na * yd, nbr, &err) != NN_OK ||
+			nn_train_end(c[k], &rc[k], &err) != NN_OK)
+		{
+			report(0, "%s: cpu training of member %d: %s", name, k + 1, err.msg);
+			return;
+		}
+		free(sx);
+		free(sy);
+	}
+	if (!(g = open_gang(h, GANG)))
+		return;
+	d[0] = upload(h[0], x[0], y[0], na);
+	d[1] = upload(h[0], x[1], y[1], nbr);
+	if (!d[0] || !d[1])
+		return;
+	code = G.train_begin(g, msg, sizeof(msg));
+	for (int b = 0; b < 2 && !code; b++)
+	{
+		int64_t		sl = whole_feeds ? nr[b] : base->batch_size > 1 ? base->batch_size - 1 : 1;
+
+		for (int k = 0; k < GANG && !code; k++)
+			code = G.train_order(g, k, d[b], perm[k][b], msg, sizeof(msg));
+		for (int64_t off = 0; off < nr[b] && !code; off += sl)
+			code = G.train_feed(g, d[b], off, nr[b] - off < sl ? nr[b] - off : sl, msg,
+								sizeof(msg));
+	}
+	if (!code)
+		code = G.train_end(g, rg, msg, sizeof(msg));
+	if (!code)
+		code = G.model_sync(g, msg, sizeof(msg));
+	G.model_close(g);
+	/* every member again, alone on the GPU: the gang must not change its numbers */
+	for (int k = 0; k < GANG && !code; k++)
+	{
+		nn_result	ra;
+
+		if (!(g = open_gpu(alone[k])))
+		{
+			code = 1;
+			break;
+		}
+		code = G.train_begin(g, msg, sizeof(msg));
+		for (int b = 0; b < 2 && !code; b++)
+		{
+			int64_t		sl = whole_feeds ? nr[b] : base->batch_size > 1 ? base->batch_size - 1 : 1;
+
+			code = G.train_order(g, 0, d[b], perm[k][b], msg, sizeof(msg));
+			for (int64_t off = 0; off < nr[b] && !code; off += sl)
+				code = G.train_feed(g, d[b], off, nr[b] - off < sl ? nr[b] - off : sl, msg,
+									sizeof(msg));
+		}
+		if (!code)
+			code = G.train_end(g, &ra, msg, sizeof(msg));
+		if (!code)
+			code = G.model_sync(g, msg, sizeof(msg));
+		G.model_close(g);
+	}
+	for (int k = 0; k < GANG && !code; k++)
+	{
+		double		ew = rel_err(c[k]->params, h[k]->params, c[k]->plan.n_params);
+		double		eo = c[k]->plan.n_opt ? rel_err(c[k]->opt, h[k]->opt, c[k]->plan.n_opt) : 0;
+
+		good &= ew < tol && eo < tol * 10 &&
+			c[k]->steps == h[k]->steps && c[k]->rows_trained == h[k]->rows_trained &&
+			c[k]->sub_epochs == h[k]->sub_epochs && rc[k].rows == rg[k].rows &&
+			rc[k].steps == rg[k].steps && memcmp(c[k]->rng, h[k]->rng, sizeof(c[k]->rng)) == 0 &&
+			fabs(rc[k].loss_sum - rg[k].loss_sum) <= tol * fabs(rc[k].loss_sum) + 1e-6;
+		worst = ew > worst ? ew : worst;
+		worst = eo / 10 > worst ? eo / 10 : worst;
+	}
+	{
+		double		ea = 0,
+					ec[GANG];
+
+		for (int k = 0; k < GANG && !code; k++)
+		{
+			double		e = rel_err(alone[k]->params, h[k]->params, h[k]->plan.n_params);
+
+			ea = e > ea ? e : ea;
+			ec[k] = rel_err(c[k]->params, h[k]->params, h[k]->plan.n_params);
+		}
+		report(!code && good && ea < tol,
+			   "gang of %d, %s: %lld steps each over %lld + %lld rows: every member as trained alone on the GPU (worst weights err %.1e) and on the CPU (worst weights/state err %.1e; weights %.1e %.1e %.1e) %s",
+			   GANG, name, (long long) h[0]->steps, (long long) na, (long long) nbr, ea, worst,
+			   code ? 0 : ec[0], code ? 0 : ec[1], code ? 0 : ec[2], code ? msg : "");
+	}
+	for (int k = 0; k < GANG; k++)
+		nn_model_free(alone[k]);
+	for (int b = 0; b < 2; b++)
+	{
+		G.data_free(d[b]);
+		free(x[b]);
+		free(y[b]);
+	}
+	for (int k = 0; k < GANG; k++)
+	{
+		free(perm[k][0]);
+		free(perm[k][1]);
+		nn_model_free(c[k]);
+		nn_model_free(h[k]);
+	}
+}
+
+/*
+ * A gang fed twelve 5-row buffers, batch 32: its steps are gathered from
+ * more pieces than an entry holds (rows staged early) and its last step is
+ * short; each member keeps its own order of every buffer.
+ */
+static void
+test_gang_many_buffers(void)
+{
+	nn_spec		s = base_spec(1, 1, 9, 32);
+	nn_model   *c[2],
+			   *h[2];
+	float	   *x,
+			   *y;
+	int64_t		perm[2][5] = {{3, 0, 4, 1, 2}, {1, 4, 2, 0, 3}};
+	float		sx[60 * 9],
+				sy[60];
+	mop_gpu_data *d[12];
+	mop_gpu_model *g;
+	nn_result	rc,
+				rg[2];
+	nn_error	err;
+	int			code = 0;
+	double		e[2] = {1, 1};
+
+	ADD(s, dense(7, NN_ACT_RELU));
+	ADD(s, dense(4, NN_ACT_NONE));
+	for (int k = 0; k < 2; k++)
+	{
+		nn_spec		sk = member_spec(&s, k);
+
+		c[k] = cpu_model(&sk);
+		h[k] = clone(c[k]);
+	}
+	make_rows(c[0], 60, &x, &y);
+	for (int k = 0; k < 2; k++)
+	{
+		for (int b = 0; b < 12; b++)
+			for (int i = 0; i < 5; i++)
+			{
+				memcpy(sx + (b * 5 + i) * 9, x + (b * 5 + perm[k][i]) * 9, sizeof(float) * 9);
+				sy[b * 5 + i] = y[b * 5 + perm[k][i]];
+			}
+		nn_train(c[k], sx, sy, 60, 0, &rc, &err);
+	}
+	if (!(g = open_gang(h, 2)))
+		return;
+	for (int b = 0; b < 12; b++)
+		if (!(d[b] = upload(h[0], x + b * 45, y + b * 5, 5)))
+			return;
+	code = G.train_begin(g, msg, sizeof(msg));
+	for (int b = 0; b < 12 && !code; b++)
+	{
+		for (int k = 0; k < 2 && !code; k++)
+			code = G.train_order(g, k, d[b], perm[k], msg, sizeof(msg));
+		if (!code)
+			code = G.train_feed(g, d[b], 0, 5, msg, sizeof(msg));
+	}
+	if (!code)
+		code = G.train_end(g, rg, msg, sizeof(msg));
+	if (!code)
+		code = G.model_sync(g, msg, sizeof(msg));
+	for (int k = 0; k < 2 && !code; k++)
+		e[k] = rel_err(c[k]->params, h[k]->params, c[k]->plan.n_params);
+	report(!code && e[0] < 1e-4 && e[1] < 1e-4 && c[1]->steps == h[1]->steps &&
+		   rg[1].rows == 60,
+		   "gang of 2 fed 12 buffers of 5 rows (batches from up to 8 pieces, a short last step): weights err %.1e, %.1e %s",
+		   e[0], e[1], code ? msg : "");
+	for (int b = 0; b < 12; b++)
+		G.data_free(d[b]);
+	G.model_close(g);
+	free(x);
+	free(y);
+	for (int k = 0; k < 2; k++)
+	{
+		nn_model_free(c[k]);
+		nn_model_free(h[k]);
+	}
+}
+
+/*
+ * Gangs: who may share one (the reason when not), evaluation per member,
+ * and a member that diverges while the others train on.
+ */
+static void
+test_gang_rules(void)
+{
+	nn_spec		s = base_spec(1, 1, 10, 8),
+				s2;
+	nn_model   *a,
+			   *b,
+			   *h[2],
+			   *c[2];
+	mop_gpu_model *g;
+	mop_gpu_data *d;
+	mop_gpu_options o = {0, 0, 0};
+	float	   *x,
+			   *y;
+	nn_result	rc[2],
+				rg[2];
+	nn_error	err;
+	nn_status	st1;
+	int			rcode;
+	char		why[256] = "";
+
+	ADD(s, dense(6, NN_ACT_RELU));
+	ADD(s, dense(4, NN_ACT_NONE));
+	a = cpu_model(&s);
+	s2 = s;
+	s2.batch_size = 16;
+	b = cpu_model(&s2);
+	rcode = G.gang_check(a, b, why, sizeof(why));
+	h[0] = a;
+	h[1] = b;
+	msg[0] = '\0';
+	report(rcode == MOP_GPU_EINVAL && strstr(why, "batch sizes 8 and 16") &&
+		   G.gang_open(h, 2, &o, &g, msg, sizeof(msg)) == MOP_GPU_EINVAL &&
+		   strstr(msg, "model 2 cannot train in a gang with model 1"),
+		   "models of other batch sizes do not share a gang: \"%s\"", msg);
+	nn_model_free(b);
+	s2 = s;
+	s2.layers[0].units = 7;
+	b = cpu_model(&s2);
+	h[1] = b;
+	report(G.gang_open(h, 2, &o, &g, msg, sizeof(msg)) == MOP_GPU_EINVAL &&
+		   strstr(msg, "architectures differ"), "nor models of other architectures: \"%s\"", msg);
+	nn_model_free(b);
+	h[1] = a;
+	report(G.gang_open(h, 2, &o, &g, msg, sizeof(msg)) == MOP_GPU_EINVAL,
+		   "nor a model with itself: \"%s\"", msg);
+
+	/* evaluation: each member's sums, as the CPU computes them alone */
+	s2 = member_spec(&s, 1);
+	b = cpu_model(&s2);
+	h[1] = b;
+	make_rows(a, 75, &x, &y);
+	memset(rc, 0, sizeof(rc));
+	memset(rg, 0, sizeof(rg));
+	nn_evaluate(a, x, y, 75, &rc[0], &err);
+	nn_evaluate(b, x, y, 75, &rc[1], &err);
+	g = open_gang(h, 2);
+	d = upload(a, x, y, 75);
+	if (!g || !d)
+		return;
+	rcode = G.evaluate(g, d, 0, 75, rg, msg, sizeof(msg));
+	report(!rcode && rg[0].rows == 75 && rg[1].rows == 75 &&
+		   fabs(rc[0].loss_sum - rg[0].loss_sum) < 1e-5 * rc[0].loss_sum &&
+		   fabs(rc[1].loss_sum - rg[1].loss_sum) < 1e-5 * rc[1].loss_sum &&
+		   rc[0].metric_sum == rg[0].metric_sum && rc[1].metric_sum == rg[1].metric_sum,
+		   "gang evaluation: losses %.5f/%.5f and %.5f/%.5f %s", rc[0].loss_sum,
+		   rg[0].loss_sum, rc[1].loss_sum, rg[1].loss_sum, rcode ? msg : "");
+	G.model_close(g);
+	G.data_free(d);
+	free(x);
+	free(y);
+	nn_model_free(a);
+	nn_model_free(b);
+
+	/* member 2 diverges (SGD at lr 1e6 on MSE); member 1 trains on as alone */
+	s.optimizer = NN_OPT_SGD;
+	s.loss = NN_LOSS_MSE;
+	s.metric = NN_METRIC_MSE;
+	s.lr = 0.01f;
+	s2 = s;
+	s2.lr = 1e6f;
+	c[0] = cpu_model(&s);
+	c[1] = cpu_model(&s2);
+	h[0] = clone(c[0]);
+	h[1] = clone(c[1]);
+	make_rows(c[0], 64, &x, &y);
+	nn_train(c[0], x, y, 64, 0, &rc[0], &err);
+	st1 = nn_train(c[1], x, y, 64, 0, &rc[1], &err);
+	g = open_gang(h, 2);
+	d = upload(h[0], x, y, 64);
+	if (!g || !d)
+		return;
+	rcode = G.train_begin(g, msg, sizeof(msg));
+	if (!rcode)
+		rcode = G.train_feed(g, d, 0, 64, msg, sizeof(msg));
+	if (!rcode)
+		rcode = G.train_end(g, rg, msg, sizeof(msg));
+	G.model_sync(g, why, sizeof(why));
+	report(st1 == NN_DIVERGED && rcode == MOP_GPU_EDIVERGED && strstr(msg, "model 2 of the gang") &&
+		   h[1]->diverged && !h[0]->diverged && h[1]->steps == c[1]->steps &&
+		   h[1]->rows_trained == c[1]->rows_trained && h[0]->steps == c[0]->steps &&
+		   h[0]->sub_epochs == 1 && rel_err(c[0]->params, h[0]->params, c[0]->plan.n_params) < 1e-4,
+		   "a member that diverges stops where the CPU stops (\"%s\", %lld steps) while the other trains on (weights err %.1e)",
+		   msg, (long long) h[1]->steps, rel_err(c[0]->params, h[0]->params, c[0]->plan.n_params));
+	/* the next sub-epoch trains the healthy member only */
+	rcode = G.train_begin(g, msg, sizeof(msg));
+	if (!rcode)
+		rcode = G.train_feed(g, d, 0, 64, msg, sizeof(msg));
+	if (!rcode || rcode == MOP_GPU_EDIVERGED)
+		rcode = G.train_end(g, rg, msg, sizeof(msg));
+	nn_train(c[0], x, y, 64, 0, &rc[0], &err);
+	G.model_sync(g, why, sizeof(why));
+	report(h[0]->steps == c[0]->steps && h[1]->steps == c[1]->steps && h[0]->sub_epochs == 2 &&
+		   rg[1].rows == 0 && rel_err(c[0]->params, h[0]->params, c[0]->plan.n_params) < 1e-4,
+		   "the next sub-epoch of that gang trains the healthy member only (%lld and %lld steps)",
+		   (long long) h[0]->steps, (long long) h[1]->steps);
+	G.model_close(g);
+	G.data_free(d);
+	free(x);
+	free(y);
+	for (int k = 0; k < 2; k++)
+	{
+		nn_model_free(c[k]);
+		nn_model_free(h[k]);
+	}
 }
 
 /* the CPU -> GPU -> CPU hop through the blob, against an all-CPU run */
@@ -1025,6 +1439,38 @@ main(int argc, char **argv)
 				   2 * zoo[i].spec.batch_size + 5, 1e-3);
 	}
 	no_graphs = 0;
+	/* gangs: every layer type, then whole buffers (graphs of 8 steps), then without graphs */
+	for (int i = 0; i < nz; i++)
+		test_gang_train(zoo[i].name, &zoo[i].spec, 5 * zoo[i].spec.batch_size + 3,
+						2 * zoo[i].spec.batch_size + 5, 1e-3);
+	/*
+	 * Long runs as the single-model ones above (the same models): a ReLU
+	 * network with max pooling drifts further from the CPU over many steps
+	 * (a rounding difference can flip a pooling tie), alone or in a gang.
+	 */
+	whole_feeds = 1;
+	for (int i = 0; i < nz; i += 3)
+	{
+		char		name[128];
+
+		snprintf(name, sizeof(name), "%s, whole buffers per call", zoo[i].name);
+		test_gang_train(name, &zoo[i].spec, 67 * zoo[i].spec.batch_size + 3,
+						9 * zoo[i].spec.batch_size + 5, 1e-3);
+	}
+	whole_feeds = 0;
+	no_graphs = 1;
+	test_gang_train("conv, no graphs", &zoo[8].spec, 5 * zoo[8].spec.batch_size + 3,
+					2 * zoo[8].spec.batch_size + 5, 1e-3);
+	no_graphs = 0;
+	{
+		nn_spec		s = base_spec(1, 1, 6, 2);
+
+		ADD(s, dense(5, NN_ACT_TANH));
+		ADD(s, dense(3, NN_ACT_NONE));
+		test_gang_train("4105 steps (the step table starts over)", &s, 8003, 207, 1e-3);
+	}
+	test_gang_many_buffers();
+	test_gang_rules();
 	test_evaluate_and_determinism();
 	test_hop();
 	test_errors();

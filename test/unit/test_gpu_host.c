@@ -241,6 +241,7 @@ TEST(gpu_loader_fits)
 	CHECK(api.train_order && api.train_quiesce && api.data_rows && api.data_free && api.model_open);
 	CHECK(api.model_sync && api.model_close && api.train_begin && api.train_feed);
 	CHECK(api.train_end && api.evaluate && api.gradients);
+	CHECK(api.gang_bytes && api.gang_open && api.gang_check);
 }
 
 TEST(gpu_loader_not_a_gpu_library)

@@ -72,8 +72,27 @@ mop_gpu_data_upload(int32_t device, const float *x, const float *y, int64_t n,
 }
 
 int
-mop_gpu_train_order(mop_gpu_model *g, const mop_gpu_data *d, const int64_t *perm, char *msg,
-					size_t msglen)
+mop_gpu_train_order(mop_gpu_model *g, int32_t member, const mop_gpu_data *d,
+					const int64_t *perm, char *msg, size_t msglen)
+{
+	return MOP_GPU_ENODEV;
+}
+
+uint64_t
+mop_gpu_gang_bytes(const nn_model *host, int32_t n)
+{
+	return 0;
+}
+
+int
+mop_gpu_gang_open(nn_model **hosts, int32_t n, const mop_gpu_options *opt,
+				  mop_gpu_model **out, char *msg, size_t msglen)
+{
+	return MOP_GPU_ENODEV;
+}
+
+int
+mop_gpu_gang_check(const nn_model *a, const nn_model *b, char *why, size_t whylen)
 {
 	return MOP_GPU_ENODEV;
 }
