@@ -25,7 +25,9 @@
 
 #include <math.h>
 
+#include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -40,6 +42,7 @@
 #include "utils/guc.h"
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "mop.h"
@@ -260,6 +263,32 @@ request_init(RunRequest *req, FunctionCallInfo fcinfo, const char *kind,
 	req->wait = PG_ARGISNULL(wait_arg) ? true : PG_GETARG_BOOL(wait_arg);
 }
 
+/*
+ * A run's coordinator and workers are background workers that connect as
+ * the calling role, and PostgreSQL lets a process connect only as a role
+ * that may log in: refuse here, with the reason, instead of letting the
+ * coordinator fail at its start.
+ */
+static void
+check_role_can_connect(void)
+{
+	Oid			role = GetUserId();
+	HeapTuple	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(role));
+	bool		canlogin;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for role %u", role);
+	canlogin = ((Form_pg_authid) GETSTRUCT(tup))->rolcanlogin;
+	ReleaseSysCache(tup);
+	if (!canlogin)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("role \"%s\" cannot start a mop run because it cannot log in",
+						GetUserNameFromId(role, false)),
+				 errdetail("A run's coordinator and workers are background workers that connect as the role that starts the run."),
+				 errhint("Give the role LOGIN (ALTER ROLE ... LOGIN), or start the run as a role that has it.")));
+}
+
 /* Create the run segment with the payload and start the coordinator. */
 static dsm_segment *
 launch(const RunRequest *req, BackgroundWorkerHandle **handle)
@@ -275,6 +304,7 @@ launch(const RunRequest *req, BackgroundWorkerHandle **handle)
 	BackgroundWorker bgw;
 	pid_t		pid;
 
+	check_role_can_connect();
 	foreach(lc, req->configs)
 	{
 		Jsonb	   *j = (Jsonb *) lfirst(lc);
