@@ -13,7 +13,7 @@ SELECT extname, extversion, n.nspname AS schema, extrelocatable
   FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
  WHERE extname = 'mop';
 -- not trusted: only superusers may install it
-SELECT name, trusted, superuser FROM pg_available_extension_versions WHERE name = 'mop';
+SELECT name, version, trusted, superuser FROM pg_available_extension_versions WHERE name = 'mop' ORDER BY version;
 -- catalog tables, each with a primary key and a comment
 SELECT c.relname, obj_description(c.oid, 'pg_class') IS NOT NULL AS commented,
        EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conrelid = c.oid AND k.contype = 'p') AS has_pk,

@@ -1,0 +1,183 @@
+/*
+ * mop--0.1--0.2.sql -- upgrade of the mop extension from 0.1 to 0.2
+ * (ALTER EXTENSION mop UPDATE).
+ *
+ * The full install script of 0.2, mop--0.2.sql, is built from mop--0.1.sql
+ * followed by this file (see the Makefile), so CREATE EXTENSION mop and
+ * an upgraded 0.1 have the same catalog.  Rows, identities and model
+ * states are untouched; only privileges and row-level security change.
+ * The C library is the same for both versions.
+ *
+ * 1. Ordinary roles may read the views mop.progress, mop.leaderboard and
+ *    mop.best.  They are security_invoker views (they run as the caller),
+ *    so the row-level security of mop.runs and mop.models applies to
+ *    them: a role sees only its own runs and models through them.
+ *
+ * 2. Row-level security covers what a row refers to, not only who owns
+ *    it.  Every policy names the owner explicitly, and a row may be
+ *    written (INSERT, or UPDATE to its new values) only if every dataset,
+ *    run and model it refers to belongs to the writing role:
+ *      buffers    -> datasets          runs       -> datasets
+ *      models     -> datasets, runs    epochs     -> models
+ *      hops       -> runs, models      decisions  -> runs, models, parent models
+ *    A reference to another role's row and a reference to no row fail
+ *    alike, with "new row violates row-level security policy" (42501):
+ *    the policy is checked before the foreign key, so nothing tells a role
+ *    whether another role's id exists.
+ *
+ * 3. Ids come from the identity columns only: ordinary roles may insert
+ *    and update every column except id.  An explicit id was a way to ask
+ *    "does row N exist?" (a duplicate-key error) and to plant a row on an
+ *    id the sequence would hand to someone else later.
+ *
+ * Superusers and the extension's owner bypass row-level security, as
+ * before.  Rows that 0.1 let one role write against another role's rows
+ * are reported by a WARNING below, never deleted: the superuser decides.
+ */
+
+\echo Use "ALTER EXTENSION mop UPDATE TO '0.2'" to load this file. \quit
+
+-- 1. the views -----------------------------------------------------------------
+
+GRANT SELECT ON mop.progress, mop.leaderboard, mop.best TO PUBLIC;
+
+-- 2. row-level security over owners and references ---------------------------
+-- (outer columns are qualified with their table's name: an unqualified name
+-- inside a subquery would bind to the subquery's table first)
+
+ALTER POLICY own_datasets ON mop.datasets
+	USING (datasets.owner OPERATOR(pg_catalog.=) CURRENT_USER)
+	WITH CHECK (datasets.owner OPERATOR(pg_catalog.=) CURRENT_USER);
+
+ALTER POLICY own_buffers ON mop.buffers
+	USING (EXISTS (SELECT 1 FROM mop.datasets d
+				   WHERE d.id OPERATOR(pg_catalog.=) buffers.dataset_id
+					 AND d.owner OPERATOR(pg_catalog.=) CURRENT_USER))
+	WITH CHECK (EXISTS (SELECT 1 FROM mop.datasets d
+						WHERE d.id OPERATOR(pg_catalog.=) buffers.dataset_id
+						  AND d.owner OPERATOR(pg_catalog.=) CURRENT_USER));
+
+ALTER POLICY own_runs ON mop.runs
+	USING (runs.owner OPERATOR(pg_catalog.=) CURRENT_USER)
+	WITH CHECK (runs.owner OPERATOR(pg_catalog.=) CURRENT_USER
+				AND EXISTS (SELECT 1 FROM mop.datasets d
+							WHERE d.id OPERATOR(pg_catalog.=) runs.dataset_id
+							  AND d.owner OPERATOR(pg_catalog.=) CURRENT_USER));
+
+ALTER POLICY own_models ON mop.models
+	USING (models.owner OPERATOR(pg_catalog.=) CURRENT_USER)
+	WITH CHECK (models.owner OPERATOR(pg_catalog.=) CURRENT_USER
+				AND EXISTS (SELECT 1 FROM mop.datasets d
+							WHERE d.id OPERATOR(pg_catalog.=) models.dataset_id
+							  AND d.owner OPERATOR(pg_catalog.=) CURRENT_USER)
+				AND (models.run_id IS NULL
+					 OR EXISTS (SELECT 1 FROM mop.runs r
+								WHERE r.id OPERATOR(pg_catalog.=) models.run_id
+								  AND r.owner OPERATOR(pg_catalog.=) CURRENT_USER)));
+
+ALTER POLICY own_epochs ON mop.epochs
+	USING (EXISTS (SELECT 1 FROM mop.models m
+				   WHERE m.id OPERATOR(pg_catalog.=) epochs.model_id
+					 AND m.owner OPERATOR(pg_catalog.=) CURRENT_USER))
+	WITH CHECK (EXISTS (SELECT 1 FROM mop.models m
+						WHERE m.id OPERATOR(pg_catalog.=) epochs.model_id
+						  AND m.owner OPERATOR(pg_catalog.=) CURRENT_USER));
+
+ALTER POLICY own_hops ON mop.hops
+	USING (EXISTS (SELECT 1 FROM mop.runs r
+				   WHERE r.id OPERATOR(pg_catalog.=) hops.run_id
+					 AND r.owner OPERATOR(pg_catalog.=) CURRENT_USER))
+	WITH CHECK (EXISTS (SELECT 1 FROM mop.runs r
+						WHERE r.id OPERATOR(pg_catalog.=) hops.run_id
+						  AND r.owner OPERATOR(pg_catalog.=) CURRENT_USER)
+				AND EXISTS (SELECT 1 FROM mop.models m
+							WHERE m.id OPERATOR(pg_catalog.=) hops.model_id
+							  AND m.owner OPERATOR(pg_catalog.=) CURRENT_USER));
+
+ALTER POLICY own_decisions ON mop.decisions
+	USING (EXISTS (SELECT 1 FROM mop.runs r
+				   WHERE r.id OPERATOR(pg_catalog.=) decisions.run_id
+					 AND r.owner OPERATOR(pg_catalog.=) CURRENT_USER))
+	WITH CHECK (EXISTS (SELECT 1 FROM mop.runs r
+						WHERE r.id OPERATOR(pg_catalog.=) decisions.run_id
+						  AND r.owner OPERATOR(pg_catalog.=) CURRENT_USER)
+				AND EXISTS (SELECT 1 FROM mop.models m
+							WHERE m.id OPERATOR(pg_catalog.=) decisions.model_id
+							  AND m.owner OPERATOR(pg_catalog.=) CURRENT_USER)
+				AND (decisions.parent_model_id IS NULL
+					 OR EXISTS (SELECT 1 FROM mop.models p
+								WHERE p.id OPERATOR(pg_catalog.=) decisions.parent_model_id
+								  AND p.owner OPERATOR(pg_catalog.=) CURRENT_USER)));
+
+-- 3. ids come from the identities ---------------------------------------------
+-- (a column added to one of these tables later needs its INSERT and UPDATE
+-- grant here too)
+
+REVOKE INSERT, UPDATE ON mop.datasets, mop.runs, mop.models, mop.hops, mop.decisions FROM PUBLIC;
+GRANT INSERT (name, owner, source, features, feature_kind, input_shape, n_features, target,
+			  target_kind, target_type, labels, normalized, feature_mean, feature_std, partitions,
+			  buffer_rows, validation, train_rows, valid_rows, seed, created_at),
+	  UPDATE (name, owner, source, features, feature_kind, input_shape, n_features, target,
+			  target_kind, target_type, labels, normalized, feature_mean, feature_std, partitions,
+			  buffer_rows, validation, train_rows, valid_rows, seed, created_at)
+	ON mop.datasets TO PUBLIC;
+GRANT INSERT (kind, dataset_id, space, epochs, workers, seed, status, error, owner, options,
+			  shm_handle, started_at, finished_at),
+	  UPDATE (kind, dataset_id, space, epochs, workers, seed, status, error, owner, options,
+			  shm_handle, started_at, finished_at)
+	ON mop.runs TO PUBLIC;
+GRANT INSERT (run_id, dataset_id, owner, config, status, epochs_done, state, metric,
+			  higher_is_better, best_valid_metric, best_valid_loss, best_epoch, error,
+			  created_at, updated_at),
+	  UPDATE (run_id, dataset_id, owner, config, status, epochs_done, state, metric,
+			  higher_is_better, best_valid_metric, best_valid_loss, best_epoch, error,
+			  created_at, updated_at)
+	ON mop.models TO PUBLIC;
+GRANT INSERT (run_id, model_id, epoch, partition, worker, started_at, finished_at, rows, loss, metric),
+	  UPDATE (run_id, model_id, epoch, partition, worker, started_at, finished_at, rows, loss, metric)
+	ON mop.hops TO PUBLIC;
+GRANT INSERT (run_id, model_id, at, action, why, reason, bracket, rung, rank, rung_size, keep,
+			  score, cutoff, from_resource, to_resource, parent_model_id, hyperparameters),
+	  UPDATE (run_id, model_id, at, action, why, reason, bracket, rung, rank, rung_size, keep,
+			  score, cutoff, from_resource, to_resource, parent_model_id, hyperparameters)
+	ON mop.decisions TO PUBLIC;
+
+-- rows written under 0.1 that 0.2 would refuse ---------------------------------
+-- A row one role wrote against another role's dataset, run or model (0.1
+-- checked only the row's own owner) stays where it is; the superuser
+-- upgrading is told where, with the query that lists them.  Rows a
+-- superuser wrote for another role's data are counted too.
+
+DO $$
+DECLARE
+	c record;
+BEGIN
+	FOR c IN
+		SELECT t.tab, t.n FROM (
+			SELECT 'mop.runs' AS tab, pg_catalog.count(*) AS n
+			  FROM mop.runs x JOIN mop.datasets d ON d.id OPERATOR(pg_catalog.=) x.dataset_id
+			 WHERE d.owner OPERATOR(pg_catalog.<>) x.owner
+			UNION ALL
+			SELECT 'mop.models', pg_catalog.count(*)
+			  FROM mop.models x JOIN mop.datasets d ON d.id OPERATOR(pg_catalog.=) x.dataset_id
+			  LEFT JOIN mop.runs r ON r.id OPERATOR(pg_catalog.=) x.run_id
+			 WHERE d.owner OPERATOR(pg_catalog.<>) x.owner OR r.owner OPERATOR(pg_catalog.<>) x.owner
+			UNION ALL
+			SELECT 'mop.hops', pg_catalog.count(*)
+			  FROM mop.hops x JOIN mop.runs r ON r.id OPERATOR(pg_catalog.=) x.run_id
+			  JOIN mop.models m ON m.id OPERATOR(pg_catalog.=) x.model_id
+			 WHERE m.owner OPERATOR(pg_catalog.<>) r.owner
+			UNION ALL
+			SELECT 'mop.decisions', pg_catalog.count(*)
+			  FROM mop.decisions x JOIN mop.runs r ON r.id OPERATOR(pg_catalog.=) x.run_id
+			  JOIN mop.models m ON m.id OPERATOR(pg_catalog.=) x.model_id
+			  LEFT JOIN mop.models p ON p.id OPERATOR(pg_catalog.=) x.parent_model_id
+			 WHERE m.owner OPERATOR(pg_catalog.<>) r.owner OR p.owner OPERATOR(pg_catalog.<>) r.owner
+		) t WHERE t.n OPERATOR(pg_catalog.>) 0
+	LOOP
+		RAISE WARNING 'mop: % rows of % refer to a dataset, run or model of another role', c.n, c.tab
+			USING DETAIL = 'mop 0.2 refuses such rows from ordinary roles; these were written before the upgrade and are kept.',
+				  HINT = 'The section "Upgrading" of mop''s SQL reference has the query that lists them; delete those you did not write yourself.';
+	END LOOP;
+END
+$$;
