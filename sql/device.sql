@@ -72,3 +72,55 @@ RESET mop.gpu_tf32;
 SELECT current_setting('mop.gpu_memory') = '0' AND NOT current_setting('mop.gpu_tf32')::boolean AS reset_to_defaults;
 -- no rows (and a NOTICE with the reason) where no GPU is usable
 SELECT count(*) AS gpus FROM mop_gpu_devices();
+-- device => on the training and search functions: mop.device for that call only
+SELECT err($$SELECT mop_train('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 1, device => 'tpu')$$)
+       AS bad_device;
+SET mop.device = 'gpu';
+SELECT mop_train('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 1, device => 'cpu') > 0
+       AS cpu_for_this_call;
+SHOW mop.device;
+CREATE TEMP TABLE dev_arg AS
+SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}',
+                              epochs => 1, workers => 1, device => 'cpu');
+SELECT count(*) = 1 AS one_model, bool_and(d.status = 'done') AS done,
+       bool_and(r.options->>'device' = 'cpu') AS run_on_cpu
+  FROM dev_arg d JOIN mop.runs r ON r.id = d.run_id;
+SHOW mop.device;
+-- the other way round: 'gpu' for one call where none is usable is the usual error
+SET mop.device = 'cpu';
+SELECT err($$SELECT mop_train('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 1, device => 'gpu')$$)
+       = '55000: mop.device is ''gpu'' but no GPU is usable' AS gpu_arg_refused;
+SELECT err($$SELECT * FROM mop_random_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": {"uniform": [0.001, 0.01]}}', trials => 1, epochs => 1, device => 'gpu')$$)
+       = '55000: mop.device is ''gpu'' but no GPU is usable' AS search_arg_refused;
+SELECT err($$SELECT * FROM mop_hyperband('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 1, device => 'gpu')$$)
+       = '55000: mop.device is ''gpu'' but no GPU is usable' AS hyperband_arg_refused;
+SELECT err($$SELECT * FROM mop_asha('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 1, device => 'gpu')$$)
+       = '55000: mop.device is ''gpu'' but no GPU is usable' AS asha_arg_refused;
+SELECT err($$SELECT * FROM mop_pbt('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.001, 0.01]}', population => 2, epochs => 1, device => 'gpu')$$)
+       = '55000: mop.device is ''gpu'' but no GPU is usable' AS pbt_arg_refused;
+SELECT err($$SELECT * FROM mop_tpe('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": {"uniform": [0.001, 0.01]}}', trials => 1, epochs => 1, device => 'gpu')$$)
+       = '55000: mop.device is ''gpu'' but no GPU is usable' AS tpe_arg_refused;
+SELECT err(format($$SELECT * FROM mop_resume(%s, add => '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.02]}', device => 'gpu')$$,
+                  (SELECT max(run_id) FROM dev_arg)))
+       = '55000: mop.device is ''gpu'' but no GPU is usable' AS resume_arg_refused;
+SELECT err(format($$SELECT * FROM mop_replay(%s, device => 'gpu')$$, (SELECT max(run_id) FROM dev_arg)))
+       = '55000: mop.device is ''gpu'' but no GPU is usable' AS replay_arg_refused;
+-- after the errors, mop.device is what it was
+SHOW mop.device;
+-- resume where the argument says, not mop.device, and record it
+SET mop.device = 'gpu';
+CREATE TEMP TABLE dev_resume AS
+SELECT * FROM mop_resume((SELECT max(run_id) FROM dev_arg),
+                         add => '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.02]}',
+                         device => 'cpu');
+SELECT count(*) = 2 AS two_models, bool_and(d.status = 'done') AS done,
+       bool_and(r.options->>'device' = 'cpu') AS resumed_on_cpu
+  FROM dev_resume d JOIN mop.runs r ON r.id = d.run_id;
+SET mop.device = 'cpu';
+-- 'auto' for one call: the CPU (with a NOTICE), recorded in the run
+CREATE TEMP TABLE dev_auto_arg AS
+SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}',
+                              epochs => 1, workers => 1, device => 'auto');
+SELECT bool_and(r.options->>'device' = 'cpu') AS auto_run_on_cpu
+  FROM dev_auto_arg d JOIN mop.runs r ON r.id = d.run_id;
+RESET mop.device;

@@ -30,6 +30,14 @@
  *    "does row N exist?" (a duplicate-key error) and to plant a row on an
  *    id the sequence would hand to someone else later.
  *
+ * 4. The training and search functions take a device argument (cpu, gpu
+ *    or auto; NULL: mop.device), as a SET clause would set mop.device for
+ *    the call.  A new parameter changes a function's signature, so each is
+ *    dropped and created again with the same body and the argument added
+ *    last: calls written for 0.1 work unchanged.  Privileges granted or
+ *    revoked on these functions by hand are not carried over (they are
+ *    executable by PUBLIC, as in 0.1).
+ *
  * Superusers and the extension's owner bypass row-level security, as
  * before.  Rows that 0.1 let one role write against another role's rows
  * are reported by a WARNING below, never deleted: the superuser decides.
@@ -181,3 +189,157 @@ BEGIN
 	END LOOP;
 END
 $$;
+
+-- 4. device => on the training and search functions ------------------------------
+
+DROP FUNCTION @extschema@.mop_train(text, jsonb, int);
+CREATE FUNCTION @extschema@.mop_train(dataset text, config jsonb, epochs int DEFAULT 10,
+	device text DEFAULT NULL)
+	RETURNS bigint
+	AS 'MODULE_PATHNAME', 'mop_train'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_train(text, jsonb, int, text)
+	IS 'train one model sequentially over all partitions; returns its id in mop.models; device => cpu, gpu or auto (NULL: mop.device)';
+
+DROP FUNCTION @extschema@.mop_grid_search(text, jsonb, int, int, int, boolean, text, boolean, text, bigint);
+CREATE FUNCTION @extschema@.mop_grid_search(
+	dataset text,
+	space jsonb,
+	epochs int DEFAULT 10,
+	workers int DEFAULT NULL,
+	seed int DEFAULT 0,
+	deterministic boolean DEFAULT false,
+	scheduler text DEFAULT NULL,
+	wait boolean DEFAULT true,
+	early_stopping text DEFAULT NULL,
+	warm_start bigint DEFAULT NULL,
+	device text DEFAULT NULL)
+	RETURNS SETOF mop.search_result
+	AS 'MODULE_PATHNAME', 'mop_grid_search'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_grid_search(text, jsonb, int, int, int, boolean, text, boolean, text, bigint, text)
+	IS 'train every configuration of a grid with model hopper parallelism; ranked results';
+
+DROP FUNCTION @extschema@.mop_random_search(text, jsonb, int, int, int, int, boolean, text, boolean, text, bigint);
+CREATE FUNCTION @extschema@.mop_random_search(
+	dataset text,
+	space jsonb,
+	trials int,
+	epochs int DEFAULT 10,
+	workers int DEFAULT NULL,
+	seed int DEFAULT 0,
+	deterministic boolean DEFAULT false,
+	scheduler text DEFAULT NULL,
+	wait boolean DEFAULT true,
+	early_stopping text DEFAULT NULL,
+	warm_start bigint DEFAULT NULL,
+	device text DEFAULT NULL)
+	RETURNS SETOF mop.search_result
+	AS 'MODULE_PATHNAME', 'mop_random_search'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_random_search(text, jsonb, int, int, int, int, boolean, text, boolean, text, bigint, text)
+	IS 'train configurations sampled from a search space with model hopper parallelism';
+
+DROP FUNCTION @extschema@.mop_resume(bigint, int, boolean, jsonb);
+CREATE FUNCTION @extschema@.mop_resume(run_id bigint, workers int DEFAULT NULL,
+	wait boolean DEFAULT true, add jsonb DEFAULT NULL, device text DEFAULT NULL)
+	RETURNS SETOF mop.search_result
+	AS 'MODULE_PATHNAME', 'mop_resume'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_resume(bigint, int, boolean, jsonb, text)
+	IS 'continue a cancelled, failed or interrupted run from its committed checkpoints; add => a grid of more configurations (also for a finished run)';
+
+DROP FUNCTION @extschema@.mop_replay(bigint, int, boolean);
+CREATE FUNCTION @extschema@.mop_replay(run_id bigint, workers int DEFAULT NULL,
+	wait boolean DEFAULT true, device text DEFAULT NULL)
+	RETURNS SETOF mop.search_result
+	AS 'MODULE_PATHNAME', 'mop_replay'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_replay(bigint, int, boolean, text)
+	IS 'train a finished run''s configurations again along its recorded schedule: bit-identical models on the same device';
+
+DROP FUNCTION @extschema@.mop_hyperband(text, jsonb, int, int, int, int, text, boolean, boolean);
+CREATE FUNCTION @extschema@.mop_hyperband(
+	dataset text,
+	space jsonb,
+	max_resource int,
+	eta int DEFAULT 3,
+	workers int DEFAULT NULL,
+	seed int DEFAULT 0,
+	scheduler text DEFAULT NULL,
+	wait boolean DEFAULT true,
+	deterministic boolean DEFAULT false,
+	device text DEFAULT NULL)
+	RETURNS SETOF mop.search_result
+	AS 'MODULE_PATHNAME', 'mop_hyperband'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_hyperband(text, jsonb, int, int, int, int, text, boolean, boolean, text)
+	IS 'Hyperband on model hopper parallelism: successive halving brackets, promoted models resume from their checkpoints';
+
+DROP FUNCTION @extschema@.mop_asha(text, jsonb, int, int, int, int, int, int, text, boolean);
+CREATE FUNCTION @extschema@.mop_asha(
+	dataset text,
+	space jsonb,
+	max_resource int,
+	eta int DEFAULT 3,
+	min_resource int DEFAULT 1,
+	max_trials int DEFAULT 20,
+	workers int DEFAULT NULL,
+	seed int DEFAULT 0,
+	scheduler text DEFAULT NULL,
+	wait boolean DEFAULT true,
+	device text DEFAULT NULL)
+	RETURNS SETOF mop.search_result
+	AS 'MODULE_PATHNAME', 'mop_asha'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_asha(text, jsonb, int, int, int, int, int, int, text, boolean, text)
+	IS 'asynchronous successive halving (ASHA) on model hopper parallelism: promotions without barriers';
+
+DROP FUNCTION @extschema@.mop_pbt(text, jsonb, int, int, int, float8, float8, int, int, boolean, boolean);
+CREATE FUNCTION @extschema@.mop_pbt(
+	dataset text,
+	space jsonb,
+	population int DEFAULT 8,
+	epochs int DEFAULT 10,
+	"interval" int DEFAULT 1,
+	quantile float8 DEFAULT 0.25,
+	resample float8 DEFAULT 0.25,
+	workers int DEFAULT NULL,
+	seed int DEFAULT 0,
+	wait boolean DEFAULT true,
+	deterministic boolean DEFAULT false,
+	device text DEFAULT NULL)
+	RETURNS SETOF mop.search_result
+	AS 'MODULE_PATHNAME', 'mop_pbt_sql'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_pbt(text, jsonb, int, int, int, float8, float8, int, int, boolean, boolean, text)
+	IS 'population based training on model hopper parallelism: exploit copies weights and optimizer state, explore perturbs hyperparameters';
+
+DROP FUNCTION @extschema@.mop_tpe(text, jsonb, int, int, int, float8, int, int, boolean, boolean, text);
+CREATE FUNCTION @extschema@.mop_tpe(
+	dataset text,
+	space jsonb,
+	trials int,
+	epochs int DEFAULT 10,
+	n_startup int DEFAULT 10,
+	gamma float8 DEFAULT 0.1,
+	workers int DEFAULT NULL,
+	seed int DEFAULT 0,
+	wait boolean DEFAULT true,
+	deterministic boolean DEFAULT false,
+	early_stopping text DEFAULT NULL,
+	device text DEFAULT NULL)
+	RETURNS SETOF mop.search_result
+	AS 'MODULE_PATHNAME', 'mop_tpe_sql'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_tpe(text, jsonb, int, int, int, float8, int, int, boolean, boolean, text, text)
+	IS 'Tree-structured Parzen Estimator on model hopper parallelism: proposals from completed results whenever a worker would idle';

@@ -190,6 +190,39 @@ mop_device_check(void)
 }
 
 /*
+ * A training or search function's device => argument (argument argno; NULL,
+ * or absent when the function was declared by an older version of the
+ * extension: mop.device as it is).  fn runs with mop.device set to the
+ * argument, as a SET clause of the function would set it, and the setting
+ * is restored when fn returns (and by the transaction's abort when it
+ * fails).  So the run records that device and its workers train there.
+ */
+Datum
+mop_with_device(FunctionCallInfo fcinfo, int argno, PGFunction fn)
+{
+	char	   *dev;
+	int			level;
+	Datum		result;
+
+	if (argno >= PG_NARGS() || PG_ARGISNULL(argno))
+		return fn(fcinfo);
+	dev = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	if (strcmp(dev, "cpu") != 0 && strcmp(dev, "gpu") != 0 && strcmp(dev, "auto") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"device\": \"%s\"", dev),
+				 errdetail("Valid values are \"cpu\", \"gpu\" and \"auto\"."),
+				 errhint("Leave it NULL to train where mop.device says (now \"%s\").",
+						 mop_device ? mop_device : "cpu")));
+	level = NewGUCNestLevel();
+	(void) set_config_option("mop.device", dev, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
+							 true, 0, false);
+	result = fn(fcinfo);
+	AtEOXact_GUC(true, level);
+	return result;
+}
+
+/*
  * The GPU this process trains on now, or -1 for the CPU.  In a run's worker
  * the run decided; elsewhere mop.device does ('gpu' where none is usable is
  * the same error as at the start; 'auto' quietly takes the CPU then).

@@ -29,6 +29,7 @@ extern bool mop_gpu_resolved;
 extern int	mop_gpu_worker_device;
 extern void mop_gpu_define_gucs(void);
 extern bool mop_device_check(void);
+extern Datum mop_with_device(FunctionCallInfo fcinfo, int argno, PGFunction fn);
 extern int	mop_device_for_training(void);
 extern void mop_gpu_worker_init(bool gpu, int worker_index);
 extern const mop_gpu_api *mop_gpu(void);

@@ -650,8 +650,8 @@ common_args(FunctionCallInfo fcinfo, int first, char **dataset, Jsonb **space,
  * mop_grid_search(dataset text, space jsonb, epochs int, workers int,
  *                 seed int, deterministic bool, scheduler text, wait bool)
  */
-Datum
-mop_grid_search(PG_FUNCTION_ARGS)
+static Datum
+mop_grid_search_body(PG_FUNCTION_ARGS)
 {
 	char	   *dataset;
 	Jsonb	   *space;
@@ -682,8 +682,8 @@ mop_grid_search(PG_FUNCTION_ARGS)
  *                   workers int, seed int, deterministic bool,
  *                   scheduler text, wait bool)
  */
-Datum
-mop_random_search(PG_FUNCTION_ARGS)
+static Datum
+mop_random_search_body(PG_FUNCTION_ARGS)
 {
 	char	   *dataset;
 	Jsonb	   *space;
@@ -773,8 +773,8 @@ attach_run(int64 run_id, int64 handle)
 }
 
 /* mop_resume(run_id bigint, workers int, wait bool): continue a run. */
-Datum
-mop_resume(PG_FUNCTION_ARGS)
+static Datum
+mop_resume_body(PG_FUNCTION_ARGS)
 {
 	int64		run_id = PG_GETARG_INT64(0);
 	char	   *status,
@@ -895,8 +895,8 @@ mop_resume(PG_FUNCTION_ARGS)
  * of a finished run again, each model visiting the partitions in exactly the
  * order recorded in mop.hops; the new models are bit-identical to the old.
  */
-Datum
-mop_replay(PG_FUNCTION_ARGS)
+static Datum
+mop_replay_body(PG_FUNCTION_ARGS)
 {
 	int64		run_id = PG_GETARG_INT64(0);
 	char	   *status,
@@ -1149,8 +1149,8 @@ mop_hyperband_plan_sql(PG_FUNCTION_ARGS)
  * configurations of all brackets are drawn from the space up front (and
  * validated); the driver starts them as the plan needs them.
  */
-Datum
-mop_hyperband(PG_FUNCTION_ARGS)
+static Datum
+mop_hyperband_body(PG_FUNCTION_ARGS)
 {
 	char	   *dataset;
 	Jsonb	   *space;
@@ -1205,8 +1205,8 @@ mop_hyperband(PG_FUNCTION_ARGS)
  * that has one (it resumes from its checkpoint), or else a new
  * configuration, up to max_trials.
  */
-Datum
-mop_asha(PG_FUNCTION_ARGS)
+static Datum
+mop_asha_body(PG_FUNCTION_ARGS)
 {
 	char	   *dataset;
 	Jsonb	   *space;
@@ -1278,8 +1278,8 @@ check_numeric_space(MopSpaceDesc *desc, const char *what)
  * and explores (x0.8 / x1.2, or resampling with probability `resample`).
  * Lineage is recorded in mop.decisions (parent_model_id, hyperparameters).
  */
-Datum
-mop_pbt_sql(PG_FUNCTION_ARGS)
+static Datum
+mop_pbt_sql_body(PG_FUNCTION_ARGS)
 {
 	char	   *dataset;
 	Jsonb	   *space;
@@ -1362,8 +1362,8 @@ mop_pbt_sql(PG_FUNCTION_ARGS)
  * n_startup; running trials count as "constant liars"), so all workers stay
  * busy; each trains `epochs` epochs and reports its best validation score.
  */
-Datum
-mop_tpe_sql(PG_FUNCTION_ARGS)
+static Datum
+mop_tpe_sql_body(PG_FUNCTION_ARGS)
 {
 	char	   *dataset;
 	Jsonb	   *space;
@@ -1418,4 +1418,54 @@ mop_tpe_sql(PG_FUNCTION_ARGS)
 		req.tpe_gamma = gamma;
 		return run_search(fcinfo, &req);
 	}
+}
+
+/* ---- device => (the last argument of each) ------------------------------ */
+
+Datum
+mop_grid_search(PG_FUNCTION_ARGS)
+{
+	return mop_with_device(fcinfo, 10, mop_grid_search_body);
+}
+
+Datum
+mop_random_search(PG_FUNCTION_ARGS)
+{
+	return mop_with_device(fcinfo, 11, mop_random_search_body);
+}
+
+Datum
+mop_resume(PG_FUNCTION_ARGS)
+{
+	return mop_with_device(fcinfo, 4, mop_resume_body);
+}
+
+Datum
+mop_replay(PG_FUNCTION_ARGS)
+{
+	return mop_with_device(fcinfo, 3, mop_replay_body);
+}
+
+Datum
+mop_hyperband(PG_FUNCTION_ARGS)
+{
+	return mop_with_device(fcinfo, 9, mop_hyperband_body);
+}
+
+Datum
+mop_asha(PG_FUNCTION_ARGS)
+{
+	return mop_with_device(fcinfo, 10, mop_asha_body);
+}
+
+Datum
+mop_pbt_sql(PG_FUNCTION_ARGS)
+{
+	return mop_with_device(fcinfo, 11, mop_pbt_sql_body);
+}
+
+Datum
+mop_tpe_sql(PG_FUNCTION_ARGS)
+{
+	return mop_with_device(fcinfo, 11, mop_tpe_sql_body);
 }

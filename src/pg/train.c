@@ -81,8 +81,8 @@ mean_or_null(double sum, int64 rows, char *isnull)
 }
 
 /* mop_train(dataset text, config jsonb, epochs int) returns bigint model id */
-Datum
-mop_train(PG_FUNCTION_ARGS)
+static Datum
+mop_train_body(PG_FUNCTION_ARGS)
 {
 	char	   *dsname;
 	Jsonb	   *config;
@@ -356,4 +356,12 @@ mop_train(PG_FUNCTION_ARGS)
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(opcxt);
 	PG_RETURN_INT64(model_id);
+}
+
+/* ---- device => (the last argument of each) ------------------------------ */
+
+Datum
+mop_train(PG_FUNCTION_ARGS)
+{
+	return mop_with_device(fcinfo, 3, mop_train_body);
 }
