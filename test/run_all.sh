@@ -91,7 +91,7 @@ fi
 
 echo "== regression tests (pg_regress in a pg_virtualenv cluster, PostgreSQL $PGMAJOR)"
 rm -f regression.diffs regression.out
-pg_virtualenv -v "$PGMAJOR" make installcheck PG_CONFIG="$PG_CONFIG" >"$LOG/regress.log" 2>&1
+pg_virtualenv -t -v "$PGMAJOR" make installcheck PG_CONFIG="$PG_CONFIG" >"$LOG/regress.log" 2>&1
 rc=$?
 grep -E '^(test|ok|not ok) |tests (passed|failed)|of [0-9]+ tests' "$LOG/regress.log"
 ok=$(grep -cE '^test .*\.\.\. ok' "$LOG/regress.log")
@@ -110,7 +110,7 @@ fi
 
 echo "== shell tests (test/sh/*.sh in a pg_virtualenv cluster)"
 if ls test/sh/*.sh >/dev/null 2>&1; then
-	pg_virtualenv -v "$PGMAJOR" bash -c 'rc=0; for t in test/sh/*.sh; do bash "$t" || rc=1; done; exit $rc' \
+	pg_virtualenv -t -v "$PGMAJOR" bash -c 'rc=0; for t in test/sh/*.sh; do bash "$t" || rc=1; done; exit $rc' \
 		>"$LOG/sh.log" 2>&1
 	rc=$?
 	grep -E '^(ok|not ok) ' "$LOG/sh.log"
