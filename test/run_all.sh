@@ -4,8 +4,10 @@
 #   bash test/run_all.sh
 #
 # 1. builds the extension (engine + glue);
-# 2. runs the engine's unit tests (make -C test/unit check) and the GPU
-#    tests (test/gpu/run.sh: they say "skip" where no GPU is usable);
+# 2. runs the engine's unit tests (make -C test/unit check), the engine
+#    fuzzer again under AddressSanitizer and UBSan (make -C test/unit
+#    fuzz-san) and the GPU tests (test/gpu/run.sh: they say "skip" where
+#    no GPU is usable);
 # 3. installs the extension (needs root, or sudo) and runs the pg_regress
 #    suite inside a throwaway cluster made by Debian's pg_virtualenv
 #    (regression.diffs is printed on failure);
@@ -67,6 +69,21 @@ if [ -f test/unit/Makefile ]; then
 	fi
 else
 	echo "(no test/unit)"
+fi
+
+echo "== engine fuzzer under AddressSanitizer and UBSan (make -C test/unit fuzz-san)"
+if [ -f test/unit/test_fuzz.c ]; then
+	make -C test/unit fuzz-san >"$LOG/fuzz-san.log" 2>&1
+	rc=$?
+	grep -E '^(ok|FAIL) |^  fuzz_' "$LOG/fuzz-san.log"
+	ok=$(grep -cE '^ok ' "$LOG/fuzz-san.log")
+	bad=$(grep -cE '^FAIL ' "$LOG/fuzz-san.log")
+	PASSED=$((PASSED + ok))
+	FAILED=$((FAILED + bad))
+	if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
+		tail -n 40 "$LOG/fuzz-san.log"
+		FAILED=$((FAILED + 1))
+	fi
 fi
 
 echo "== GPU tests (test/gpu/run.sh; skipped where no GPU is usable)"

@@ -16,6 +16,16 @@
 
 #include "nn_internal.h"
 
+/*
+ * A progress counter plus d (>= 0), stopping at NN_MAX_COUNTER: a blob may
+ * carry any count up to that limit, and training it never overflows.
+ */
+static inline int64_t
+nn_counter_add(int64_t c, int64_t d)
+{
+	return c > NN_MAX_COUNTER - d ? NN_MAX_COUNTER : c + d;
+}
+
 /* Initialise kernels uniformly (He or Glorot), biases to zero. */
 static void
 init_weights(nn_model *m)
@@ -189,6 +199,9 @@ nn_model_average(nn_model *dst, nn_model *const *src, int n, nn_error *err)
 		return nn_fail(err, NN_ERR_INVALID, "nothing to average");
 	for (int k = 0; k < n; k++)
 		if (src[k]->plan.n_params != P || src[k]->plan.n_opt != O ||
+			src[k]->spec.in_h != dst->spec.in_h || src[k]->spec.in_w != dst->spec.in_w ||
+			src[k]->spec.in_c != dst->spec.in_c || src[k]->spec.loss != dst->spec.loss ||
+			src[k]->spec.optimizer != dst->spec.optimizer ||
 			src[k]->spec.n_layers != dst->spec.n_layers ||
 			memcmp(src[k]->spec.layers, dst->spec.layers,
 				   sizeof(nn_layer_spec) * dst->spec.n_layers) != 0)
@@ -263,7 +276,7 @@ nn_model_counters(const nn_model *m, nn_counters *c)
 void
 nn_model_set_epochs(nn_model *m, int64_t epochs)
 {
-	m->epochs = epochs;
+	m->epochs = epochs < 0 ? 0 : epochs > NN_MAX_COUNTER ? NN_MAX_COUNTER : epochs;
 }
 
 int32_t
@@ -438,8 +451,8 @@ train_step(nn_model *m, const float *x, const float *y, int nb, nn_error *err)
 		return s;
 	if ((s = nn_optim_step(m, err)) != NN_OK)
 		return s;
-	m->steps++;
-	m->rows_trained += nb;
+	m->steps = nn_counter_add(m->steps, 1);
+	m->rows_trained = nn_counter_add(m->rows_trained, nb);
 	m->acc.loss_sum += ls;
 	m->acc.metric_sum += ms;
 	m->acc.rows += nb;
@@ -541,7 +554,7 @@ nn_train_end(nn_model *m, nn_result *res, nn_error *err)
 	m->fill = 0;
 	m->streaming = 0;
 	if (s == NN_OK)
-		m->sub_epochs++;
+		m->sub_epochs = nn_counter_add(m->sub_epochs, 1);
 	if (res)
 		*res = m->acc;
 	return s;
@@ -609,5 +622,28 @@ nn_predict(nn_model *m, const float *x, int64_t n, float *out, nn_error *err)
 
 		nn_link(m->spec.loss, z, out + i * od, nb, od);
 	}
+	return NN_OK;
+}
+
+/* Rows in a pair of packed buffers, after checking that their sizes agree. */
+nn_status
+nn_buffer_rows(const nn_model *m, size_t xbytes, size_t ybytes, int64_t *rows,
+			   nn_error *err)
+{
+	uint64_t	xrow = (uint64_t) m->plan.in_dim * sizeof(float);
+	uint64_t	yrow = (uint64_t) m->plan.y_dim * sizeof(float);
+	uint64_t	n;
+
+	*rows = 0;
+	if (ybytes % yrow != 0)
+		return nn_fail(err, NN_ERR_SHAPE,
+					   "label buffer of %zu bytes does not hold whole rows of %d floats",
+					   ybytes, (int) m->plan.y_dim);
+	n = ybytes / yrow;
+	if (xbytes % xrow != 0 || xbytes / xrow != n)
+		return nn_fail(err, NN_ERR_SHAPE,
+					   "feature buffer of %zu bytes does not match %lld rows of %d features",
+					   xbytes, (long long) n, (int) m->plan.in_dim);
+	*rows = (int64_t) n;
 	return NN_OK;
 }

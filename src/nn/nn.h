@@ -302,6 +302,15 @@ nn_status	nn_evaluate(nn_model *m, const float *x, const float *y, int64_t n,
 						nn_result *res, nn_error *err);
 
 /*
+ * Rows held by a pair of packed buffers for model m: x of xbytes bytes
+ * (rows x in_dim float32, row-major) and y of ybytes bytes (rows x y_dim
+ * float32), the layout mop_prepare writes.  NN_ERR_SHAPE unless both hold
+ * whole rows and the same number of them; never reads the buffers.
+ */
+nn_status	nn_buffer_rows(const nn_model *m, size_t xbytes, size_t ybytes,
+						   int64_t *rows, nn_error *err);
+
+/*
  * Predict n rows into out[n * out_dim]: class probabilities for softmax CE,
  * per-output probabilities for sigmoid BCE, values for MSE.
  */
@@ -333,6 +342,8 @@ nn_status	nn_blob_spec(const void *blob, size_t len, nn_spec *spec,
 #define NN_MAX_PARAMS (INT64_C(1) << 28)	/* 256M floats = 1 GiB */
 #define NN_MAX_BATCH 65536
 #define NN_MAX_WORKSPACE (INT64_C(1) << 32)	/* 4 GiB of activations */
+/* Progress counters (steps, rows, epochs, sub-epochs) stop at this value. */
+#define NN_MAX_COUNTER (INT64_C(1) << 62)
 
 /*
  * BLAS.  OpenBLAS is opened lazily with dlopen on first use, never at load

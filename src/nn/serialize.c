@@ -22,7 +22,8 @@
  * every read is bounds-checked, the spec is validated by the same code that
  * validates user input (which caps every dimension and the total size), and
  * the parameter counts implied by the spec must equal those stored and fill
- * the payload exactly.  Only then is memory allocated.
+ * the payload exactly; progress counters lie in 0..NN_MAX_COUNTER.  Only
+ * then is memory allocated.  test/unit/test_fuzz.c fuzzes all of this.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -369,7 +370,9 @@ nn_model_deserialize(const void *blob, size_t len, nn_model **out, nn_error *err
 	GET(&c, no);
 	if (c.overflow)
 		s = nn_fail(err, NN_ERR_CORRUPT, "blob ends inside its counters");
-	else if (steps < 0 || rows < 0 || epochs < 0 || subs < 0 || (diverged != 0 && diverged != 1))
+	else if (steps < 0 || rows < 0 || epochs < 0 || subs < 0 || steps > NN_MAX_COUNTER ||
+			 rows > NN_MAX_COUNTER || epochs > NN_MAX_COUNTER || subs > NN_MAX_COUNTER ||
+			 (diverged != 0 && diverged != 1))
 		s = nn_fail(err, NN_ERR_CORRUPT, "blob has impossible progress counters");
 	else if (np != plan->n_params || no != plan->n_opt)
 		s = nn_fail(err, NN_ERR_CORRUPT,

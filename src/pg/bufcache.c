@@ -110,7 +110,12 @@ mop_buffer_fetch(Datum d, Size *len)
 		return e->data;
 	}
 
-	if (cache_bytes + (Size) key.extsize > (Size) mop_buffer_cache_mb * 1024 * 1024)
+	/*
+	 * Admission by the detoasted size: a value stored compressed (anyone who
+	 * may write mop.buffers can store one) is far larger in memory than on
+	 * disk.
+	 */
+	if (cache_bytes + (Size) (tp.va_rawsize - VARHDRSZ) > (Size) mop_buffer_cache_mb * 1024 * 1024)
 	{
 		/* full: no admission */
 		b = DatumGetByteaP(d);

@@ -98,11 +98,10 @@ mop_init_model(PG_FUNCTION_ARGS)
 static int64
 fetch_buffers(FunctionCallInfo fcinfo, nn_model *m, const float **x, const float **y)
 {
-	int64		in_dim = nn_model_in_dim(m);
-	int64		y_dim = nn_model_y_dim(m);
 	Size		xlen,
 				ylen;
 	int64		n;
+	nn_error	err;
 
 	if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
 		ereport(ERROR,
@@ -110,18 +109,13 @@ fetch_buffers(FunctionCallInfo fcinfo, nn_model *m, const float **x, const float
 				 errmsg("buffer x and y must not be null")));
 	*x = (const float *) mop_buffer_fetch(PG_GETARG_DATUM(2), &xlen);
 	*y = (const float *) mop_buffer_fetch(PG_GETARG_DATUM(3), &ylen);
-	if (ylen % (y_dim * (int64) sizeof(float)) != 0)
+	if (nn_buffer_rows(m, xlen, ylen, &n, &err) != NN_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("label buffer of %zu bytes does not hold whole rows of %d floats",
-						ylen, (int) y_dim)));
-	n = ylen / (y_dim * (int64) sizeof(float));
-	if ((int64) xlen != n * in_dim * (int64) sizeof(float))
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("feature buffer of %zu bytes does not match " INT64_FORMAT " rows of %d features",
-						xlen, n, (int) in_dim),
-				 errhint("The model was made for a dataset with a different input shape.")));
+				 errmsg("%s", err.msg),
+				 errdetail("The model reads rows of %d float32 features from x and %d float32 labels from y.",
+						   (int) nn_model_in_dim(m), (int) nn_model_y_dim(m)),
+				 errhint("The model was made for a dataset with a different input shape, or the buffer was altered; mop_prepare writes a dataset's buffers anew.")));
 	if (((uintptr_t) *x) % sizeof(float) != 0 || ((uintptr_t) *y) % sizeof(float) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
