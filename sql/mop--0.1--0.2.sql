@@ -38,6 +38,11 @@
  *    revoked on these functions by hand are not carried over (they are
  *    executable by PUBLIC, as in 0.1).
  *
+ * 5. Runs stopped by a crash or restart say so: status 'interrupted' (the
+ *    run and its models that were training), set by mop's run functions
+ *    and, with mop preloaded, by its startup recovery, which then resumes
+ *    them (mop.auto_resume).
+ *
  * Superusers and the extension's owner bypass row-level security, as
  * before.  Rows that 0.1 let one role write against another role's rows
  * are reported by a WARNING below, never deleted: the superuser decides.
@@ -343,3 +348,12 @@ CREATE FUNCTION @extschema@.mop_tpe(
 	SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.mop_tpe(text, jsonb, int, int, int, float8, int, int, boolean, boolean, text, text)
 	IS 'Tree-structured Parzen Estimator on model hopper parallelism: proposals from completed results whenever a worker would idle';
+
+-- 5. 'interrupted': runs (and their models) that a crash or restart stopped ------
+
+ALTER TABLE mop.runs DROP CONSTRAINT runs_status_check;
+ALTER TABLE mop.runs ADD CONSTRAINT runs_status_check
+	CHECK (status IN ('pending', 'running', 'done', 'failed', 'cancelled', 'interrupted'));
+ALTER TABLE mop.models DROP CONSTRAINT models_status_check;
+ALTER TABLE mop.models ADD CONSTRAINT models_status_check
+	CHECK (status IN ('pending', 'training', 'done', 'stopped', 'diverged', 'failed', 'cancelled', 'interrupted'));

@@ -13,6 +13,8 @@
 #    (regression.diffs is printed on failure);
 # 4. runs the shell tests in test/sh/ (e.g. pg_cancel_backend) in another
 #    throwaway cluster; they print "ok ..." / "not ok ..." lines;
+# 5. runs the TAP tests in test/tap/ (PostgreSQL::Test::Cluster; they make
+#    their own servers to crash, restart and preload);
 # and prints, last, one line "N passed, N failed, N skipped" summing all
 # suites (unit, regression and shell tests counted one by one; a build or
 # install failure counts as one failure; the GPU tests' "skip ..." lines
@@ -137,6 +139,23 @@ if ls test/sh/*.sh >/dev/null 2>&1; then
 	FAILED=$((FAILED + bad))
 	if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
 		tail -n 40 "$LOG/sh.log"
+		FAILED=$((FAILED + 1))
+	fi
+fi
+
+echo "== TAP tests (test/tap: PostgreSQL::Test::Cluster, own servers: crashes, restarts, preloading)"
+if ls test/tap/t/*.pl >/dev/null 2>&1; then
+	bash test/tap/run.sh >"$LOG/tap.log" 2>&1
+	rc=$?
+	grep -E '^(ok|not ok) [0-9]+' "$LOG/tap.log"
+	ok=$(grep -E '^ok [0-9]+' "$LOG/tap.log" | grep -vc '# skip')
+	skip=$(grep -E '^ok [0-9]+' "$LOG/tap.log" | grep -c '# skip')
+	bad=$(grep -cE '^not ok [0-9]+' "$LOG/tap.log")
+	PASSED=$((PASSED + ok))
+	SKIPPED=$((SKIPPED + skip))
+	FAILED=$((FAILED + bad))
+	if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
+		tail -n 60 "$LOG/tap.log"
 		FAILED=$((FAILED + 1))
 	fi
 fi

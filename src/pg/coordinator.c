@@ -422,9 +422,10 @@ load_run(void)
 	v[1] = Int64GetDatum((int64) dsm_segment_handle(run_seg));
 	/* a resumed run trains where the resuming session said: record it */
 	v[2] = CStringGetTextDatum(run->gpu ? "gpu" : "cpu");
-	/* models a cancel or failure stopped mid-way train again */
+	/* models a cancel, failure or restart stopped mid-way train again */
 	exec_sql("UPDATE mop.models SET status = 'training' WHERE run_id OPERATOR(pg_catalog.=) $1 "
-			 "AND status OPERATOR(pg_catalog.=) 'cancelled'", 1, t, v, SPI_OK_UPDATE);
+			 "AND status OPERATOR(pg_catalog.=) ANY ('{cancelled,interrupted}'::pg_catalog.text[])",
+			 1, t, v, SPI_OK_UPDATE);
 	exec_sql("UPDATE mop.runs SET status = 'running', error = NULL, finished_at = NULL, "
 			 "shm_handle = $2, options = pg_catalog.jsonb_set(options, '{device}', "
 			 "pg_catalog.to_jsonb($3)) WHERE id OPERATOR(pg_catalog.=) $1", 3, t, v, SPI_OK_UPDATE);

@@ -57,6 +57,7 @@ _PG_init(void)
 							NULL, NULL, NULL);
 	mop_run_define_gucs();
 	mop_gpu_define_gucs();
+	mop_recovery_register_launcher();
 	MarkGUCPrefixReserved("mop");
 }
 

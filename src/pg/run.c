@@ -27,6 +27,7 @@
 
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -578,6 +579,7 @@ run_search(FunctionCallInfo fcinfo, const RunRequest *req)
 				 errdetail("The run's results are committed by background workers, which a REPEATABLE READ or SERIALIZABLE snapshot cannot see."),
 				 errhint("Run it at READ COMMITTED, or pass wait => false and read mop.models later.")));
 	(void) mop_device_check();	/* 'gpu' fails here, before anything starts */
+	(void) mop_mark_interrupted();
 	seg = launch(req, &handle);
 	run = dsm_segment_address(seg);
 	run_id = wait_started(run, handle);
@@ -772,6 +774,91 @@ attach_run(int64 run_id, int64 handle)
 	return seg;
 }
 
+/*
+ * Runs that say 'running' but have no process behind them (the server
+ * crashed or restarted under them: their shared segment is gone) become
+ * 'interrupted', and their models that were training too; mop_resume
+ * continues them.  Called at the start of mop's run functions and by the
+ * progress view, so the first of them after a restart tells the truth, and
+ * by the startup recovery of a preloaded mop, which then resumes them.
+ * Sees what the caller may see (row-level security).  Returns the run ids
+ * it marked (in CurrentMemoryContext).  Does nothing in a read-only
+ * transaction.
+ */
+List *
+mop_mark_interrupted(void)
+{
+	List	   *marked = NIL;
+	int64	   *ids,
+			   *handles;
+	bool	   *has;
+	int			n;
+	MemoryContext outer = CurrentMemoryContext;
+
+	if (XactReadOnly || RecoveryInProgress())
+		return NIL;
+	SPI_connect();
+	/* mop_train's own run row lives and dies with its caller's transaction */
+	if (SPI_execute("SELECT id, shm_handle FROM mop.runs WHERE status OPERATOR(pg_catalog.=) 'running' "
+					"AND kind OPERATOR(pg_catalog.<>) 'train' ORDER BY id", false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read mop.runs");
+	n = (int) SPI_processed;
+	ids = palloc(sizeof(int64) * Max(n, 1));
+	handles = palloc(sizeof(int64) * Max(n, 1));
+	has = palloc(sizeof(bool) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+		handles[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+		has[i] = !isnull;
+	}
+	for (int i = 0; i < n; i++)
+	{
+		dsm_segment *seg = has[i] ? attach_run(ids[i], handles[i]) : NULL;
+		Oid			t[2] = {INT8OID, INT8OID};
+		Datum		v[2];
+		char		nulls[2] = {' ', has[i] ? ' ' : 'n'};
+
+		if (seg != NULL)
+		{
+			dsm_detach(seg);
+			continue;			/* alive */
+		}
+		/* a run not yet launched keeps a NULL handle only inside its creator's transaction */
+		v[0] = Int64GetDatum(ids[i]);
+		v[1] = Int64GetDatum(handles[i]);
+		if (SPI_execute_with_args("UPDATE mop.runs SET status = 'interrupted', shm_handle = NULL, "
+								  "error = 'the server restarted or crashed while the run was training' "
+								  "WHERE id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'running' "
+								  "AND shm_handle IS NOT DISTINCT FROM $2",
+								  2, t, v, nulls, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not update mop.runs");
+		if (SPI_processed != 1)
+			continue;			/* resumed or finished meanwhile */
+		SPI_execute_with_args("UPDATE mop.models SET status = 'interrupted', "
+							  "updated_at = pg_catalog.clock_timestamp() "
+							  "WHERE run_id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'training'",
+							  1, t, v, NULL, false, 0);
+		{
+			MemoryContext old = MemoryContextSwitchTo(outer);
+
+			int64	   *id = palloc(sizeof(int64));
+
+			*id = ids[i];
+			marked = lappend(marked, id);
+			MemoryContextSwitchTo(old);
+		}
+		ereport(NOTICE,
+				(errmsg("mop run %lld was interrupted by a server restart", (long long) ids[i]),
+				 errdetail("Its committed checkpoints are kept; no process trains it any more."),
+				 errhint("mop_resume(%lld) continues it.", (long long) ids[i])));
+	}
+	SPI_finish();
+	return marked;
+}
+
 /* mop_resume(run_id bigint, workers int, wait bool): continue a run. */
 static Datum
 mop_resume_body(PG_FUNCTION_ARGS)
@@ -786,6 +873,7 @@ mop_resume_body(PG_FUNCTION_ARGS)
 	bool		isnull_dummy;
 	List	   *added = NIL;
 
+	(void) mop_mark_interrupted();
 	run_row(run_id, &status, &dataset, &partitions, &handle, &has_handle);
 	if (has_handle && (seg = attach_run(run_id, handle)) != NULL)
 	{
@@ -966,6 +1054,7 @@ wait_or_cancel(int64 run_id, bool cancel)
 	bool		has_handle;
 	dsm_segment *seg = NULL;
 
+	(void) mop_mark_interrupted();
 	run_row(run_id, &status, &dataset, &partitions, &handle, &has_handle);
 	if (has_handle)
 		seg = attach_run(run_id, handle);
@@ -1037,6 +1126,7 @@ mop_progress(PG_FUNCTION_ARGS)
 	int			n;
 
 	InitMaterializedSRF(fcinfo, 0);
+	(void) mop_mark_interrupted();
 	SPI_connect();
 	if (SPI_execute("SELECT id, shm_handle FROM mop.runs WHERE status OPERATOR(pg_catalog.=) 'running' "
 					"AND shm_handle IS NOT NULL ORDER BY id", false, 0) != SPI_OK_SELECT)

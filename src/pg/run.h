@@ -26,6 +26,7 @@
 
 #include "postgres.h"
 
+#include "nodes/pg_list.h"
 #include "storage/latch.h"
 #include "storage/spin.h"
 
@@ -159,6 +160,13 @@ extern PGDLLEXPORT void mop_worker_main(Datum arg);
 /* run.c */
 extern int	mop_workers;
 extern void mop_run_define_gucs(void);
+
+/* run.c: runs whose processes are gone become 'interrupted' (returns their ids) */
+extern List *mop_mark_interrupted(void);
+
+/* recovery.c: after a restart a preloaded mop resumes interrupted runs */
+extern bool mop_auto_resume;
+extern void mop_recovery_register_launcher(void);
 
 /* progress hook: the training aggregate adds rows here when set */
 extern volatile int64 *mop_progress_rows;

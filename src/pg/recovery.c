@@ -1,0 +1,324 @@
+/*
+ * recovery.c -- runs heal themselves after a crash or restart.
+ *
+ * A run lives in background workers; when the server crashes or restarts
+ * they are gone, and its row still says 'running'.  mop_mark_interrupted
+ * (run.c) turns such runs into 'interrupted' whenever one of mop's run
+ * functions or its progress view is used.  With mop in
+ * shared_preload_libraries, this file also resumes them without a human,
+ * as pg_cron's launcher starts its jobs:
+ *
+ *   the launcher   a background worker started with the server (and again
+ *                  after every crash restart, since it lives until shutdown):
+ *                  once recovery has finished it starts one recovery worker
+ *                  per database that accepts connections, one at a time,
+ *                  then sleeps until the server stops;
+ *   a recovery     connects to its database as the bootstrap superuser, does
+ *   worker         nothing if mop is not installed there, marks the runs
+ *                  that lost their processes 'interrupted', and, with
+ *                  mop.auto_resume on, resumes each of them (one after the
+ *                  other) through a resume worker;
+ *   a resume       connects as the run's owner -- never as a superuser on a
+ *   worker         user's behalf -- and calls mop_resume(run, wait => false)
+ *                  as that role would, so the run goes on with the owner's
+ *                  rights and row-level security.  A role that can no longer
+ *                  log in leaves its run 'interrupted' (the server log says
+ *                  why), for its owner or a superuser to resume or cancel.
+ *
+ * Every SQL text here is schema-qualified and the workers pin search_path,
+ * as the run's own workers do.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "mop.h"
+#include "run.h"
+
+PGDLLEXPORT void mop_launcher_main(Datum arg);
+PGDLLEXPORT void mop_recovery_main(Datum arg);
+PGDLLEXPORT void mop_resume_worker_main(Datum arg);
+
+bool		mop_auto_resume = true;
+
+/* What a resume worker needs: where, as whom, which run. */
+typedef struct ResumeArgs
+{
+	Oid			database;
+	Oid			role;
+	int64		run_id;
+} ResumeArgs;
+
+/* Define mop.auto_resume and register the launcher (only while preloading). */
+void
+mop_recovery_register_launcher(void)
+{
+	BackgroundWorker bgw;
+
+	DefineCustomBoolVariable("mop.auto_resume",
+							 "Resume interrupted runs after a crash or restart (mop must be in shared_preload_libraries).",
+							 "Off: runs found interrupted are only marked so; mop_resume continues them.",
+							 &mop_auto_resume,
+							 true,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = 10;	/* and after each crash restart */
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "mop");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "mop_launcher_main");
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "mop launcher");
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "mop launcher");
+	RegisterBackgroundWorker(&bgw);
+}
+
+/* Start a dynamic worker and wait until it has exited; false if it could not start. */
+static bool
+run_worker_to_end(BackgroundWorker *bgw)
+{
+	BackgroundWorkerHandle *h;
+	pid_t		pid;
+
+	bgw->bgw_notify_pid = MyProcPid;
+	if (!RegisterDynamicBackgroundWorker(bgw, &h))
+		return false;
+	if (WaitForBackgroundWorkerStartup(h, &pid) != BGWH_STARTED)
+		return false;
+	(void) WaitForBackgroundWorkerShutdown(h);
+	return true;
+}
+
+/*
+ * The launcher: one recovery worker per database, then sleep until
+ * shutdown (so that a crash restart, which kills every worker, starts it
+ * again and it looks again).
+ */
+void
+mop_launcher_main(Datum arg)
+{
+	List	   *dbs = NIL;
+	ListCell   *lc;
+
+	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection("postgres", NULL, 0);
+	mop_pin_search_path();
+	pgstat_report_appname("mop launcher");
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (SPI_execute("SELECT oid FROM pg_catalog.pg_database WHERE datallowconn "
+					"AND NOT datistemplate ORDER BY oid", true, 0) == SPI_OK_SELECT)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+
+			dbs = lappend_oid(dbs, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+																  SPI_tuptable->tupdesc, 1,
+																  &isnull)));
+		}
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+
+	foreach(lc, dbs)
+	{
+		BackgroundWorker bgw;
+
+		if (ShutdownRequestPending)
+			break;
+		memset(&bgw, 0, sizeof(bgw));
+		bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+		bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+		bgw.bgw_restart_time = BGW_NEVER_RESTART;
+		snprintf(bgw.bgw_library_name, BGW_MAXLEN, "mop");
+		snprintf(bgw.bgw_function_name, BGW_MAXLEN, "mop_recovery_main");
+		snprintf(bgw.bgw_name, BGW_MAXLEN, "mop recovery");
+		snprintf(bgw.bgw_type, BGW_MAXLEN, "mop recovery");
+		bgw.bgw_main_arg = ObjectIdGetDatum(lfirst_oid(lc));
+		if (!run_worker_to_end(&bgw))
+			ereport(LOG,
+					(errmsg("mop launcher could not start a recovery worker for database %u",
+							lfirst_oid(lc)),
+					 errhint("Raise max_worker_processes; interrupted runs there are marked at their next use and wait for mop_resume.")));
+	}
+
+	while (!ShutdownRequestPending)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+	}
+	proc_exit(0);
+}
+
+/*
+ * A recovery worker: in its database, mark interrupted runs and resume them
+ * (mop.auto_resume), each as its owner, one after the other.
+ */
+void
+mop_recovery_main(Datum arg)
+{
+	Oid			db = DatumGetObjectId(arg);
+	List	   *marked = NIL;
+	List	   *owners = NIL;
+	ListCell   *lc,
+			   *lo;
+
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(db, InvalidOid, 0);
+	mop_pin_search_path();
+	pgstat_report_appname("mop recovery");
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (SPI_execute("SELECT 1 FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'mop'",
+					true, 0) == SPI_OK_SELECT && SPI_processed == 1)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		marked = mop_mark_interrupted();
+		MemoryContextSwitchTo(old);
+		foreach(lc, marked)
+		{
+			Oid			t = INT8OID;
+			Datum		v = Int64GetDatum(*(int64 *) lfirst(lc));
+			Oid			role = InvalidOid;
+
+			if (SPI_execute_with_args("SELECT a.oid FROM mop.runs r JOIN pg_catalog.pg_authid a "
+									  "ON a.rolname OPERATOR(pg_catalog.=) r.owner "
+									  "WHERE r.id OPERATOR(pg_catalog.=) $1",
+									  1, &t, &v, NULL, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+			{
+				bool		isnull;
+
+				role = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+													  SPI_tuptable->tupdesc, 1, &isnull));
+			}
+			old = MemoryContextSwitchTo(TopMemoryContext);
+			owners = lappend_oid(owners, role);
+			MemoryContextSwitchTo(old);
+		}
+	}
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+
+	if (marked != NIL)
+		ereport(LOG,
+				(errmsg("mop found %d interrupted run(s) in database %u%s", list_length(marked), db,
+						mop_auto_resume ? "; resuming them" : "; mop.auto_resume is off")));
+	if (!mop_auto_resume)
+		proc_exit(0);
+	forboth(lc, marked, lo, owners)
+	{
+		BackgroundWorker bgw;
+		ResumeArgs	ra;
+
+		ra.database = db;
+		ra.role = lfirst_oid(lo);
+		ra.run_id = *(int64 *) lfirst(lc);
+		if (!OidIsValid(ra.role))
+		{
+			ereport(LOG,
+					(errmsg("mop run %lld was not resumed: its owner no longer exists",
+							(long long) ra.run_id)));
+			continue;
+		}
+		memset(&bgw, 0, sizeof(bgw));
+		bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+		bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+		bgw.bgw_restart_time = BGW_NEVER_RESTART;
+		snprintf(bgw.bgw_library_name, BGW_MAXLEN, "mop");
+		snprintf(bgw.bgw_function_name, BGW_MAXLEN, "mop_resume_worker_main");
+		snprintf(bgw.bgw_name, BGW_MAXLEN, "mop resume %lld", (long long) ra.run_id);
+		snprintf(bgw.bgw_type, BGW_MAXLEN, "mop resume");
+		StaticAssertStmt(sizeof(ResumeArgs) <= BGW_EXTRALEN, "resume arguments too large");
+		memcpy(bgw.bgw_extra, &ra, sizeof(ra));
+		if (!run_worker_to_end(&bgw))
+			ereport(LOG,
+					(errmsg("mop run %lld was not resumed: no background worker slot",
+							(long long) ra.run_id),
+					 errhint("Raise max_worker_processes, or call mop_resume(%lld).",
+							 (long long) ra.run_id)));
+	}
+	proc_exit(0);
+}
+
+/* A resume worker: mop_resume(run, wait => false) as the run's owner. */
+void
+mop_resume_worker_main(Datum arg)
+{
+	ResumeArgs	ra;
+	Oid			t = INT8OID;
+	Datum		v;
+	char	   *schema = NULL;
+	StringInfoData q;
+
+	memcpy(&ra, MyBgworkerEntry->bgw_extra, sizeof(ra));
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(ra.database, ra.role, 0);
+	mop_pin_search_path();
+	pgstat_report_appname("mop resume");
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (SPI_execute("SELECT n.nspname FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n "
+					"ON n.oid OPERATOR(pg_catalog.=) e.extnamespace "
+					"WHERE e.extname OPERATOR(pg_catalog.=) 'mop'", true, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+		schema = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (schema == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("mop is no longer installed in this database")));
+	initStringInfo(&q);
+	appendStringInfo(&q, "SELECT pg_catalog.count(*) FROM %s.mop_resume($1, wait => false)",
+					 quote_identifier(schema));
+	v = Int64GetDatum(ra.run_id);
+	pgstat_report_activity(STATE_RUNNING, q.data);
+	if (SPI_execute_with_args(q.data, 1, &t, &v, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "mop_resume(%lld) failed", (long long) ra.run_id);
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+	ereport(LOG,
+			(errmsg("mop run %lld resumed after a restart", (long long) ra.run_id)));
+	proc_exit(0);
+}
