@@ -870,6 +870,18 @@ gemm(mop_gpu_model *g, int ta, int tb, int m, int n, int k, float alpha, const f
 	if (g->n == 1)
 		cublasSgemm(g->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
 					n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc);
+	else if (k >= 2048 && k > 8 * (m + n))
+	{
+		/*
+		 * A long reduction onto a small result (a convolution's weight
+		 * gradient sums over every pixel of the batch): cuBLAS splits the
+		 * reduction across the GPU for one GEMM but not in a batch, where
+		 * each member's would run on a handful of blocks.  One call each.
+		 */
+		for (int j = 0; j < g->n; j++)
+			cublasSgemm(g->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+						n, m, k, &alpha, b + j * sb, ldb, a + j * sa, lda, &beta, c + j * sc, ldc);
+	}
 	else
 		cublasSgemmStridedBatched(g->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
 								  ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, sb,

@@ -17,6 +17,12 @@
  *       every model visits the rows in its own order.  Prints
  *       RESULT fw=mop-gpu grid=sequential|concurrent gangs=G seconds=T
  *
+ *   gpu_bench gangs --model mlp|cnn [--batch 128] [--rows N] [--reps R]
+ *       one gang of K models (K = 1, 2, 4, 8, 16, 32; learning rates
+ *       spread around 1e-3) for one epoch, R times after a warm-up; prints
+ *       RESULT fw=mop-gpu gang=K seconds=T samples_per_s=X (all K models'
+ *       samples): how a step's cost grows with the models fused into it.
+ *
  * Data: DIR/train_x.f32 and train_y.f32 as written by fmnist_convert.py
  * (pixels / 255, 28 x 28 x 1).  Needs gpu/mop_gpu.so and OpenBLAS (the
  * CPU engine builds the host model); run through test/bench/run_gpu_bench.sh.
@@ -274,6 +280,37 @@ main(int argc, char **argv)
 			fflush(stdout);
 		}
 		nn_model_free(m);
+	}
+	else if (!strcmp(mode, "gangs"))
+	{
+		static const int sizes[] = {1, 2, 4, 8, 16, 32};
+
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		{
+			int			k = sizes[i];
+			nn_model   *m[32];
+			nn_result	res[32];
+
+			for (int j = 0; j < k; j++)
+			{
+				nn_spec		s = model_spec(model, batch, 1e-3f * (0.5f + (float) j / k));
+
+				if (nn_model_create(&s, &m[j], &err) != NN_OK)
+					die("model", err.msg);
+			}
+			epoch(m, k, d, res);	/* warm-up: graphs, cuBLAS heuristics */
+			for (int r = 0; r < reps; r++)
+			{
+				double		t = epoch(m, k, d, res);
+
+				printf("RESULT fw=mop-gpu model=%s batch=%d gang=%d rep=%d rows=%lld seconds=%.4f samples_per_s=%.0f loss_first=%.4f\n",
+					   model, batch, k, r, (long long) rows, t, (double) rows * k / t,
+					   res[0].loss_sum / res[0].rows);
+				fflush(stdout);
+			}
+			for (int j = 0; j < k; j++)
+				nn_model_free(m[j]);
+		}
 	}
 	else
 	{
