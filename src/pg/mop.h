@@ -190,6 +190,10 @@ extern void mop_buffer_cache_clear(void);
 	"FROM (SELECT x, y FROM mop.buffers WHERE dataset_id OPERATOR(pg_catalog.=) $2 " \
 	"AND split OPERATOR(pg_catalog.=) 'valid' ORDER BY partition, buffer_no) b) s"
 
+/* reclaim.c: a run's superseded checkpoints are reclaimed while it runs */
+extern void mop_reclaim_checkpoints(int64 hops_done, int n_models, bool force);
+extern void mop_wait_release_xmin(void);
+
 /* train_agg.c */
 extern void mop_train_rows(nn_model *m, const float *x, const float *y,
 						   int64 n, bool *diverged);

@@ -503,6 +503,8 @@ wait_done(MopRunShared *run, bool notices)
 				last_hops = hops;
 				last_notice = now;
 			}
+			/* the run's superseded checkpoints must not wait for this statement */
+			mop_wait_release_xmin();
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 1000L, PG_WAIT_EXTENSION);
 			ResetLatch(MyLatch);
@@ -1088,6 +1090,7 @@ wait_or_cancel(int64 run_id, bool cancel)
 			request_cancel(run);
 		while (run->phase != MOP_PHASE_DONE)
 		{
+			mop_wait_release_xmin();
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 100L, PG_WAIT_EXTENSION);
 			ResetLatch(MyLatch);

@@ -93,6 +93,7 @@ mop_train_body(PG_FUNCTION_ARGS)
 	nn_error	err;
 	nn_status	st;
 	bytea	   *state;
+	bytea	   *saved = NULL;	/* the state after the last epoch, not yet stored */
 	bool		higher;
 	const char *metric;
 	int64		run_id,
@@ -239,7 +240,8 @@ mop_train_body(PG_FUNCTION_ARGS)
 				bytea	   *copy = DatumGetByteaPCopy(nstate);
 
 				MemoryContextSwitchTo(spi);
-				pfree(state);
+				if (state != saved)
+					pfree(state);
 				state = copy;
 			}
 			SPI_freetuptable(SPI_tuptable);
@@ -311,10 +313,22 @@ mop_train_body(PG_FUNCTION_ARGS)
 		ea[8] = Float8GetDatum((double) (GetCurrentTimestamp() - t0) / 1e6);
 		(void) exec_plan(epoch_plan, ea, en, SPI_OK_INSERT);
 
+		/*
+		 * The state is stored once, after the last epoch (or the last finite
+		 * one): everything here is one transaction, so no one could ever see
+		 * an earlier one, and each would be a new TOAST value left dead.
+		 */
 		memset(mn, ' ', sizeof(mn));
 		ma[0] = Int64GetDatum(model_id);
 		ma[1] = Int32GetDatum(epoch);
 		ma[2] = PointerGetDatum(state);
+		if (epoch < epochs)
+		{
+			mn[2] = 'n';
+			if (saved != NULL && saved != state)
+				pfree(saved);
+			saved = state;
+		}
 		ma[3] = Float8GetDatum(vmetric);
 		ma[4] = Float8GetDatum(vloss);
 		ma[5] = Int32GetDatum(epoch);
@@ -333,14 +347,18 @@ mop_train_body(PG_FUNCTION_ARGS)
 
 	if (diverged)
 	{
-		Oid			t[3] = {INT8OID, INT4OID, TEXTOID};
-		Datum		a[3] = {Int64GetDatum(model_id), Int32GetDatum(epochs_done),
+		Oid			t[4] = {INT8OID, INT4OID, TEXTOID, BYTEAOID};
+		Datum		a[4] = {Int64GetDatum(model_id), Int32GetDatum(epochs_done),
 		CStringGetTextDatum(psprintf("loss became NaN or infinite in epoch %d, partition %d; the last finite checkpoint is kept",
-									 epochs_done + 1, diverged_partition))};
+									 epochs_done + 1, diverged_partition)),
+		PointerGetDatum(saved)};
+		char		n[4] = {' ', ' ', ' ', saved ? ' ' : 'n'};
 
+		/* the last finite checkpoint: the state after the last whole epoch */
 		if (SPI_execute_with_args("UPDATE mop.models SET status = 'diverged', epochs_done = $2, "
-								  "error = $3, updated_at = pg_catalog.clock_timestamp() "
-								  "WHERE id OPERATOR(pg_catalog.=) $1", 3, t, a, NULL, false, 0) != SPI_OK_UPDATE)
+								  "error = $3, state = COALESCE($4, state), "
+								  "updated_at = pg_catalog.clock_timestamp() "
+								  "WHERE id OPERATOR(pg_catalog.=) $1", 4, t, a, n, false, 0) != SPI_OK_UPDATE)
 			elog(ERROR, "mop_train: could not mark the model diverged");
 	}
 	{
