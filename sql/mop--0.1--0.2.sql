@@ -357,3 +357,15 @@ ALTER TABLE mop.runs ADD CONSTRAINT runs_status_check
 ALTER TABLE mop.models DROP CONSTRAINT models_status_check;
 ALTER TABLE mop.models ADD CONSTRAINT models_status_check
 	CHECK (status IN ('pending', 'training', 'done', 'stopped', 'diverged', 'failed', 'cancelled', 'interrupted'));
+
+-- 7. mop_predict_table: a model's predictions for a whole table -----------------
+-- (no SET clause: the output name is resolved in the caller's search_path;
+-- the function pins search_path itself right after)
+
+CREATE FUNCTION @extschema@.mop_predict_table(model_id bigint, source regclass, output text,
+	id_column text DEFAULT NULL)
+	RETURNS bigint
+	AS 'MODULE_PATHNAME', 'mop_predict_table'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION @extschema@.mop_predict_table(bigint, regclass, text, text)
+	IS 'predict every row of a table into a new table (id, prediction, probability, probabilities); returns the rows written';
