@@ -18,6 +18,8 @@
 # sampled every 0.2 s.  One line per run:
 #   variant epochs hops live_MB max_MB end_MB after_vacuum_MB wal_MB_per_hop
 #   states_per_hop hop_ms_mean run_s
+# (sizes in MB of 2^20 bytes; hop_ms_mean: mean of finished_at - started_at in
+# mop.hops, training only; run_s: first sub-epoch's start to the last one's end)
 # Knobs: STB_DIR (/tmp/mop-storage-bench), STB_REPS (2), STB_EPOCHS (40),
 # STB_LONG_EPOCHS (160).
 set -u
@@ -33,7 +35,7 @@ PGBIN=$(pg_config --bindir)
 AS_PG=""
 [ "$(id -u)" -eq 0 ] && AS_PG="runuser -u postgres --"
 export PGUSER=$([ "$(id -u)" -eq 0 ] && echo postgres || id -un)
-export OPENBLAS_NUM_THREADS=1
+export OPENBLAS_NUM_THREADS=1 PGOPTIONS="-c client_min_messages=warning"
 PSQL="psql -X -q -v ON_ERROR_STOP=1 -At"
 
 build() {	# variant commit
