@@ -18,10 +18,11 @@
 # Each state goes through mop.train_agg and mop.eval_agg (over its
 # dataset's buffers), mop.average_states (alone and with a valid state)
 # and, stored in mop.models, mop_predict, mop_predict (typed),
-# mop_predict_proba and mop_evaluate; a few go through mop_resume, i.e.
-# a background worker.  Each buffer pair goes through mop.train_agg and
-# mop.eval_agg as arguments and, stored in mop.buffers (out of line, through
-# the buffer cache), through both aggregates over the table.  Every call
+# mop_predict_proba, mop_evaluate and mop_predict_table; a few go through
+# mop_resume, i.e. a background worker.  Each buffer pair goes through
+# mop.train_agg and mop.eval_agg as arguments and, stored in mop.buffers
+# (out of line, through the buffer cache), through both aggregates over
+# the table.  Every call
 # runs in its own subtransaction, rolled back afterwards, and must end in
 # success or an ERROR with an expected SQLSTATE (22xxx, XX001, 54000);
 # never an internal error, an out-of-memory error, a timeout or a lost
@@ -165,6 +166,9 @@ BEGIN
       PERFORM fz_call(c.id, 'mop_predict_proba', put_state, 'SELECT mop_predict_proba($5, $6)',
                       c.state, NULL, NULL, c.dataset_id, c.model_id, c.features, c.good, NULL);
       PERFORM fz_call(c.id, 'mop_evaluate', put_state, format('SELECT * FROM mop_evaluate($5, %L)', c.holdout),
+                      c.state, NULL, NULL, c.dataset_id, c.model_id, c.features, c.good, NULL);
+      PERFORM fz_call(c.id, 'mop_predict_table', put_state,
+                      format('SELECT mop_predict_table($5, %L, ''fz_predictions'')', c.holdout),
                       c.state, NULL, NULL, c.dataset_id, c.model_id, c.features, c.good, NULL);
     ELSE
       PERFORM fz_call(c.id, 'train_agg', NULL, 'SELECT (mop.train_agg($7, $2, $3)).status',
