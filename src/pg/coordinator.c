@@ -1651,7 +1651,7 @@ schedule(mop_sched *s)
 				 (long long) run->run_id);
 		}
 		/* superseded checkpoints: VACUUM mop.models now and then (reclaim.c) */
-		mop_reclaim_checkpoints(run->hops_done, n_models, false);
+		mop_reclaim_checkpoints(run->run_id, run->hops_done, n_models, false);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 1000L, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
@@ -1936,7 +1936,7 @@ mop_coordinator_main(Datum arg)
 
 		cancelled = schedule(s);
 		stop_workers(cancelled);
-		mop_reclaim_checkpoints(run->hops_done, n_models, true);
+		mop_reclaim_checkpoints(run->run_id, run->hops_done, n_models, true);
 		{
 			char	   *error = NULL;
 			const char *final = cancelled ? "cancelled" : final_status(&error);

@@ -191,7 +191,8 @@ extern void mop_buffer_cache_clear(void);
 	"AND split OPERATOR(pg_catalog.=) 'valid' ORDER BY partition, buffer_no) b) s"
 
 /* reclaim.c: a run's superseded checkpoints are reclaimed while it runs */
-extern void mop_reclaim_checkpoints(int64 hops_done, int n_models, bool force);
+extern void mop_reclaim_checkpoints(int64 run_id, int64 hops_done, int n_models,
+									bool force);
 extern void mop_wait_release_xmin(void);
 
 /* train_agg.c */

@@ -12,9 +12,10 @@
  * 1. Someone runs VACUUM on mop.models (and its TOAST table) during the
  *    run.  VACUUM cannot run inside a transaction or a function, but a
  *    background worker can run it between its transactions, as autovacuum
- *    does.  The run's coordinator does, between scheduling rounds, after
- *    every max(1, models / 4) finished sub-epochs, and once more when the
- *    run's workers have stopped.  Each VACUUM reads only the pages written
+ *    does.  The run's coordinator does, between scheduling rounds, whenever
+ *    the run has superseded a quarter of its states' bytes (and at least
+ *    2 MB) since the last time, and once more when the run's workers have
+ *    stopped.  Each VACUUM reads only the pages written
  *    since the last one (the rest are all-visible) and the TOAST index, so
  *    its cost follows the states written, however often it runs.  It
  *    does not truncate the table (that needs a lock every worker's read
@@ -40,9 +41,13 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/htup_details.h"
 #include "access/transam.h"
 #include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "commands/vacuum.h"
@@ -59,8 +64,12 @@
 
 #include "mop.h"
 
+/* superseded bytes worth a VACUUM, however few states they are */
+#define MIN_RECLAIM_BYTES (2.0 * 1024 * 1024)
+
 /* the coordinator's bookkeeping (one run per process) */
 static int64 last_hops = 0;			/* sub-epochs done at the last VACUUM */
+static double state_bytes = -1;		/* mean size of the run's states, -1: unknown */
 
 /*
  * VACUUM mop.models (with its TOAST table) now, as its owner, without
@@ -135,8 +144,11 @@ vacuum_models(void)
 		FlushErrorState();
 		AbortCurrentTransaction();
 		SetUserIdAndSecContext(save_userid, save_sec);
-		elog(LOG, "mop: could not vacuum mop.models: %s",
-			 ed->message ? ed->message : "unknown error");
+		ereport(LOG,
+				(errcode(ed->sqlerrcode),
+				 errmsg("mop could not vacuum mop.models: %s",
+						ed->message ? ed->message : "unknown error"),
+				 errdetail("The checkpoints the run superseded stay until a later VACUUM; the run goes on.")));
 	}
 	PG_END_TRY();
 	MemoryContextSwitchTo(old);
@@ -144,14 +156,62 @@ vacuum_models(void)
 }
 
 /*
+ * The mean size of the run's stored states (-1 when unknown), measured in
+ * a transaction of its own: pg_column_size reads the TOAST pointer only.
+ * The states of a model all have one size, so this changes only when a
+ * run adds models (adaptive searches).
+ */
+static void
+measure_states(int64 run_id)
+{
+	Oid			t = INT8OID;
+	Datum		v = Int64GetDatum(run_id);
+	MemoryContext old = CurrentMemoryContext;
+
+	state_bytes = -1;
+	PG_TRY();
+	{
+		SetCurrentStatementStartTimestamp();
+		StartTransactionCommand();
+		SPI_connect();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		if (SPI_execute_with_args("SELECT pg_catalog.avg(pg_catalog.pg_column_size(m.state))::float8 "
+								  "FROM mop.models m WHERE m.run_id OPERATOR(pg_catalog.=) $1",
+								  1, &t, &v, NULL, true, 1) == SPI_OK_SELECT &&
+			SPI_processed == 1)
+		{
+			bool		isnull;
+			Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+			if (!isnull)
+				state_bytes = DatumGetFloat8(d);
+		}
+		SPI_finish();
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(old);
+		FlushErrorState();
+		AbortCurrentTransaction();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+}
+
+/*
  * The coordinator, between scheduling rounds (outside a transaction):
- * VACUUM mop.models if the run has finished max(1, n_models / 4)
- * sub-epochs since the last time, so that at most about a quarter of the
- * run's states (or one) is written between two VACUUMs.  force: now,
- * whatever the count (the run's end, after its workers have stopped).
+ * VACUUM mop.models when the run has superseded, since the last VACUUM,
+ * about a quarter of its states' bytes and at least MIN_RECLAIM_BYTES --
+ * max(1, n_models / 4, MIN_RECLAIM_BYTES / state size) sub-epochs -- so
+ * that storage stays within a small multiple of the live states, while
+ * small models (whose states are small, or inline in the table, where page
+ * pruning reclaims them) do not pay a VACUUM per sub-epoch.  force: now
+ * (the run's end, after its workers have stopped).
  */
 void
-mop_reclaim_checkpoints(int64 hops_done, int n_models, bool force)
+mop_reclaim_checkpoints(int64 run_id, int64 hops_done, int n_models, bool force)
 {
 	TimestampTz t0;
 
@@ -159,6 +219,12 @@ mop_reclaim_checkpoints(int64 hops_done, int n_models, bool force)
 	{
 		int64		every = Max(1, n_models / 4);
 
+		if (hops_done == last_hops)
+			return;
+		if (state_bytes < 0)
+			measure_states(run_id);
+		if (state_bytes > 0)
+			every = Max(every, (int64) ceil(MIN_RECLAIM_BYTES / state_bytes));
 		if (hops_done - last_hops < every)
 			return;
 	}
@@ -167,6 +233,8 @@ mop_reclaim_checkpoints(int64 hops_done, int n_models, bool force)
 	last_hops = hops_done;
 	elog(DEBUG1, "mop: vacuumed mop.models after %lld sub-epochs in %.1f ms",
 		 (long long) hops_done, (double) (GetCurrentTimestamp() - t0) / 1000.0);
+	if (!force)
+		measure_states(run_id);
 }
 
 /*

@@ -14,7 +14,9 @@
 # then one pair of the long run).  A run: the grid of test/sh/
 # checkpoint_storage.sh (4 Adam models of 3.8 MB, 4 partitions of 90 rows,
 # 2 workers, blocking mop_grid_search) for STB_EPOCHS epochs, then for
-# STB_LONG_EPOCHS.  While it runs, pg_total_relation_size('mop.models') is
+# STB_LONG_EPOCHS; then STB_REPS pairs of a grid of 4 small models (3
+# features, 16 hidden units, 2 partitions of 68 rows) for 100 epochs, whose
+# sub-epochs take about a millisecond (variant names base-small, new-small).  While it runs, pg_total_relation_size('mop.models') is
 # sampled every 0.2 s.  One line per run:
 #   variant epochs hops live_MB max_MB end_MB after_vacuum_MB wal_MB_per_hop
 #   states_per_hop hop_ms_mean run_s
@@ -61,8 +63,8 @@ CONF
 up() { $AS_PG "$PGBIN/pg_ctl" -D "$STB_DIR/$1/data" -l "$STB_DIR/$1/server.log" -w -t 60 start >/dev/null; }
 down() { $AS_PG "$PGBIN/pg_ctl" -D "$STB_DIR/$1/data" -m fast -w -t 60 stop >/dev/null; }
 
-run_one() {	# variant epochs
-	local v=$1 epochs=$2 d=$STB_DIR/$1
+run_one() {	# variant epochs [tiny]
+	local v=$1 epochs=$2 d=$STB_DIR/$1 tiny=${3:-}
 	export PGHOST=$d PGPORT=$(cat "$d/port") PGDATABASE=postgres
 	up "$v" || return 1
 	$PSQL -c "DROP DATABASE IF EXISTS bench" -c "CREATE DATABASE bench" >/dev/null || return 1
@@ -71,14 +73,26 @@ run_one() {	# variant epochs
 	# share directory belong to whoever ran make install last)
 	sed -e '/^\\echo/d' -e '/pg_extension_config_dump/d' -e 's/@extschema@/public/g' \
 		-e "s/'MODULE_PATHNAME'/'mop'/g" "$d/src/sql/mop--0.2.sql" | $PSQL -f - >/dev/null 2>&1 || return 1
-	$PSQL >/dev/null <<'SQL' || return 1
+	local space
+	if [ -z "$tiny" ]; then
+		$PSQL >/dev/null <<'SQL' || return 1
 CREATE TABLE t AS
 SELECT (i % 10)::text AS label,
        ARRAY(SELECT ((i % 10) * 0.1 + sin(i * 7 + j))::real FROM generate_series(1, 64) j) AS v
   FROM generate_series(1, 400) i;
 SELECT dataset_name FROM mop_prepare('t', 'label', ARRAY['v'], partitions => 4, validation => 0.1);
 SQL
-	local space='{"model": [{"type": "dense", "units": 1024, "activation": "relu"}, {"type": "dense", "units": 256, "activation": "relu"}, {"type": "dense", "units": 10}], "optimizer": "adam", "learning_rate": [0.001, 0.0001], "batch_size": [64, 128]}'
+		space='{"model": [{"type": "dense", "units": 1024, "activation": "relu"}, {"type": "dense", "units": 256, "activation": "relu"}, {"type": "dense", "units": 10}], "optimizer": "adam", "learning_rate": [0.001, 0.0001], "batch_size": [64, 128]}'
+	else
+		# small models whose sub-epochs take a millisecond: what a VACUUM per
+		# sub-epoch would cost them
+		$PSQL >/dev/null <<'SQL' || return 1
+CREATE TABLE t AS SELECT (i % 3)::text AS label, ((i % 3) + sin(i))::real AS a, cos(i)::real AS b,
+       sin(i * 3)::real AS c FROM generate_series(1, 150) i;
+SELECT dataset_name FROM mop_prepare('t', 'label', partitions => 2);
+SQL
+		space='{"model": [{"type": "dense", "units": 16, "activation": "relu"}, {"type": "dense", "units": 3}], "learning_rate": [0.01, 0.003], "batch_size": [8, 16]}'
+	fi
 	local lsn0 lsn1 max=0 s end vac
 	lsn0=$($PSQL -c "SELECT pg_current_wal_lsn()")
 	$PSQL -c "SELECT count(*) FROM mop_grid_search('t', '$space', epochs => $epochs, workers => 2)" >"$d/run.out" 2>&1 &
@@ -94,9 +108,9 @@ SQL
 	[ "$end" -gt "$max" ] && max=$end
 	$PSQL -c "VACUUM mop.models" >/dev/null
 	vac=$($PSQL -c "SELECT pg_total_relation_size('mop.models')")
-	$PSQL -F' ' <<SQL | awk -v v="$v" -v e="$epochs" -v max="$max" -v end="$end" -v vac="$vac" '{
+	$PSQL -F' ' <<SQL | awk -v v="$v${tiny:+-small}" -v e="$epochs" -v max="$max" -v end="$end" -v vac="$vac" '{
 		h = $1; live = $2; n = $3; wal = $4; st = live / n;
-		printf "%s %d %d %.1f %.1f %.1f %.1f %.2f %.2f %.1f %.1f\n", v, e, h, live / 1048576, max / 1048576,
+		printf "%s %d %d %.3f %.2f %.2f %.2f %.3f %.2f %.2f %.2f\n", v, e, h, live / 1048576, max / 1048576,
 			end / 1048576, vac / 1048576, wal / h / 1048576, wal / h / st, $5, $6 }'
 SELECT (SELECT count(*) FROM mop.hops), (SELECT sum(pg_column_size(state)) FROM mop.models),
        (SELECT count(*) FROM mop.models), pg_wal_lsn_diff('$lsn1', '$lsn0'),
@@ -121,4 +135,8 @@ for i in $(seq 1 "$STB_REPS"); do
 done
 run_one base "$STB_LONG_EPOCHS" || exit 1
 run_one new "$STB_LONG_EPOCHS" || exit 1
+for i in $(seq 1 "$STB_REPS"); do
+	run_one base 100 tiny || exit 1
+	run_one new 100 tiny || exit 1
+done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
