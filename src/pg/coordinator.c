@@ -911,6 +911,7 @@ start_worker(int i)
 	SpinLockAcquire(&run->mutex);
 	run->slots[i].state = MOP_SLOT_STARTING;
 	run->slots[i].latch = NULL;
+	run->slots[i].generation++;	/* a process of an earlier generation writes nothing here */
 	SpinLockRelease(&run->mutex);
 	if (!RegisterDynamicBackgroundWorker(&w, &workers[i].handle))
 		return false;
@@ -1521,6 +1522,48 @@ worker_died(mop_sched *s, int w)
 	elog(LOG, "mop run %lld: restarted worker %d", (long long) run->run_id, w);
 }
 
+/*
+ * A worker whose task made no progress (no minibatch trained) for
+ * mop.task_timeout -- stopped, hung in a system call -- is given up: told to
+ * terminate, and its slot gets a new process (a new generation) that runs
+ * the task again unless its sub-epoch committed.  The old process, should
+ * it ever run again, sees that its slot has moved on and stops before
+ * committing anything.
+ */
+static TimestampTz progress_at[MOP_MAX_WORKERS];
+static int64 progress_rows[MOP_MAX_WORKERS];
+
+static bool
+worker_hung(int w, const MopSlot *copy)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	/* (only while it trains: validating and committing report no minibatches) */
+	if (run->task_timeout_ms <= 0 || copy->state != MOP_SLOT_ASSIGNED || !workers[w].busy ||
+		(copy->rows_total > 0 && copy->rows_done >= copy->rows_total))
+	{
+		progress_at[w] = now;
+		progress_rows[w] = -1;
+		return false;
+	}
+	if (copy->rows_done != progress_rows[w] || progress_at[w] == 0)
+	{
+		progress_rows[w] = copy->rows_done;
+		progress_at[w] = now;
+		return false;
+	}
+	if (!TimestampDifferenceExceeds(progress_at[w], now, run->task_timeout_ms))
+		return false;
+	ereport(LOG,
+			(errmsg("mop run %lld: worker %d (pid %d) made no progress on model %lld for %d ms; replacing it",
+					(long long) run->run_id, w, (int) copy->pid, (long long) copy->model_id,
+					run->task_timeout_ms)));
+	TerminateBackgroundWorker(workers[w].handle);
+	progress_at[w] = 0;
+	progress_rows[w] = -1;
+	return true;
+}
+
 /* Hand a task to idle worker w if the scheduler has one. */
 static bool
 assign(mop_sched *s, int w, Latch *latch)
@@ -1601,7 +1644,8 @@ schedule(mop_sched *s)
 			}
 			else if (copy.state == MOP_SLOT_GONE ||
 					 (copy.state != MOP_SLOT_EXIT &&
-					  GetBackgroundWorkerPid(workers[w].handle, &pid) == BGWH_STOPPED))
+					  GetBackgroundWorkerPid(workers[w].handle, &pid) == BGWH_STOPPED) ||
+					 worker_hung(w, &copy))
 				worker_died(s, w);
 		}
 		SpinLockAcquire(&run->mutex);

@@ -67,6 +67,7 @@ PG_FUNCTION_INFO_V1(mop_cancel);
 PG_FUNCTION_INFO_V1(mop_progress);
 
 int			mop_workers = 2;
+int			mop_task_timeout_ms = 300000;
 char	   *mop_scheduler = NULL;
 
 /* mop.scheduler must name a scheduler. */
@@ -91,6 +92,13 @@ mop_run_define_gucs(void)
 							&mop_workers,
 							2, 1, MOP_MAX_WORKERS,
 							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("mop.task_timeout",
+							"A training worker with no progress for this long is replaced and its sub-epoch run again; 0 = never.",
+							"Progress is a minibatch; taken from the session that starts (or resumes) the run.",
+							&mop_task_timeout_ms,
+							300000, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS,
 							NULL, NULL, NULL);
 	DefineCustomStringVariable("mop.scheduler",
 							   "Default scheduler of model-selection runs: random, longest, convergence or fifo.",
@@ -330,6 +338,7 @@ launch(const RunRequest *req, BackgroundWorkerHandle **handle)
 	run->deterministic = req->deterministic;
 	run->pick = req->pick;
 	run->blas_threads = mop_blas_threads;
+	run->task_timeout_ms = mop_task_timeout_ms;
 	run->gpu = mop_gpu_resolved;
 	run->gpu_memory_mb = mop_gpu_memory_mb;
 	run->gpu_tf32 = mop_gpu_tf32;

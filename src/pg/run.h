@@ -70,6 +70,7 @@ typedef enum MopTaskOutcome
 typedef struct MopSlot
 {
 	MopSlotState state;
+	uint32		generation;		/* bumped for each process started in the slot */
 	pid_t		pid;
 	Latch	   *latch;			/* the worker's latch */
 	/* task, written by the coordinator */
@@ -112,6 +113,7 @@ typedef struct MopRunShared
 	bool		deterministic;
 	int32		pick;			/* mop_pick */
 	int32		blas_threads;
+	int32		task_timeout_ms;	/* mop.task_timeout of the starting session; 0 = off */
 	bool		gpu;			/* train on GPUs (mop.device resolved at the start) */
 	int32		gpu_memory_mb;	/* the starting session's mop.gpu_memory */
 	bool		gpu_tf32;		/* and mop.gpu_tf32 */
@@ -160,6 +162,7 @@ extern PGDLLEXPORT void mop_worker_main(Datum arg);
 /* run.c */
 extern int	mop_workers;
 extern void mop_run_define_gucs(void);
+extern int	mop_task_timeout_ms;
 
 /* run.c: runs whose processes are gone become 'interrupted' (returns their ids) */
 extern List *mop_mark_interrupted(void);

@@ -102,7 +102,16 @@ volatile int64 *mop_progress_rows = NULL;
 
 static MopRunShared *run;
 static int	my_index;
+static uint32 my_generation;	/* the slot's generation this process was started for */
 static bool coordinator_gone = false;
+static bool replaced = false;	/* the coordinator gave this process up (mop.task_timeout) */
+
+/* Has the coordinator given this process's slot to another process? (spinlock held) */
+static bool
+slot_moved_on(void)
+{
+	return run->slots[my_index].generation != my_generation;
+}
 
 /* Has the run's coordinator exited without ending the run (terminated, crashed)? */
 static bool
@@ -125,7 +134,22 @@ coordinator_exited(void)
 void
 mop_worker_check_coordinator(void)
 {
-	if (run && coordinator_exited())
+	bool		moved;
+
+	if (run == NULL)
+		return;
+	SpinLockAcquire(&run->mutex);
+	moved = slot_moved_on();
+	SpinLockRelease(&run->mutex);
+	if (moved)
+	{
+		replaced = true;
+		ereport(ERROR,
+				(errcode(ERRCODE_ADMIN_SHUTDOWN),
+				 errmsg("mop worker %d of run %lld was replaced after making no progress; it stops without committing",
+						my_index, (long long) run->run_id)));
+	}
+	if (coordinator_exited())
 	{
 		coordinator_gone = true;
 		ereport(ERROR,
@@ -397,6 +421,8 @@ mark_failed(int64 model_id, const char *msg)
 	exec_sql(FAILED_SQL, 2, t, v, NULL, SPI_OK_UPDATE);
 	SPI_finish();
 	PopActiveSnapshot();
+	/* a process given up while it trained commits nothing */
+	mop_worker_check_coordinator();
 	CommitTransactionCommand();
 }
 
@@ -408,6 +434,12 @@ worker_detach(dsm_segment *seg, Datum arg)
 	Latch	   *latch;
 
 	SpinLockAcquire(&run->mutex);
+	if (slot_moved_on())
+	{
+		/* replaced: the slot belongs to another process now */
+		SpinLockRelease(&run->mutex);
+		return;
+	}
 	slot->state = MOP_SLOT_GONE;
 	slot->latch = NULL;
 	latch = run->coordinator_latch;
@@ -453,6 +485,7 @@ mop_worker_main(Datum arg)
 	task_cxt = AllocSetContextCreate(TopMemoryContext, "mop task", ALLOCSET_DEFAULT_SIZES);
 
 	SpinLockAcquire(&run->mutex);
+	my_generation = slot->generation;
 	slot->pid = MyProcPid;
 	slot->latch = MyLatch;
 	/* a run that ended while this worker was starting has told it to exit already */
@@ -498,7 +531,7 @@ mop_worker_main(Datum arg)
 				mop_progress_rows = NULL;
 				strlcpy(errbuf, ed->message ? ed->message : "unknown error", sizeof(errbuf));
 				outcome = MOP_TASK_FAILED;
-				if (coordinator_gone)
+				if (coordinator_gone || replaced)
 					elog(LOG, "mop worker %d: %s", my_index, errbuf);
 				else
 				{
@@ -512,6 +545,12 @@ mop_worker_main(Datum arg)
 			MemoryContextReset(task_cxt);
 
 			SpinLockAcquire(&run->mutex);
+			if (slot_moved_on())
+			{
+				/* given up meanwhile: the slot is another process's now */
+				SpinLockRelease(&run->mutex);
+				proc_exit(0);
+			}
 			slot->outcome = outcome;
 			slot->valid_metric = vm;
 			slot->valid_loss = vl;
