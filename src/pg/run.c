@@ -245,7 +245,21 @@ choose_workers(bool isnull, int requested, int partitions)
 				 errmsg("max_worker_processes (%d) leaves no room for mop's workers",
 						max_worker_processes),
 				 errhint("A run needs one coordinator and at least one worker; raise max_worker_processes.")));
+	if (w > partitions)
+		ereport(NOTICE,
+				(errmsg("the run uses %d worker%s, not %d%s: its dataset has %d partition%s",
+						partitions, partitions == 1 ? "" : "s", w, isnull ? " (mop.workers)" : "",
+						partitions, partitions == 1 ? "" : "s"),
+				 errdetail("Each worker trains on its own partitions; a worker without one would idle."),
+				 errhint("mop_prepare(..., partitions => %d) packs the data for %d workers.",
+						 w, w)));
 	w = Min(w, partitions);
+	if (w > cap)
+		ereport(NOTICE,
+				(errmsg("the run uses %d worker%s, not %d: max_worker_processes is %d",
+						cap, cap == 1 ? "" : "s", w, max_worker_processes),
+				 errdetail("One background worker slot goes to the run's coordinator."),
+				 errhint("Raise max_worker_processes (a restart) for more workers.")));
 	w = Min(w, cap);
 	return Max(w, 1);
 }

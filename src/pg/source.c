@@ -154,6 +154,35 @@ mop_source_open(MopSource *src, Oid relid, const char *target,
 				src->is_array = true;
 			}
 		}
+		/* say which columns were left out, and why: never a silent choice */
+		{
+			StringInfoData skipped;
+			int			nskipped = 0;
+
+			initStringInfo(&skipped);
+			for (int i = 0; i < td->natts; i++)
+			{
+				Form_pg_attribute a = TupleDescAttr(td, i);
+				bool		used = false;
+
+				if (a->attisdropped || a->attnum == tatt)
+					continue;
+				for (int j = 0; j < src->nfeatcols; j++)
+					used |= strcmp(src->featcols[j], NameStr(a->attname)) == 0;
+				if (used)
+					continue;
+				appendStringInfo(&skipped, "%s%s (%s)", nskipped++ ? ", " : "",
+								 quote_identifier(NameStr(a->attname)), format_type_be(a->atttypid));
+			}
+			if (nskipped > 0 && src->nfeatcols > 0)
+				ereport(NOTICE,
+						(errmsg("%d column%s of %s %s not feature%s: %s", nskipped,
+								nskipped == 1 ? "" : "s", src->relname, nskipped == 1 ? "is" : "are",
+								nskipped == 1 ? "" : "s", skipped.data),
+						 errdetail("Without features, mop uses every numeric column but the target%s.",
+								   src->is_array ? " (here: none, so the only numeric array column)" : ""),
+						 errhint("Name the features to choose them yourself, e.g. features => ARRAY['a', 'b'].")));
+		}
 		relation_close(rel, AccessShareLock);
 		if (src->nfeatcols == 0)
 			ereport(ERROR,
