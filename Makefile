@@ -41,7 +41,7 @@ PG_CFLAGS = -O3 -ffp-contract=off -fno-math-errno
 SHLIB_LINK = -ldl -lm
 
 # pg_regress: tests in sql/, expected output in expected/.
-REGRESS = install prepare train aggregate predict errors search adaptive device hardening security fuzz keras predict_table notices
+REGRESS = install prepare train aggregate predict errors search adaptive device hardening security fuzz keras predict_table notices plots
 REGRESS_OPTS = --inputdir=.
 
 # the optional GPU object (see the end); pgxs reads EXTRA_CLEAN when included

@@ -369,3 +369,322 @@ CREATE FUNCTION @extschema@.mop_predict_table(model_id bigint, source regclass, 
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION @extschema@.mop_predict_table(bigint, regclass, text, text)
 	IS 'predict every row of a table into a new table (id, prediction, probability, probabilities); returns the rows written';
+
+-- 8. pictures: charts of a run as SVG documents ----------------------------------
+-- Built with the SQL/XML functions, so every value (labels come from user
+-- data) is escaped; they run as the caller (row-level security applies).
+
+-- Tick marks for [lo, hi]: about n steps of 1, 2 or 5 times a power of ten.
+CREATE FUNCTION mop.plot_ticks(lo float8, hi float8, n int DEFAULT 6)
+	RETURNS SETOF float8
+	LANGUAGE sql IMMUTABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+	WITH s AS (
+		SELECT CASE WHEN hi OPERATOR(pg_catalog.<=) lo THEN 1.0::float8 ELSE
+			(SELECT min(m * p) FROM (VALUES (1.0::float8), (2.0), (5.0), (10.0)) v(m),
+			        LATERAL (SELECT power(10.0::float8, floor(log((hi - lo) / greatest(n, 1))))) q(p)
+			  WHERE m * p OPERATOR(pg_catalog.>=) (hi - lo) / greatest(n, 1)) END AS step)
+	SELECT t FROM s, LATERAL generate_series(ceil(lo / s.step)::bigint, floor(hi / s.step)::bigint) k,
+	       LATERAL (SELECT k * s.step AS t) u
+	 WHERE hi OPERATOR(pg_catalog.>) lo
+	 LIMIT 50
+$$;
+COMMENT ON FUNCTION mop.plot_ticks(float8, float8, int) IS 'tick positions for a chart axis';
+
+-- A number as a chart prints it: no trailing zeros, at most 6 decimals.
+CREATE FUNCTION mop.plot_num(v float8) RETURNS text
+	LANGUAGE sql IMMUTABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+	SELECT CASE WHEN abs(v) OPERATOR(pg_catalog.>=) 1e12 OR (abs(v) OPERATOR(pg_catalog.<) 1e-6 AND v OPERATOR(pg_catalog.<>) 0)
+	            THEN v::text
+	            ELSE rtrim(rtrim(to_char(v, 'FM999999999990.000000'), '0'), '.') END
+$$;
+COMMENT ON FUNCTION mop.plot_num(float8) IS 'a number as mop''s charts print it';
+
+-- A model's colour: the Okabe-Ito palette (safe for colour-blind eyes), then shades of it.
+CREATE FUNCTION mop.plot_colour(i int) RETURNS text
+	LANGUAGE sql IMMUTABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+	SELECT (ARRAY['#0072B2', '#E69F00', '#009E73', '#CC79A7', '#56B4E9', '#D55E00', '#F0E442', '#7F7F7F'])[(i % 8) + 1]
+$$;
+COMMENT ON FUNCTION mop.plot_colour(int) IS 'the colour of the i-th model in mop''s charts';
+
+CREATE FUNCTION @extschema@.mop_plot_gantt(run_id bigint) RETURNS text
+	LANGUAGE plpgsql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	w_total constant int := 960;
+	left_m constant int := 96;
+	right_m constant int := 180;
+	top_m constant int := 48;
+	lane_h constant int := 28;
+	bottom_m constant int := 44;
+	max_bars constant int := 20000;
+	pw constant int := w_total - left_m - right_m;
+	t0 timestamptz;
+	t1 timestamptz;
+	span float8;
+	n_hops bigint;
+	n_lanes int;
+	n_models int;
+	h int;
+	ds text;
+	title text;
+	lanes xml;
+	bars xml;
+	ticks xml;
+	legend xml;
+BEGIN
+	SELECT d.name INTO ds FROM mop.runs r JOIN mop.datasets d ON d.id OPERATOR(pg_catalog.=) r.dataset_id
+	 WHERE r.id OPERATOR(pg_catalog.=) mop_plot_gantt.run_id;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'run % does not exist', mop_plot_gantt.run_id
+			USING ERRCODE = 'undefined_object', HINT = 'Runs you may see are listed in mop.runs.';
+	END IF;
+	SELECT min(started_at), max(finished_at), count(*), count(DISTINCT worker), count(DISTINCT model_id)
+	  INTO t0, t1, n_hops, n_lanes, n_models
+	  FROM mop.hops WHERE hops.run_id OPERATOR(pg_catalog.=) mop_plot_gantt.run_id;
+	n_lanes := greatest(n_lanes, 1);
+	span := greatest(extract(epoch FROM t1 OPERATOR(pg_catalog.-) t0)::float8, 0.001);
+	h := top_m + n_lanes * lane_h + bottom_m;
+	title := format('run %s on %s: %s sub-epochs of %s models on %s workers, %s s',
+					mop_plot_gantt.run_id, ds, n_hops, n_models, n_lanes,
+					mop.plot_num(round(span::numeric, 3)::float8));
+	IF n_hops OPERATOR(pg_catalog.>) max_bars THEN
+		title := title || format(' (the first %s sub-epochs shown)', max_bars);
+	END IF;
+
+	WITH lane AS (SELECT worker, (dense_rank() OVER (ORDER BY worker) - 1)::int AS k
+	                FROM (SELECT DISTINCT worker FROM mop.hops
+	                       WHERE hops.run_id OPERATOR(pg_catalog.=) mop_plot_gantt.run_id) w)
+	SELECT xmlagg(xmlconcat(
+	         xmlelement(name rect, xmlattributes(left_m AS x, top_m + k * lane_h AS y, pw AS width,
+	                    lane_h AS height, CASE WHEN k % 2 = 0 THEN '#f4f4f4' ELSE '#ffffff' END AS fill)),
+	         xmlelement(name text, xmlattributes(left_m - 8 AS x, top_m + k * lane_h + lane_h / 2 + 4 AS y,
+	                    'end' AS "text-anchor"), 'worker ' || worker)) ORDER BY k)
+	  INTO lanes FROM lane;
+
+	WITH lane AS (SELECT worker, (dense_rank() OVER (ORDER BY worker) - 1)::int AS k
+	                FROM (SELECT DISTINCT worker FROM mop.hops
+	                       WHERE hops.run_id OPERATOR(pg_catalog.=) mop_plot_gantt.run_id) w),
+	     model AS (SELECT model_id, (dense_rank() OVER (ORDER BY model_id) - 1)::int AS c
+	                 FROM (SELECT DISTINCT model_id FROM mop.hops
+	                        WHERE hops.run_id OPERATOR(pg_catalog.=) mop_plot_gantt.run_id) m),
+	     hop AS (SELECT * FROM mop.hops WHERE hops.run_id OPERATOR(pg_catalog.=) mop_plot_gantt.run_id
+	              ORDER BY started_at, id LIMIT max_bars)
+	SELECT xmlagg(xmlelement(name rect,
+	         xmlattributes('hop' AS class,
+	                       round((left_m + pw * extract(epoch FROM hop.started_at - t0) / span)::numeric, 2) AS x,
+	                       top_m + lane.k * lane_h + 3 AS y,
+	                       round(greatest(pw * extract(epoch FROM hop.finished_at - hop.started_at) / span, 0.5)::numeric, 2) AS width,
+	                       lane_h - 6 AS height, mop.plot_colour(model.c) AS fill, '#ffffff' AS stroke,
+	                       '0.5' AS "stroke-width"),
+	         xmlelement(name title, format('model %s, epoch %s, partition %s: %s rows in %s s (worker %s)',
+	                    hop.model_id, hop.epoch, hop.partition, hop.rows,
+	                    to_char(extract(epoch FROM hop.finished_at - hop.started_at), 'FM999990.000'),
+	                    hop.worker))) ORDER BY hop.started_at, hop.id)
+	  INTO bars
+	  FROM hop JOIN lane USING (worker) JOIN model USING (model_id);
+
+	SELECT xmlagg(xmlconcat(
+	         xmlelement(name line, xmlattributes(round((left_m + pw * t / span)::numeric, 2) AS x1,
+	                    round((left_m + pw * t / span)::numeric, 2) AS x2, top_m AS y1,
+	                    top_m + n_lanes * lane_h + 4 AS y2, '#bbbbbb' AS stroke, '0.5' AS "stroke-width")),
+	         xmlelement(name text, xmlattributes(round((left_m + pw * t / span)::numeric, 2) AS x,
+	                    top_m + n_lanes * lane_h + 18 AS y, 'middle' AS "text-anchor"),
+	                    mop.plot_num(t))) ORDER BY t)
+	  INTO ticks FROM mop.plot_ticks(0, span) t;
+
+	WITH model AS (SELECT model_id, (dense_rank() OVER (ORDER BY model_id) - 1)::int AS c
+	                 FROM (SELECT DISTINCT model_id FROM mop.hops
+	                        WHERE hops.run_id OPERATOR(pg_catalog.=) mop_plot_gantt.run_id) m)
+	SELECT xmlagg(xmlconcat(
+	         xmlelement(name rect, xmlattributes(w_total - right_m + 16 AS x, top_m + c * 16 AS y,
+	                    12 AS width, 12 AS height, mop.plot_colour(c) AS fill)),
+	         xmlelement(name text, xmlattributes(w_total - right_m + 34 AS x, top_m + c * 16 + 10 AS y),
+	                    'model ' || model_id)) ORDER BY c)
+	  INTO legend FROM model WHERE c OPERATOR(pg_catalog.<) 24;
+	IF n_models OPERATOR(pg_catalog.>) 24 THEN
+		legend := xmlconcat(legend, xmlelement(name text, xmlattributes(w_total - right_m + 16 AS x,
+		                    top_m + 24 * 16 + 10 AS y), format('and %s more', n_models - 24)));
+	END IF;
+	h := greatest(h, top_m + least(n_models, 25) * 16 + bottom_m);
+
+	RETURN xmlelement(name svg,
+	         xmlattributes('http://www.w3.org/2000/svg' AS xmlns, w_total AS width, h AS height,
+	                       format('0 0 %s %s', w_total, h) AS "viewBox",
+	                       'font-family: sans-serif; font-size: 12px' AS style),
+	         xmlelement(name title, title),
+	         xmlelement(name rect, xmlattributes(0 AS x, 0 AS y, w_total AS width, h AS height, '#ffffff' AS fill)),
+	         xmlelement(name text, xmlattributes(left_m AS x, 24 AS y, 'font-size: 14px; font-weight: bold' AS style), title),
+	         lanes, ticks, bars, legend,
+	         xmlelement(name text, xmlattributes(left_m + pw / 2 AS x, h - 8 AS y, 'middle' AS "text-anchor"),
+	                    'seconds since the first sub-epoch started'))::text;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.mop_plot_gantt(bigint)
+	IS 'SVG: one lane per worker, one bar per sub-epoch coloured by model (hover for details), idle time as gaps';
+
+
+-- The points of mop_plot_curves: one per model and epoch with a finite value.
+CREATE FUNCTION mop.plot_points(run_id bigint, y text, x text)
+	RETURNS TABLE (model_id bigint, c int, px float8, py float8, epoch int)
+	LANGUAGE sql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+	SELECT * FROM (
+		SELECT e.model_id, (dense_rank() OVER (ORDER BY e.model_id) - 1)::int,
+		       CASE WHEN x OPERATOR(pg_catalog.=) 'epoch' THEN e.epoch::float8
+		            ELSE sum(coalesce(e.seconds, 0)) OVER (PARTITION BY e.model_id ORDER BY e.epoch) END,
+		       CASE y WHEN 'valid_metric' THEN e.valid_metric WHEN 'valid_loss' THEN e.valid_loss
+		              WHEN 'train_loss' THEN e.train_loss ELSE e.train_metric END AS v,
+		       e.epoch
+		  FROM mop.epochs e JOIN mop.models m ON m.id OPERATOR(pg_catalog.=) e.model_id
+		 WHERE m.run_id OPERATOR(pg_catalog.=) plot_points.run_id) s
+	 WHERE v IS NOT NULL AND v OPERATOR(pg_catalog.<>) ALL ('{NaN,Infinity,-Infinity}'::float8[])
+$$;
+COMMENT ON FUNCTION mop.plot_points(bigint, text, text) IS 'the points of mop_plot_curves';
+
+CREATE FUNCTION @extschema@.mop_plot_curves(run_id bigint, y text DEFAULT 'valid_metric',
+	x text DEFAULT 'epoch') RETURNS text
+	LANGUAGE plpgsql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	w_total constant int := 960;
+	left_m constant int := 80;
+	right_m constant int := 200;
+	top_m constant int := 48;
+	ph constant int := 400;
+	bottom_m constant int := 48;
+	pw constant int := w_total - left_m - right_m;
+	h constant int := top_m + ph + bottom_m;
+	xlo float8;
+	xhi float8;
+	ylo float8;
+	yhi float8;
+	n_models int;
+	best bigint;
+	metric text;
+	title text;
+	ds text;
+	lines xml;
+	marks xml;
+	xticks xml;
+	yticks xml;
+	legend xml;
+BEGIN
+	IF y IS NULL OR y NOT IN ('valid_metric', 'valid_loss', 'train_loss', 'train_metric') THEN
+		RAISE EXCEPTION 'invalid value for "y": %', coalesce(y, 'NULL')
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Use valid_metric, valid_loss, train_loss or train_metric.';
+	END IF;
+	IF x IS NULL OR x NOT IN ('epoch', 'seconds') THEN
+		RAISE EXCEPTION 'invalid value for "x": %', coalesce(x, 'NULL')
+			USING ERRCODE = 'invalid_parameter_value', HINT = 'Use epoch or seconds.';
+	END IF;
+	SELECT d.name INTO ds FROM mop.runs r JOIN mop.datasets d ON d.id OPERATOR(pg_catalog.=) r.dataset_id
+	 WHERE r.id OPERATOR(pg_catalog.=) mop_plot_curves.run_id;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'run % does not exist', mop_plot_curves.run_id
+			USING ERRCODE = 'undefined_object', HINT = 'Runs you may see are listed in mop.runs.';
+	END IF;
+
+	SELECT min(px), max(px), min(py), max(py), count(DISTINCT model_id)
+	  INTO xlo, xhi, ylo, yhi, n_models FROM mop.plot_points(mop_plot_curves.run_id, y, x);
+	IF x OPERATOR(pg_catalog.=) 'epoch' THEN
+		xlo := least(coalesce(xlo, 1), 1);
+	ELSE
+		xlo := 0;
+	END IF;
+	xhi := greatest(coalesce(xhi, 1), xlo + 1e-9);
+	IF yhi OPERATOR(pg_catalog.=) ylo THEN
+		ylo := ylo - 0.5;
+		yhi := yhi + 0.5;
+	END IF;
+	ylo := coalesce(ylo, 0) - 0.05 * (coalesce(yhi, 1) - coalesce(ylo, 0));
+	yhi := coalesce(yhi, 1) + 0.05 * (coalesce(yhi, 1) - ylo);
+
+	SELECT m.id, m.metric INTO best, metric FROM mop.models m
+	 WHERE m.run_id OPERATOR(pg_catalog.=) mop_plot_curves.run_id AND m.best_valid_metric IS NOT NULL
+	   AND m.status OPERATOR(pg_catalog.<>) ALL ('{failed,diverged}'::text[])
+	 ORDER BY CASE WHEN m.higher_is_better THEN -m.best_valid_metric ELSE m.best_valid_metric END,
+	          m.best_valid_loss NULLS LAST, m.id
+	 LIMIT 1;
+	title := format('run %s on %s: %s by %s, %s models%s', mop_plot_curves.run_id, ds,
+	                CASE y WHEN 'valid_metric' THEN 'validation ' || coalesce(metric, 'metric')
+	                       WHEN 'valid_loss' THEN 'validation loss' WHEN 'train_loss' THEN 'training loss'
+	                       ELSE 'training ' || coalesce(metric, 'metric') END,
+	                x, coalesce(n_models, 0), CASE WHEN best IS NULL THEN '' ELSE format(' (best: model %s)', best) END);
+
+	SELECT xmlagg(xmlelement(name polyline,
+	         xmlattributes('curve' AS class, 'none' AS fill, mop.plot_colour(c) AS stroke,
+	                       CASE WHEN model_id OPERATOR(pg_catalog.=) best THEN '3.5' ELSE '1.5' END AS "stroke-width",
+	                       CASE WHEN best IS NULL OR model_id OPERATOR(pg_catalog.=) best THEN '1' ELSE '0.75' END AS opacity,
+	                       pts AS points),
+	         xmlelement(name title, format('model %s', model_id))) ORDER BY (model_id OPERATOR(pg_catalog.=) best), model_id)
+	  INTO lines
+	  FROM (SELECT model_id, c,
+	               string_agg(format('%s,%s', round((left_m + pw * (px - xlo) / (xhi - xlo))::numeric, 2),
+	                                 round((top_m + ph - ph * (py - ylo) / (yhi - ylo))::numeric, 2)), ' ' ORDER BY px) AS pts
+	          FROM mop.plot_points(mop_plot_curves.run_id, y, x) GROUP BY model_id, c) s;
+
+	SELECT xmlagg(xmlelement(name circle,
+	         xmlattributes('point' AS class, round((left_m + pw * (px - xlo) / (xhi - xlo))::numeric, 2) AS cx,
+	                       round((top_m + ph - ph * (py - ylo) / (yhi - ylo))::numeric, 2) AS cy, 2.5 AS r,
+	                       mop.plot_colour(c) AS fill),
+	         xmlelement(name title, format('model %s, epoch %s: %s', model_id, epoch, py))))
+	  INTO marks FROM mop.plot_points(mop_plot_curves.run_id, y, x);
+
+	SELECT xmlagg(xmlconcat(
+	         xmlelement(name line, xmlattributes(round((left_m + pw * (t - xlo) / (xhi - xlo))::numeric, 2) AS x1,
+	                    round((left_m + pw * (t - xlo) / (xhi - xlo))::numeric, 2) AS x2, top_m AS y1,
+	                    top_m + ph AS y2, '#dddddd' AS stroke)),
+	         xmlelement(name text, xmlattributes(round((left_m + pw * (t - xlo) / (xhi - xlo))::numeric, 2) AS x,
+	                    top_m + ph + 16 AS y, 'middle' AS "text-anchor"), mop.plot_num(t))) ORDER BY t)
+	  INTO xticks FROM mop.plot_ticks(xlo, xhi) t
+	 WHERE x OPERATOR(pg_catalog.<>) 'epoch' OR t OPERATOR(pg_catalog.=) round(t);
+	SELECT xmlagg(xmlconcat(
+	         xmlelement(name line, xmlattributes(left_m AS x1, left_m + pw AS x2,
+	                    round((top_m + ph - ph * (t - ylo) / (yhi - ylo))::numeric, 2) AS y1,
+	                    round((top_m + ph - ph * (t - ylo) / (yhi - ylo))::numeric, 2) AS y2, '#dddddd' AS stroke)),
+	         xmlelement(name text, xmlattributes(left_m - 6 AS x,
+	                    round((top_m + ph - ph * (t - ylo) / (yhi - ylo))::numeric + 4, 2) AS y, 'end' AS "text-anchor"),
+	                    mop.plot_num(t))) ORDER BY t)
+	  INTO yticks FROM mop.plot_ticks(ylo, yhi) t;
+
+	SELECT xmlagg(xmlconcat(
+	         xmlelement(name rect, xmlattributes(w_total - right_m + 16 AS x, top_m + k * 16 AS y,
+	                    12 AS width, 4 AS height, mop.plot_colour(c) AS fill)),
+	         xmlelement(name text, xmlattributes(w_total - right_m + 34 AS x, top_m + k * 16 + 6 AS y),
+	                    format('model %s%s', model_id, CASE WHEN model_id OPERATOR(pg_catalog.=) best THEN ' (best)' ELSE '' END)))
+	         ORDER BY k)
+	  INTO legend
+	  FROM (SELECT DISTINCT model_id, c, (dense_rank() OVER (ORDER BY model_id OPERATOR(pg_catalog.<>) best, model_id) - 1)::int AS k
+	          FROM mop.plot_points(mop_plot_curves.run_id, y, x)) s WHERE k OPERATOR(pg_catalog.<) 24;
+	IF n_models OPERATOR(pg_catalog.>) 24 THEN
+		legend := xmlconcat(legend, xmlelement(name text, xmlattributes(w_total - right_m + 16 AS x,
+		                    top_m + 24 * 16 + 6 AS y), format('and %s more', n_models - 24)));
+	END IF;
+
+	RETURN xmlelement(name svg,
+	         xmlattributes('http://www.w3.org/2000/svg' AS xmlns, w_total AS width, h AS height,
+	                       format('0 0 %s %s', w_total, h) AS "viewBox",
+	                       'font-family: sans-serif; font-size: 12px' AS style),
+	         xmlelement(name title, title),
+	         xmlelement(name rect, xmlattributes(0 AS x, 0 AS y, w_total AS width, h AS height, '#ffffff' AS fill)),
+	         xmlelement(name text, xmlattributes(left_m AS x, 24 AS y, 'font-size: 14px; font-weight: bold' AS style), title),
+	         xticks, yticks,
+	         xmlelement(name rect, xmlattributes(left_m AS x, top_m AS y, pw AS width, ph AS height, 'none' AS fill,
+	                    '#888888' AS stroke)),
+	         lines, marks, legend,
+	         xmlelement(name text, xmlattributes(left_m + pw / 2 AS x, h - 10 AS y, 'middle' AS "text-anchor"),
+	                    CASE x WHEN 'epoch' THEN 'epoch' ELSE 'seconds of training' END))::text;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.mop_plot_curves(bigint, text, text)
+	IS 'SVG: learning curves of a run, one line per model, the best highlighted; y => valid_metric, valid_loss, train_loss or train_metric; x => epoch or seconds';

@@ -1,0 +1,48 @@
+-- plots: charts of a run as SVG documents, checked as XML
+SET client_min_messages = warning;
+SELECT mop_prepare('blobs', 'species', ARRAY['a', 'b', 'c'], '<b>&"blobs"', partitions => 2) IS NOT NULL AS prepared;
+CREATE TEMP TABLE pr AS
+SELECT DISTINCT run_id FROM mop_grid_search('<b>&"blobs"',
+  '{"model": {"layers": [{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 3}]},
+    "learning_rate": [0.01, 0.003, 0.001], "seed": 1}', epochs => 3, workers => 2, deterministic => true);
+SELECT run_id AS r FROM pr \gset
+CREATE TEMP TABLE svgs AS
+SELECT mop_plot_gantt(:r)::xml AS gantt, mop_plot_curves(:r)::xml AS curves,
+       mop_plot_curves(:r, y => 'train_loss', x => 'seconds')::xml AS curves_s,
+       ARRAY[ARRAY['s', 'http://www.w3.org/2000/svg']] AS ns;
+-- well-formed SVG documents
+SELECT xpath_exists('/s:svg', gantt, ns) AS gantt_svg, xpath_exists('/s:svg', curves, ns) AS curves_svg,
+       xpath_exists('/s:svg', curves_s, ns) AS curves_s_svg FROM svgs;
+-- one bar per sub-epoch, one lane per worker, one line per model, one point per epoch
+SELECT (xpath('count(//s:rect[@class="hop"])', gantt, ns))[1]::text::int
+         = (SELECT count(*) FROM mop.hops WHERE run_id = :r) AS bar_per_hop,
+       (xpath('count(//s:text[starts-with(., "worker ")])', gantt, ns))[1]::text::int
+         = (SELECT count(DISTINCT worker) FROM mop.hops WHERE run_id = :r) AS lane_per_worker,
+       (xpath('count(//s:polyline[@class="curve"])', curves, ns))[1]::text::int AS lines,
+       (xpath('count(//s:circle[@class="point"])', curves, ns))[1]::text::int
+         = (SELECT count(*) FROM mop.epochs e JOIN mop.models m ON m.id = e.model_id WHERE m.run_id = :r) AS point_per_epoch
+  FROM svgs;
+-- every bar's hover title names its model, epoch and partition
+SELECT bool_and(t::text ~ '^model \d+, epoch \d+, partition \d+: \d+ rows in [0-9.]+ s \(worker \d+\)$') AS titles
+  FROM svgs, unnest(xpath('//s:rect[@class="hop"]/s:title/text()', gantt, ns)) t;
+-- the best model is drawn thickest and named in the legend
+SELECT (xpath('count(//s:polyline[@stroke-width="3.5"])', curves, ns))[1]::text AS thick,
+       (xpath('count(//s:text[contains(., "(best)")])', curves, ns))[1]::text AS best_in_legend
+  FROM svgs;
+-- user data is escaped: the dataset's name comes back exactly as given
+SELECT (xpath('/s:svg/s:title/text()', gantt, ns))[1]::text LIKE 'run % on &lt;b&gt;&amp;"blobs": %' AS escaped_in_source,
+       position('<b>' IN gantt::text) = 0 AS no_raw_markup
+  FROM svgs;
+-- a run without sub-epochs yet still gives a document
+CREATE TEMP TABLE pr2 AS
+SELECT DISTINCT run_id FROM mop_grid_search('<b>&"blobs"', '{"model": {"layers": [{"type": "dense", "units": 3}]}}',
+                                            epochs => 1, workers => 1, wait => false);
+SELECT xpath_exists('/s:svg', mop_plot_gantt(run_id)::xml, ARRAY[ARRAY['s', 'http://www.w3.org/2000/svg']]) AS gantt_ok,
+       xpath_exists('/s:svg', mop_plot_curves(run_id)::xml, ARRAY[ARRAY['s', 'http://www.w3.org/2000/svg']]) AS curves_ok
+  FROM pr2;
+SELECT mop_wait(run_id) FROM pr2;
+-- bad arguments
+SELECT err(format($$SELECT mop_plot_curves(%s, y => 'accuracy')$$, :r));
+SELECT err(format($$SELECT mop_plot_curves(%s, x => 'minutes')$$, :r));
+SELECT err($$SELECT mop_plot_gantt(-1)$$);
+SELECT err($$SELECT mop_plot_curves(-1)$$);
