@@ -688,3 +688,331 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@.mop_plot_curves(bigint, text, text)
 	IS 'SVG: learning curves of a run, one line per model, the best highlighted; y => valid_metric, valid_loss, train_loss or train_metric; x => epoch or seconds';
+
+-- A run's dataset name, or the error every chart gives for a run it cannot see.
+CREATE FUNCTION mop.plot_run(run_id bigint) RETURNS text
+	LANGUAGE plpgsql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	ds text;
+BEGIN
+	SELECT d.name INTO ds FROM mop.runs r JOIN mop.datasets d ON d.id OPERATOR(pg_catalog.=) r.dataset_id
+	 WHERE r.id OPERATOR(pg_catalog.=) plot_run.run_id;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'run % does not exist', plot_run.run_id
+			USING ERRCODE = 'undefined_object', HINT = 'Runs you may see are listed in mop.runs.';
+	END IF;
+	RETURN ds;
+END
+$$;
+COMMENT ON FUNCTION mop.plot_run(bigint) IS 'the dataset of a run the caller may see (an error otherwise)';
+
+CREATE FUNCTION @extschema@.mop_plot_history(run_id bigint) RETURNS text
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	SET client_min_messages = warning
+	AS $$
+DECLARE
+	w_total constant int := 960;
+	left_m constant int := 80;
+	right_m constant int := 40;
+	top_m constant int := 48;
+	ph constant int := 360;
+	bottom_m constant int := 48;
+	pw constant int := w_total - left_m - right_m;
+	h constant int := top_m + ph + bottom_m;
+	ds text;
+	t0 timestamptz;
+	xhi float8;
+	ylo float8;
+	yhi float8;
+	n int;
+	higher boolean;
+	metric text;
+	dots xml;
+	stair xml;
+	xticks xml;
+	yticks xml;
+	title text;
+BEGIN
+	ds := mop.plot_run(mop_plot_history.run_id);
+	SELECT r.started_at INTO t0 FROM mop.runs r WHERE r.id OPERATOR(pg_catalog.=) mop_plot_history.run_id;
+	CREATE TEMP TABLE IF NOT EXISTS pg_temp.mop_plot_trials (model_id bigint, t float8, v float8, best float8, status text) ON COMMIT DROP;
+	DELETE FROM pg_temp.mop_plot_trials;
+	INSERT INTO pg_temp.mop_plot_trials
+	SELECT m.id, extract(epoch FROM coalesce(
+	           (SELECT max(e.finished_at) FROM mop.epochs e WHERE e.model_id OPERATOR(pg_catalog.=) m.id), m.updated_at) - t0)::float8,
+	       m.best_valid_metric, NULL, m.status
+	  FROM mop.models m
+	 WHERE m.run_id OPERATOR(pg_catalog.=) mop_plot_history.run_id AND m.best_valid_metric IS NOT NULL
+	   AND m.best_valid_metric OPERATOR(pg_catalog.<>) ALL ('{NaN,Infinity,-Infinity}'::float8[])
+	   AND m.status OPERATOR(pg_catalog.=) ANY ('{done,stopped,diverged}'::text[]);
+	SELECT bool_or(m.higher_is_better), min(m.metric) INTO higher, metric
+	  FROM mop.models m WHERE m.run_id OPERATOR(pg_catalog.=) mop_plot_history.run_id;
+	UPDATE pg_temp.mop_plot_trials p SET best = s.b
+	  FROM (SELECT model_id, CASE WHEN higher THEN max(v) OVER (ORDER BY t, model_id)
+	                              ELSE min(v) OVER (ORDER BY t, model_id) END AS b FROM pg_temp.mop_plot_trials) s
+	 WHERE s.model_id OPERATOR(pg_catalog.=) p.model_id;
+	SELECT count(*), greatest(max(t), 0.001), min(v), max(v) INTO n, xhi, ylo, yhi FROM pg_temp.mop_plot_trials;
+	IF yhi IS NULL OR yhi OPERATOR(pg_catalog.=) ylo THEN
+		ylo := coalesce(ylo, 0) - 0.5;
+		yhi := coalesce(yhi, 1) + 0.5;
+	END IF;
+	ylo := ylo - 0.05 * (yhi - ylo);
+	yhi := yhi + 0.05 * (yhi - ylo);
+	xhi := coalesce(xhi, 1);
+	title := format('run %s on %s: best validation %s of %s finished trials over time', mop_plot_history.run_id,
+	                ds, coalesce(metric, 'metric'), n);
+
+	SELECT xmlagg(xmlelement(name circle,
+	         xmlattributes('trial' AS class, round((left_m + pw * t / xhi)::numeric, 2) AS cx,
+	                       round((top_m + ph - ph * (v - ylo) / (yhi - ylo))::numeric, 2) AS cy, 4 AS r,
+	                       CASE WHEN status OPERATOR(pg_catalog.=) 'done' THEN '#0072B2' ELSE '#E69F00' END AS fill,
+	                       '0.8' AS opacity),
+	         xmlelement(name title, format('model %s (%s): %s after %s s', model_id, status, mop.plot_num(v),
+	                    mop.plot_num(round(t::numeric, 2)::float8)))) ORDER BY t, model_id)
+	  INTO dots FROM pg_temp.mop_plot_trials;
+	SELECT xmlelement(name polyline, xmlattributes('best-so-far' AS class, 'none' AS fill, '#D55E00' AS stroke,
+	         '2' AS "stroke-width",
+	         string_agg(format('%s,%s %s,%s',
+	                           round((left_m + pw * t / xhi)::numeric, 2),
+	                           round((top_m + ph - ph * (coalesce(prev, best) - ylo) / (yhi - ylo))::numeric, 2),
+	                           round((left_m + pw * t / xhi)::numeric, 2),
+	                           round((top_m + ph - ph * (best - ylo) / (yhi - ylo))::numeric, 2)), ' ' ORDER BY t, model_id) AS points))
+	  INTO stair
+	  FROM (SELECT t, model_id, best, lag(best) OVER (ORDER BY t, model_id) AS prev FROM pg_temp.mop_plot_trials) s;
+	SELECT xmlagg(xmlconcat(
+	         xmlelement(name line, xmlattributes(round((left_m + pw * t / xhi)::numeric, 2) AS x1,
+	                    round((left_m + pw * t / xhi)::numeric, 2) AS x2, top_m AS y1, top_m + ph AS y2, '#dddddd' AS stroke)),
+	         xmlelement(name text, xmlattributes(round((left_m + pw * t / xhi)::numeric, 2) AS x,
+	                    top_m + ph + 16 AS y, 'middle' AS "text-anchor"), mop.plot_num(t))) ORDER BY t)
+	  INTO xticks FROM mop.plot_ticks(0, xhi) t;
+	SELECT xmlagg(xmlconcat(
+	         xmlelement(name line, xmlattributes(left_m AS x1, left_m + pw AS x2,
+	                    round((top_m + ph - ph * (t - ylo) / (yhi - ylo))::numeric, 2) AS y1,
+	                    round((top_m + ph - ph * (t - ylo) / (yhi - ylo))::numeric, 2) AS y2, '#dddddd' AS stroke)),
+	         xmlelement(name text, xmlattributes(left_m - 6 AS x,
+	                    round((top_m + ph - ph * (t - ylo) / (yhi - ylo))::numeric + 4, 2) AS y, 'end' AS "text-anchor"),
+	                    mop.plot_num(t))) ORDER BY t)
+	  INTO yticks FROM mop.plot_ticks(ylo, yhi) t;
+	RETURN xmlelement(name svg,
+	         xmlattributes('http://www.w3.org/2000/svg' AS xmlns, w_total AS width, h AS height,
+	                       format('0 0 %s %s', w_total, h) AS "viewBox",
+	                       'font-family: sans-serif; font-size: 12px' AS style),
+	         xmlelement(name title, title),
+	         xmlelement(name rect, xmlattributes(0 AS x, 0 AS y, w_total AS width, h AS height, '#ffffff' AS fill)),
+	         xmlelement(name text, xmlattributes(left_m AS x, 24 AS y, 'font-size: 14px; font-weight: bold' AS style), title),
+	         xticks, yticks,
+	         xmlelement(name rect, xmlattributes(left_m AS x, top_m AS y, pw AS width, ph AS height, 'none' AS fill,
+	                    '#888888' AS stroke)),
+	         stair, dots,
+	         xmlelement(name text, xmlattributes(left_m + pw / 2 AS x, h - 10 AS y, 'middle' AS "text-anchor"),
+	                    'seconds since the run started (blue: finished, orange: stopped early or diverged; line: best so far)'))::text;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.mop_plot_history(bigint)
+	IS 'SVG: every finished trial''s best validation metric against the time it finished, and the best so far';
+
+CREATE FUNCTION @extschema@.mop_plot_parallel(run_id bigint) RETURNS text
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	SET client_min_messages = warning
+	AS $$
+DECLARE
+	w_total constant int := 960;
+	left_m constant int := 60;
+	right_m constant int := 60;
+	top_m constant int := 64;
+	ph constant int := 360;
+	bottom_m constant int := 40;
+	pw constant int := w_total - left_m - right_m;
+	h constant int := top_m + ph + bottom_m;
+	ds text;
+	metric_name text;
+	n_axes int;
+	mlo float8;
+	mhi float8;
+	axes xml;
+	lines xml;
+	title text;
+BEGIN
+	ds := mop.plot_run(mop_plot_parallel.run_id);
+	CREATE TEMP TABLE IF NOT EXISTS pg_temp.mop_plot_hp (model_id bigint, key text, num float8, cat text, metric float8) ON COMMIT DROP;
+	DELETE FROM pg_temp.mop_plot_hp;
+	-- the top-level settings that differ between the run's models, and the metric
+	INSERT INTO pg_temp.mop_plot_hp
+	SELECT m.id, c.key,
+	       CASE WHEN jsonb_typeof(c.value) OPERATOR(pg_catalog.=) 'number' THEN (c.value #>> '{}')::float8 END,
+	       CASE WHEN jsonb_typeof(c.value) OPERATOR(pg_catalog.<>) 'number' THEN
+	            CASE WHEN c.key OPERATOR(pg_catalog.=) 'model' THEN 'model ' || left(md5(c.value::text), 6)
+	                 ELSE left(c.value #>> '{}', 24) END END,
+	       m.best_valid_metric
+	  FROM mop.models m, LATERAL jsonb_each(m.config) c
+	 WHERE m.run_id OPERATOR(pg_catalog.=) mop_plot_parallel.run_id
+	   AND c.key IN (SELECT c2.key FROM mop.models m2, LATERAL jsonb_each(m2.config) c2
+	                  WHERE m2.run_id OPERATOR(pg_catalog.=) mop_plot_parallel.run_id
+	                  GROUP BY c2.key HAVING count(DISTINCT c2.value) OPERATOR(pg_catalog.>) 1);
+	SELECT min(m.metric), min(m.best_valid_metric), max(m.best_valid_metric)
+	  INTO metric_name, mlo, mhi FROM mop.models m
+	 WHERE m.run_id OPERATOR(pg_catalog.=) mop_plot_parallel.run_id
+	   AND m.best_valid_metric OPERATOR(pg_catalog.<>) ALL ('{NaN,Infinity,-Infinity}'::float8[]);
+	INSERT INTO pg_temp.mop_plot_hp
+	SELECT m.id, '~' || coalesce(metric_name, 'metric'), m.best_valid_metric, NULL, m.best_valid_metric
+	  FROM mop.models m
+	 WHERE m.run_id OPERATOR(pg_catalog.=) mop_plot_parallel.run_id;
+	SELECT count(DISTINCT key) INTO n_axes FROM pg_temp.mop_plot_hp;
+	title := format('run %s on %s: the settings that differ, coloured by validation %s', mop_plot_parallel.run_id,
+	                ds, coalesce(metric_name, 'metric'));
+	-- each axis: its position, and each model's place on it (numbers on a
+	-- log scale when they span a factor of 10 or more, categories in order)
+	CREATE TEMP TABLE IF NOT EXISTS pg_temp.mop_plot_pos (model_id bigint, key text, ax int, px float8, py float8, label text, metric float8)
+		ON COMMIT DROP;
+	DELETE FROM pg_temp.mop_plot_pos;
+	INSERT INTO pg_temp.mop_plot_pos
+	WITH ax AS (SELECT key, (dense_rank() OVER (ORDER BY key) - 1)::int AS k,
+	                   min(num) AS lo, max(num) AS hi, bool_and(num IS NOT NULL) AS numeric_axis,
+	                   min(num) OPERATOR(pg_catalog.>) 0 AND max(num) OPERATOR(pg_catalog.>=) 10 * min(num) AS logscale
+	              FROM pg_temp.mop_plot_hp GROUP BY key),
+	     cats AS (SELECT key, cat, (dense_rank() OVER (PARTITION BY key ORDER BY cat) - 1)::int AS i,
+	                     count(*) OVER (PARTITION BY key) AS n
+	                FROM (SELECT DISTINCT key, coalesce(cat, num::text) AS cat FROM pg_temp.mop_plot_hp) d)
+	SELECT p.model_id, p.key, ax.k,
+	       left_m + CASE WHEN n_axes OPERATOR(pg_catalog.>) 1 THEN pw * ax.k::float8 / (n_axes - 1) ELSE pw / 2.0 END,
+	       top_m + ph - ph * CASE
+	           WHEN ax.numeric_axis AND ax.hi OPERATOR(pg_catalog.>) ax.lo AND ax.logscale
+	               THEN (ln(p.num) - ln(ax.lo)) / (ln(ax.hi) - ln(ax.lo))
+	           WHEN ax.numeric_axis AND ax.hi OPERATOR(pg_catalog.>) ax.lo THEN (p.num - ax.lo) / (ax.hi - ax.lo)
+	           WHEN ax.numeric_axis THEN 0.5
+	           ELSE (cats.i + 0.5) / cats.n END,
+	       coalesce(p.cat, mop.plot_num(p.num)), p.metric
+	  FROM pg_temp.mop_plot_hp p JOIN ax USING (key)
+	  LEFT JOIN (SELECT DISTINCT key, cat, i, n FROM cats) cats
+	    ON cats.key OPERATOR(pg_catalog.=) p.key AND cats.cat OPERATOR(pg_catalog.=) coalesce(p.cat, p.num::text)
+	 WHERE p.num IS NOT NULL OR p.cat IS NOT NULL;
+
+	SELECT xmlagg(xmlconcat(
+	         xmlelement(name line, xmlattributes(round(z.px::numeric, 2) AS x1, round(z.px::numeric, 2) AS x2,
+	                    top_m AS y1, top_m + ph AS y2, '#888888' AS stroke)),
+	         xmlelement(name text, xmlattributes(round(z.px::numeric, 2) AS x, top_m - 12 AS y,
+	                    'middle' AS "text-anchor", 'font-weight: bold' AS style), ltrim(z.key, '~')),
+	         (SELECT xmlagg(xmlelement(name text, xmlattributes(round((z.px + 4)::numeric, 2) AS x,
+	                        round((d.py + 4)::numeric, 2) AS y, '#555555' AS fill, 'font-size: 10px' AS style), d.label)
+	                  ORDER BY d.py)
+	            FROM (SELECT DISTINCT p.py, p.label FROM pg_temp.mop_plot_pos p
+	                   WHERE p.key OPERATOR(pg_catalog.=) z.key) d)) ORDER BY z.ax)
+	  INTO axes
+	  FROM (SELECT key, ax, min(px) AS px FROM pg_temp.mop_plot_pos GROUP BY key, ax) z;
+	-- colour by the metric: light for the worst, dark blue for the best (in its direction)
+	SELECT xmlagg(xmlelement(name polyline,
+	         xmlattributes('trial' AS class, 'none' AS fill,
+	                       CASE WHEN s.metric IS NULL OR mhi OPERATOR(pg_catalog.=) mlo THEN '#999999'
+	                            ELSE format('hsl(205, 80%%, %s%%)', round((70 - 45 * CASE WHEN hb THEN (s.metric - mlo) / (mhi - mlo)
+	                                        ELSE (mhi - s.metric) / (mhi - mlo) END)::numeric, 1)) END AS stroke,
+	                       '1.5' AS "stroke-width", pts AS points),
+	         xmlelement(name title, format('model %s: %s', s.model_id, coalesce(mop.plot_num(s.metric), 'no result'))))
+	         ORDER BY s.metric NULLS FIRST)
+	  INTO lines
+	  FROM (SELECT model_id, min(metric) AS metric,
+	               string_agg(format('%s,%s', round(px::numeric, 2), round(py::numeric, 2)), ' ' ORDER BY ax) AS pts
+	          FROM pg_temp.mop_plot_pos GROUP BY model_id) s,
+	       LATERAL (SELECT bool_or(m.higher_is_better) AS hb FROM mop.models m
+	                 WHERE m.run_id OPERATOR(pg_catalog.=) mop_plot_parallel.run_id) d;
+	RETURN xmlelement(name svg,
+	         xmlattributes('http://www.w3.org/2000/svg' AS xmlns, w_total AS width, h AS height,
+	                       format('0 0 %s %s', w_total, h) AS "viewBox",
+	                       'font-family: sans-serif; font-size: 12px' AS style),
+	         xmlelement(name title, title),
+	         xmlelement(name rect, xmlattributes(0 AS x, 0 AS y, w_total AS width, h AS height, '#ffffff' AS fill)),
+	         xmlelement(name text, xmlattributes(left_m AS x, 24 AS y, 'font-size: 14px; font-weight: bold' AS style), title),
+	         lines, axes,
+	         xmlelement(name text, xmlattributes(left_m + pw / 2 AS x, h - 10 AS y, 'middle' AS "text-anchor"),
+	                    'one line per model; numbers spanning a factor of 10 or more on a log scale'))::text;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.mop_plot_parallel(bigint)
+	IS 'SVG: parallel coordinates of the settings that differ between a run''s models, coloured by their validation metric';
+
+CREATE FUNCTION @extschema@.mop_report(run_id bigint) RETURNS text
+	LANGUAGE plpgsql VOLATILE
+	SET search_path = pg_catalog, pg_temp
+	SET client_min_messages = warning
+	AS $$
+DECLARE
+	ds text;
+	r record;
+	summary xml;
+	board xml;
+	decisions xml;
+	winner jsonb;
+	winner_id bigint;
+	n_decisions bigint;
+BEGIN
+	ds := mop.plot_run(mop_report.run_id);
+	SELECT * INTO r FROM mop.runs WHERE id OPERATOR(pg_catalog.=) mop_report.run_id;
+	SELECT l.model_id, l.config INTO winner_id, winner FROM mop.best l WHERE l.run_id OPERATOR(pg_catalog.=) mop_report.run_id;
+	summary := xmlelement(name table, xmlattributes('summary' AS class),
+	  xmlconcat(
+	    xmlelement(name tr, xmlelement(name th, 'dataset'), xmlelement(name td, ds)),
+	    xmlelement(name tr, xmlelement(name th, 'kind'), xmlelement(name td, r.kind)),
+	    xmlelement(name tr, xmlelement(name th, 'status'), xmlelement(name td,
+	               r.status || coalesce(': ' || r.error, ''))),
+	    xmlelement(name tr, xmlelement(name th, 'owner'), xmlelement(name td, r.owner)),
+	    xmlelement(name tr, xmlelement(name th, 'started'), xmlelement(name td, r.started_at::text)),
+	    xmlelement(name tr, xmlelement(name th, 'finished'), xmlelement(name td, coalesce(r.finished_at::text, '-'))),
+	    xmlelement(name tr, xmlelement(name th, 'models'), xmlelement(name td,
+	               (SELECT count(*)::text FROM mop.models m WHERE m.run_id OPERATOR(pg_catalog.=) mop_report.run_id))),
+	    xmlelement(name tr, xmlelement(name th, 'sub-epochs'), xmlelement(name td,
+	               (SELECT count(*)::text FROM mop.hops h WHERE h.run_id OPERATOR(pg_catalog.=) mop_report.run_id))),
+	    xmlelement(name tr, xmlelement(name th, 'options'), xmlelement(name td, coalesce(r.options::text, '')))));
+	SELECT xmlelement(name table, xmlattributes('leaderboard' AS class),
+	         xmlconcat(xmlelement(name tr, xmlelement(name th, 'rank'), xmlelement(name th, 'model'),
+	                              xmlelement(name th, 'status'), xmlelement(name th, 'best ' || coalesce(min(l.metric), 'metric')),
+	                              xmlelement(name th, 'best epoch'), xmlelement(name th, 'epochs'),
+	                              xmlelement(name th, 'configuration')),
+	                   xmlagg(xmlelement(name tr,
+	                     xmlelement(name td, l.rank::text), xmlelement(name td, l.model_id::text),
+	                     xmlelement(name td, l.status), xmlelement(name td, coalesce(mop.plot_num(l.best_valid_metric), '-')),
+	                     xmlelement(name td, coalesce(l.best_epoch::text, '-')), xmlelement(name td, l.epochs_done::text),
+	                     xmlelement(name td, xmlelement(name code, l.config::text))) ORDER BY l.rank, l.model_id)))
+	  INTO board
+	  FROM mop.leaderboard l WHERE l.run_id OPERATOR(pg_catalog.=) mop_report.run_id;
+	SELECT count(*) INTO n_decisions FROM mop.decisions d WHERE d.run_id OPERATOR(pg_catalog.=) mop_report.run_id;
+	SELECT xmlelement(name table, xmlattributes('decisions' AS class),
+	         xmlconcat(xmlelement(name tr, xmlelement(name th, 'when'), xmlelement(name th, 'model'),
+	                              xmlelement(name th, 'action'), xmlelement(name th, 'why')),
+	                   xmlagg(xmlelement(name tr, xmlelement(name td, to_char(d.at, 'HH24:MI:SS.MS')),
+	                            xmlelement(name td, d.model_id::text), xmlelement(name td, d.action),
+	                            xmlelement(name td, d.why || ': ' || d.reason)) ORDER BY d.at, d.id)))
+	  INTO decisions
+	  FROM (SELECT * FROM mop.decisions d WHERE d.run_id OPERATOR(pg_catalog.=) mop_report.run_id
+	         ORDER BY d.at, d.id LIMIT 1000) d;
+	RETURN '<!DOCTYPE html>' || xmlelement(name html, xmlattributes('en' AS lang),
+	  xmlelement(name head,
+	    xmlelement(name meta, xmlattributes('utf-8' AS charset)),
+	    xmlelement(name title, format('mop run %s on %s', mop_report.run_id, ds)),
+	    xmlelement(name style, 'body { font-family: sans-serif; margin: 2em; max-width: 1000px } '
+	                           'table { border-collapse: collapse; margin: 1em 0 } '
+	                           'th, td { border-bottom: 1px solid #ddd; padding: 4px 8px; text-align: left; vertical-align: top } '
+	                           'code, pre { font-size: 11px } svg { display: block; margin: 1em 0; max-width: 100% } '
+	                           'h2 { margin-top: 2em }')),
+	  xmlelement(name body,
+	    xmlelement(name h1, format('Run %s on %s', mop_report.run_id, ds)),
+	    summary,
+	    xmlelement(name h2, 'Winner'),
+	    CASE WHEN winner IS NULL THEN xmlelement(name p, 'no model has a validation result yet')
+	         ELSE xmlconcat(xmlelement(name p, format('model %s', winner_id)),
+	                        xmlelement(name pre, jsonb_pretty(winner))) END,
+	    xmlelement(name h2, 'Leaderboard'), board,
+	    xmlelement(name h2, 'Learning curves'), @extschema@.mop_plot_curves(mop_report.run_id)::xml,
+	    xmlelement(name h2, 'Workers and sub-epochs'), @extschema@.mop_plot_gantt(mop_report.run_id)::xml,
+	    xmlelement(name h2, 'Optimization history'), @extschema@.mop_plot_history(mop_report.run_id)::xml,
+	    xmlelement(name h2, 'Settings'), @extschema@.mop_plot_parallel(mop_report.run_id)::xml,
+	    xmlelement(name h2, 'Decisions'),
+	    CASE WHEN n_decisions OPERATOR(pg_catalog.=) 0 THEN xmlelement(name p, 'none (every model trained all its epochs)')
+	         ELSE xmlconcat(decisions, CASE WHEN n_decisions OPERATOR(pg_catalog.>) 1000 THEN
+	                        xmlelement(name p, format('the first 1000 of %s decisions', n_decisions)) END) END))::text;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.mop_report(bigint)
+	IS 'a self-contained HTML page about a run: summary, winner, leaderboard, the four charts, decisions';

@@ -46,3 +46,22 @@ SELECT err(format($$SELECT mop_plot_curves(%s, y => 'accuracy')$$, :r));
 SELECT err(format($$SELECT mop_plot_curves(%s, x => 'minutes')$$, :r));
 SELECT err($$SELECT mop_plot_gantt(-1)$$);
 SELECT err($$SELECT mop_plot_curves(-1)$$);
+-- the optimization history, parallel coordinates and the one-page report
+CREATE TEMP TABLE more AS
+SELECT mop_plot_history(:r)::xml AS history, mop_plot_parallel(:r)::xml AS parallel, mop_report(:r) AS report,
+       ARRAY[ARRAY['s', 'http://www.w3.org/2000/svg']] AS ns;
+SELECT (xpath('count(//s:circle[@class="trial"])', history, ns))[1]::text::int
+         = (SELECT count(*) FROM mop.models WHERE run_id = :r AND status IN ('done', 'stopped', 'diverged')
+              AND best_valid_metric IS NOT NULL) AS dot_per_trial,
+       xpath_exists('//s:polyline[@class="best-so-far"]', history, ns) AS best_so_far,
+       (xpath('count(//s:polyline[@class="trial"])', parallel, ns))[1]::text AS parallel_lines,
+       (xpath('count(//s:text[@style="font-weight: bold"])', parallel, ns))[1]::text AS parallel_axes
+  FROM more;
+-- the report: one HTML document with the four charts inline, nothing fetched
+SELECT report LIKE '<!DOCTYPE html><html lang="en">%' AS html,
+       xml_is_well_formed_document(substr(report, 16)) AS well_formed,
+       (xpath('count(//s:svg)', substr(report, 16)::xml, ARRAY[ARRAY['s', 'http://www.w3.org/2000/svg']]))[1]::text AS charts,
+       report !~ '(src|href)=' AS self_contained,
+       report LIKE '%&lt;b&gt;&amp;"blobs"%' AND report NOT LIKE '%<b>&"blobs"%' AS escaped
+  FROM more;
+SELECT err($$SELECT mop_plot_history(-1)$$), err($$SELECT mop_plot_parallel(-1)$$), err($$SELECT mop_report(-1)$$);
