@@ -3,8 +3,9 @@
 # Fashion-MNIST grid search: run it in a throwaway cluster with mop
 # installed, e.g.
 #   FMNIST_DIR=/usr/share/datasets/fashion-mnist pg_virtualenv -t -v 15 bash test/bench/pictures.sh
-# Writes docs/img/gantt.svg, curves.svg and their PNGs (rsvg-convert, from
-# Debian's librsvg2-bin).
+# Writes docs/img/{gantt,curves,history,parallel}.svg, their PNGs
+# (rsvg-convert, from Debian's librsvg2-bin), and the run's mop_report page
+# in $REPORT (default /tmp/mop-report.html).
 set -eu
 cd "$(dirname "$0")/../.."
 FM=${FMNIST_DIR:-/usr/share/datasets/fashion-mnist}
@@ -38,6 +39,10 @@ RUN=$($P -c "SET client_min_messages = warning; SELECT DISTINCT run_id FROM mop_
     \"learning_rate\": [0.003, 0.001, 0.0003], \"batch_size\": [32, 128], \"seed\": 1}', epochs => 5, workers => 4)")
 $P -c "SELECT mop_plot_gantt($RUN)" >docs/img/gantt.svg
 $P -c "SELECT mop_plot_curves($RUN)" >docs/img/curves.svg
-rsvg-convert docs/img/gantt.svg -o docs/img/gantt.png
-rsvg-convert docs/img/curves.svg -o docs/img/curves.png
-echo "run $RUN: docs/img/gantt.{svg,png}, docs/img/curves.{svg,png}"
+$P -c "SELECT mop_plot_history($RUN)" >docs/img/history.svg
+$P -c "SELECT mop_plot_parallel($RUN)" >docs/img/parallel.svg
+$P -c "SELECT mop_report($RUN)" >"${REPORT:-/tmp/mop-report.html}"
+for c in gantt curves history parallel; do
+	rsvg-convert docs/img/$c.svg -o docs/img/$c.png
+done
+echo "run $RUN: docs/img/{gantt,curves,history,parallel}.{svg,png}, ${REPORT:-/tmp/mop-report.html}"
