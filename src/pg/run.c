@@ -480,6 +480,46 @@ fmt_duration(double s)
 	return psprintf("%ds", (int) s);
 }
 
+/*
+ * A NOTICE with the run's progress, at most every 5 seconds and only when a
+ * sub-epoch finished since the last one (the blocking searches' and
+ * mop_wait's progress lines).
+ */
+static void
+progress_notice(MopRunShared *run, int64 *last_hops, TimestampTz *last_notice)
+{
+	int64		hops,
+				total;
+	int32		mdone,
+				nmodels;
+	double		best;
+	TimestampTz started,
+				now = GetCurrentTimestamp();
+
+	SpinLockAcquire(&run->mutex);
+	hops = run->hops_done;
+	total = run->hops_total;
+	mdone = run->models_done;
+	nmodels = run->n_models;
+	best = run->best_metric;
+	started = run->started_at;
+	SpinLockRelease(&run->mutex);
+	if (hops != *last_hops && hops > 0 && TimestampDifferenceExceeds(*last_notice, now, 5000))
+	{
+		double		elapsed = (double) (now - started) / 1e6;
+		double		eta = elapsed * (double) (total - hops) / (double) hops;
+
+		ereport(NOTICE,
+				(errmsg("run %lld: %lld of %lld sub-epochs, %d of %d models finished, best validation metric %s, elapsed %s, eta %s",
+						(long long) run->run_id, (long long) hops, (long long) total,
+						mdone, nmodels,
+						isnan(best) ? "n/a" : psprintf("%.4f", best),
+						fmt_duration(elapsed), fmt_duration(eta))));
+		*last_hops = hops;
+		*last_notice = now;
+	}
+}
+
 /* Block until the run is done, with NOTICE progress; cancel on interrupt. */
 static void
 wait_done(MopRunShared *run, bool notices)
@@ -492,40 +532,14 @@ wait_done(MopRunShared *run, bool notices)
 		for (;;)
 		{
 			MopRunPhase phase;
-			int64		hops,
-						total;
-			int32		mdone,
-						nmodels;
-			double		best;
-			TimestampTz started,
-						now = GetCurrentTimestamp();
 
 			SpinLockAcquire(&run->mutex);
 			phase = run->phase;
-			hops = run->hops_done;
-			total = run->hops_total;
-			mdone = run->models_done;
-			nmodels = run->n_models;
-			best = run->best_metric;
-			started = run->started_at;
 			SpinLockRelease(&run->mutex);
 			if (phase == MOP_PHASE_DONE)
 				break;
-			if (notices && hops != last_hops && hops > 0 &&
-				TimestampDifferenceExceeds(last_notice, now, 5000))
-			{
-				double		elapsed = (double) (now - started) / 1e6;
-				double		eta = elapsed * (double) (total - hops) / (double) hops;
-
-				ereport(NOTICE,
-						(errmsg("run %lld: %lld of %lld sub-epochs, %d of %d models finished, best validation metric %s, elapsed %s, eta %s",
-								(long long) run->run_id, (long long) hops, (long long) total,
-								mdone, nmodels,
-								isnan(best) ? "n/a" : psprintf("%.4f", best),
-								fmt_duration(elapsed), fmt_duration(eta))));
-				last_hops = hops;
-				last_notice = now;
-			}
+			if (notices)
+				progress_notice(run, &last_hops, &last_notice);
 			/* the run's superseded checkpoints must not wait for this statement */
 			mop_wait_release_xmin();
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
@@ -604,7 +618,7 @@ run_search(FunctionCallInfo fcinfo, const RunRequest *req)
 				 errdetail("The run's results are committed by background workers, which a REPEATABLE READ or SERIALIZABLE snapshot cannot see."),
 				 errhint("Run it at READ COMMITTED, or pass wait => false and read mop.models later.")));
 	(void) mop_device_check();	/* 'gpu' fails here, before anything starts */
-	(void) mop_mark_interrupted();
+	(void) mop_mark_interrupted_except(req->resume_run_id);
 	seg = launch(req, &handle);
 	run = dsm_segment_address(seg);
 	run_id = wait_started(run, handle);
@@ -813,6 +827,20 @@ attach_run(int64 run_id, int64 handle)
 List *
 mop_mark_interrupted(void)
 {
+	return mop_mark_interrupted_except(0);
+}
+
+/*
+ * The same, leaving run `except` alone: the run that mop_resume is about to
+ * hand to a coordinator.  Marked here, its row would stay locked by the
+ * caller's open transaction, and the coordinator, which must update that
+ * row before the caller's wait for it can end, would wait for the caller
+ * forever (a cycle through a latch, which the deadlock detector cannot
+ * see).  The coordinator sets the run 'running' itself.
+ */
+List *
+mop_mark_interrupted_except(int64 except)
+{
 	List	   *marked = NIL;
 	int64	   *ids,
 			   *handles;
@@ -841,10 +869,14 @@ mop_mark_interrupted(void)
 	}
 	for (int i = 0; i < n; i++)
 	{
-		dsm_segment *seg = has[i] ? attach_run(ids[i], handles[i]) : NULL;
+		dsm_segment *seg;
 		Oid			t[2] = {INT8OID, INT8OID};
 		Datum		v[2];
 		char		nulls[2] = {' ', has[i] ? ' ' : 'n'};
+
+		if (ids[i] == except)
+			continue;
+		seg = has[i] ? attach_run(ids[i], handles[i]) : NULL;
 
 		if (seg != NULL)
 		{
@@ -898,7 +930,7 @@ mop_resume_body(PG_FUNCTION_ARGS)
 	bool		isnull_dummy;
 	List	   *added = NIL;
 
-	(void) mop_mark_interrupted();
+	(void) mop_mark_interrupted_except(run_id);
 	run_row(run_id, &status, &dataset, &partitions, &handle, &has_handle);
 	if (has_handle && (seg = attach_run(run_id, handle)) != NULL)
 	{
@@ -1109,10 +1141,16 @@ wait_or_cancel(int64 run_id, bool cancel)
 		MopRunShared *run = dsm_segment_address(seg);
 		text	   *result;
 
+		int64		last_hops = -1;
+		TimestampTz last_notice = 0;
+
 		if (cancel)
 			request_cancel(run);
 		while (run->phase != MOP_PHASE_DONE)
 		{
+			/* mop_wait reports progress as a blocking search does */
+			if (!cancel)
+				progress_notice(run, &last_hops, &last_notice);
 			mop_wait_release_xmin();
 			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 							 100L, PG_WAIT_EXTENSION);

@@ -166,6 +166,7 @@ extern int	mop_task_timeout_ms;
 
 /* run.c: runs whose processes are gone become 'interrupted' (returns their ids) */
 extern List *mop_mark_interrupted(void);
+extern List *mop_mark_interrupted_except(int64 except);
 
 /* recovery.c: after a restart a preloaded mop resumes interrupted runs */
 extern bool mop_auto_resume;
