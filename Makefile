@@ -18,7 +18,8 @@ MODULE_big = mop
 # (mop--A--B.sql, run in order by ALTER EXTENSION mop UPDATE), and the full
 # script of the newest version (default_version in mop.control), built from
 # mop--0.1.sql followed by every upgrade, so that a fresh install and an
-# upgraded one have the same catalog (test/sh/upgrade.sh compares them).
+# upgraded one have the same catalog (test/tap/t/006_upgrade.pl
+# compares them).
 # A released script is never edited: a catalog change is a new upgrade
 # script added to MOP_UPGRADES, a new MOP_VERSION and default_version.
 MOP_VERSION = 0.2

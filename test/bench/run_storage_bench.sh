@@ -11,8 +11,8 @@
 # dynamic_library_path with the install script run by hand, so that other
 # sessions' `make install` cannot change what is measured.  The variants
 # alternate: base, new, base, new, ... (STB_REPS pairs of the short run,
-# then one pair of the long run).  A run: the grid of test/sh/
-# checkpoint_storage.sh (4 Adam models of 3.8 MB, 4 partitions of 90 rows,
+# then one pair of the long run).  A run: the grid of test/tap/t/
+# 005_checkpoint_storage.pl (4 Adam models of 3.8 MB, 4 partitions of 90 rows,
 # 2 workers, blocking mop_grid_search) for STB_EPOCHS epochs, then for
 # STB_LONG_EPOCHS; then STB_REPS pairs of a grid of 4 small models (3
 # features, 16 hidden units, 2 partitions of 68 rows) for 100 epochs, whose

@@ -1,0 +1,166 @@
+# 005_checkpoint_storage.pl -- a run's checkpoints do not fill the disk.
+#
+# Every sub-epoch commits its model's whole state (weights + Adam moments,
+# about 4 MB here) as mop.models.state; each commit leaves the old state
+# dead.  A grid of 4 such models over 4 short partitions trains 640
+# sub-epochs (2.5 GB of states) while this test samples the size of
+# mop.models (heap, TOAST table and indexes) and the WAL position:
+#   1. blocking mop_grid_search by an ordinary role: the largest size seen
+#      stays <= 3 x the live states (it grew without bound before), and the
+#      WAL per sub-epoch is about one state (<= 1.5 x);
+#   2. the same with wait => false and another session blocked in mop_wait
+#      for the whole run: the same bound;
+#   3. mop_train over 30 epochs (one transaction) stores two states (the
+#      first and the last), not 31.
+# autovacuum is off in this server: the bound must come from mop itself.
+# The checks print the measured numbers.  MOP_STORAGE_EPOCHS (default 40)
+# sets the epochs of the searches.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use POSIX ();
+use Time::HiRes qw(time usleep);
+
+my $epochs = $ENV{MOP_STORAGE_EPOCHS} || 40;
+
+my $node = PostgreSQL::Test::Cluster->new('storage');
+$node->init;
+# wal_level as in a default cluster (the framework's default is minimal)
+$node->append_conf('postgresql.conf', qq{
+max_worker_processes = 16
+wal_level = replica
+autovacuum = off
+client_min_messages = warning
+});
+$node->start;
+
+# one database per measurement, so that each starts from an empty mop.models
+$node->safe_psql('postgres',
+	'CREATE ROLE trainer LOGIN; CREATE DATABASE st1; CREATE DATABASE st2; CREATE DATABASE st3;');
+for my $db ('st1', 'st2', 'st3')
+{
+	$node->safe_psql($db, q{
+CREATE EXTENSION mop;
+CREATE TABLE t AS
+SELECT (i % 10)::text AS label,
+       ARRAY(SELECT ((i % 10) * 0.1 + sin(i * 7 + j))::real FROM generate_series(1, 64) j) AS v
+  FROM generate_series(1, 400) i;
+GRANT SELECT ON t TO trainer;
+SET ROLE trainer;
+SELECT dataset_name FROM mop_prepare('t', 'label', ARRAY['v'], partitions => 4, validation => 0.1);
+});
+}
+# 64 -> 1024 -> 256 -> 10 with Adam: 331,274 parameters, a state of about 4 MB
+my $model = '[{"type": "dense", "units": 1024, "activation": "relu"}, {"type": "dense", "units": 256, "activation": "relu"}, {"type": "dense", "units": 10}]';
+my $space = qq({"model": $model, "optimizer": "adam", "learning_rate": [0.001, 0.0001], "batch_size": [64, 128]});
+
+sub size { return $node->safe_psql($_[0], "SELECT pg_total_relation_size('mop.models')"); }
+sub lsn  { return $node->safe_psql($_[0], 'SELECT pg_current_wal_lsn()'); }
+
+# a psql as trainer in the background, its output in $file; returns its pid
+sub bg_psql
+{
+	my ($db, $file, $sql) = @_;
+	my $pid = fork() // die "fork: $!";
+	if ($pid == 0)
+	{
+		open(STDOUT, '>', $file) or POSIX::_exit(127);
+		open(STDERR, '>&', \*STDOUT) or POSIX::_exit(127);
+		exec('psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-At', '-d',
+			$node->connstr($db) . ' user=trainer', '-c', $sql)
+		  or POSIX::_exit(127);
+	}
+	return $pid;
+}
+
+# sample the size of mop.models every 0.2 s until the session $pid ends;
+# returns the largest size seen and the session's exit status
+sub watch_run
+{
+	my ($db, $pid) = @_;
+	my $max = 0;
+	my $status;
+	while (1)
+	{
+		my $s = size($db);
+		$max = $s if $s > $max;
+		if (waitpid($pid, POSIX::WNOHANG()) == $pid)
+		{
+			$status = $?;
+			last;
+		}
+		usleep(200_000);
+	}
+	my $s = size($db);
+	$max = $s if $s > $max;
+	return ($max, $status);
+}
+
+sub mb { return sprintf('%.1f MB', $_[0] / 1048576); }
+
+# check one run: label, database, run id, wal start, largest size seen, seconds
+sub check
+{
+	my ($label, $db, $run, $lsn0, $max, $secs) = @_;
+	my ($hops, $live, $n, $done, $wal) = split /\|/, $node->safe_psql($db, qq{
+SELECT (SELECT count(*) FROM mop.hops WHERE run_id = $run),
+       (SELECT sum(pg_column_size(state)) FROM mop.models WHERE run_id = $run),
+       (SELECT count(*) FROM mop.models WHERE run_id = $run),
+       (SELECT bool_and(status = 'done') FROM mop.models WHERE run_id = $run),
+       pg_wal_lsn_diff(pg_current_wal_lsn(), '$lsn0')::bigint});
+	is($hops, $epochs * 16, "$label: run $run trained every sub-epoch ($hops in $secs s)");
+	is($done, 't', "$label: every model of run $run done");
+	my $st = $live / $n;
+	my $ratio = $max / $live;
+	my $wph = $wal / $hops / $st;
+	cmp_ok($ratio, '<=', 3,
+		sprintf('%s: %s of states written; live states %s, mop.models at most %s = %.2f x live (bound: 3 x live)',
+			$label, mb($hops * $st), mb($live), mb($max), $ratio));
+	cmp_ok($wph, '<=', 1.5,
+		sprintf('%s: WAL %s per sub-epoch = %.2f states (bound: 1.5)', $label, mb($wal / $hops), $wph));
+}
+
+# 1. a blocking search, as the role that owns it
+{
+	my $lsn0 = lsn('st1');
+	my $t0 = time;
+	my $out = $node->basedir . '/run1.out';
+	my $pid = bg_psql('st1', $out,
+		"SELECT count(*) FROM mop_grid_search('t', '$space', epochs => $epochs, workers => 2)");
+	my ($max, $status) = watch_run('st1', $pid);
+	my $secs = sprintf('%.1f', time - $t0);
+	is($status, 0, 'blocking search: mop_grid_search succeeded') or diag(slurp_file($out));
+	my $run = $node->safe_psql('st1', 'SELECT max(id) FROM mop.runs');
+	check('blocking search', 'st1', $run, $lsn0, $max, $secs);
+}
+
+# 2. wait => false, and another session blocked in mop_wait meanwhile
+{
+	my $lsn0 = lsn('st2');
+	my $t0 = time;
+	my $run = $node->safe_psql('st2',
+		"SET ROLE trainer; SELECT DISTINCT run_id FROM mop_grid_search('t', '$space', epochs => $epochs, workers => 2, wait => false)");
+	my $out = $node->basedir . '/run2.out';
+	my $pid = bg_psql('st2', $out, "SELECT mop_wait($run)");
+	my ($max, $status) = watch_run('st2', $pid);
+	my $secs = sprintf('%.1f', time - $t0);
+	is($status, 0, 'background search + mop_wait: mop_wait succeeded') or diag(slurp_file($out));
+	check('background search + mop_wait', 'st2', $run, $lsn0, $max, $secs);
+}
+
+# 3. mop_train: one transaction, one stored state
+{
+	my $before = size('st3');
+	my $id = $node->safe_psql('st3',
+		qq(SET ROLE trainer; SELECT mop_train('t', '{"model": $model, "optimizer": "adam"}', 30)));
+	my ($st, $grew) = split /\|/, $node->safe_psql('st3',
+		"SELECT pg_column_size(state), pg_total_relation_size('mop.models') - $before FROM mop.models WHERE id = $id");
+	cmp_ok($grew, '<=', 2.5 * $st,
+		sprintf('mop_train, 30 epochs: mop.models grew by %s = %.2f states of %s (the first and the last; bound: 2.5 states)',
+			mb($grew), $grew / $st, mb($st)));
+}
+
+$node->stop;
+done_testing();
