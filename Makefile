@@ -44,6 +44,9 @@ SHLIB_LINK = -ldl -lm
 # pg_regress: tests in sql/, expected output in expected/.
 REGRESS = install prepare train aggregate predict errors search adaptive device hardening security fuzz keras predict_table notices plots
 REGRESS_OPTS = --inputdir=.
+# isolationtester: specs in specs/, expected output in expected/ (run by
+# make installcheck after REGRESS)
+ISOLATION = lock_order drop_during_run prepare_same_name
 
 # the optional GPU object (see the end); pgxs reads EXTRA_CLEAN when included
 EXTRA_CLEAN = gpu/mop_gpu.so

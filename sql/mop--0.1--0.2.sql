@@ -43,6 +43,11 @@
  *    and, with mop preloaded, by its startup recovery, which then resumes
  *    them (mop.auto_resume).
  *
+ * 6. Dropping what a running run uses is refused with a clear error
+ *    (55006) instead of deadlocking with its workers: mop_drop_dataset
+ *    while a run trains on the dataset, a DELETE of a run that trains,
+ *    DROP EXTENSION mop while any run trains.
+ *
  * Superusers and the extension's owner bypass row-level security, as
  * before.  Rows that 0.1 let one role write against another role's rows
  * are reported by a WARNING below, never deleted: the superuser decides.
@@ -357,6 +362,42 @@ ALTER TABLE mop.runs ADD CONSTRAINT runs_status_check
 ALTER TABLE mop.models DROP CONSTRAINT models_status_check;
 ALTER TABLE mop.models ADD CONSTRAINT models_status_check
 	CHECK (status IN ('pending', 'training', 'done', 'stopped', 'diverged', 'failed', 'cancelled', 'interrupted'));
+
+-- 6. dropping what a running run uses: a clear error, never a deadlock ----------
+-- mop_drop_dataset (now in C) locks the dataset's row first and refuses
+-- (55006, naming the run) while one of its runs trains; a BEFORE DELETE
+-- trigger refuses to delete a run that trains however the delete comes (a
+-- DELETE on mop.runs, a cascade from mop.datasets); an event trigger makes
+-- DROP EXTENSION mop (and DROP SCHEMA ... CASCADE of its schema) refuse
+-- while a run trains, and otherwise take mop's relations without waiting
+-- while it holds any.  The row lock order all of mop follows is described
+-- in src/pg/lockorder.h.
+
+CREATE OR REPLACE FUNCTION @extschema@.mop_drop_dataset(dataset text) RETURNS boolean
+	AS 'MODULE_PATHNAME', 'mop_drop_dataset'
+	LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_drop_dataset(text)
+	IS 'delete a dataset with its buffers, runs, models, epochs and hops; refused while one of its runs trains';
+
+CREATE FUNCTION mop.guard_run_delete() RETURNS trigger
+	AS 'MODULE_PATHNAME', 'mop_guard_run_delete'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION mop.guard_run_delete()
+	IS 'trigger: a run that trains (status running, its processes alive) cannot be deleted';
+CREATE TRIGGER guard_run_delete BEFORE DELETE ON mop.runs
+	FOR EACH ROW EXECUTE FUNCTION mop.guard_run_delete();
+
+CREATE FUNCTION mop.guard_drop_extension() RETURNS event_trigger
+	AS 'MODULE_PATHNAME', 'mop_guard_drop_extension'
+	LANGUAGE C VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION mop.guard_drop_extension()
+	IS 'event trigger: DROP EXTENSION mop is refused while a run trains';
+CREATE EVENT TRIGGER mop_guard_drop ON ddl_command_start
+	WHEN TAG IN ('DROP EXTENSION', 'DROP SCHEMA')
+	EXECUTE FUNCTION mop.guard_drop_extension();
 
 -- 7. mop_predict_table: a model's predictions for a whole table -----------------
 -- (no SET clause: the output name is resolved in the caller's search_path;

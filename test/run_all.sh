@@ -9,8 +9,11 @@
 #    fuzz-san) and the GPU tests (test/gpu/run.sh: they say "skip" where
 #    no GPU is usable);
 # 3. installs the extension (needs root, or sudo) and runs the pg_regress
-#    suite inside a throwaway cluster made by Debian's pg_virtualenv
-#    (regression.diffs is printed on failure);
+#    suite and then the isolation tests (isolationtester, specs/*.spec;
+#    each prints "test ... ok" like pg_regress, even if pg_regress failed)
+#    inside a throwaway cluster made by Debian's pg_virtualenv
+#    (regression.diffs and output_iso/regression.diffs are printed on
+#    failure);
 # 4. runs the shell tests in test/sh/ (e.g. pg_cancel_backend) in another
 #    throwaway cluster; they print "ok ..." / "not ok ..." lines;
 # 5. runs the TAP tests in test/tap/ (PostgreSQL::Test::Cluster; they make
@@ -108,9 +111,12 @@ if ! $SUDO make -s install PG_CONFIG="$PG_CONFIG" >"$LOG/install.log" 2>&1; then
 	finish
 fi
 
-echo "== regression tests (pg_regress in a pg_virtualenv cluster, PostgreSQL $PGMAJOR)"
-rm -f regression.diffs regression.out
-pg_virtualenv -t -v "$PGMAJOR" make installcheck PG_CONFIG="$PG_CONFIG" >"$LOG/regress.log" 2>&1
+echo "== regression and isolation tests (pg_regress, pg_isolation_regress in a pg_virtualenv cluster, PostgreSQL $PGMAJOR)"
+rm -rf regression.diffs regression.out output_iso
+# two make runs, so that a failing pg_regress does not skip the isolation tests
+pg_virtualenv -t -v "$PGMAJOR" bash -c 'make installcheck ISOLATION= PG_CONFIG="$1"; r1=$?;
+	make installcheck REGRESS= PG_CONFIG="$1"; r2=$?; [ $r1 -eq 0 ] && [ $r2 -eq 0 ]' \
+	run_all "$PG_CONFIG" >"$LOG/regress.log" 2>&1
 rc=$?
 grep -E '^(test|ok|not ok) |tests (passed|failed)|of [0-9]+ tests' "$LOG/regress.log"
 ok=$(grep -cE '^test .*\.\.\. ok' "$LOG/regress.log")
@@ -118,9 +124,10 @@ bad=$(grep -cE '^test .*\.\.\. FAILED' "$LOG/regress.log")
 PASSED=$((PASSED + ok))
 FAILED=$((FAILED + bad))
 if [ "$rc" -ne 0 ]; then
-	if [ -f regression.diffs ]; then
-		echo "== regression.diffs"
-		cat regression.diffs
+	if [ -f regression.diffs ] || [ -f output_iso/regression.diffs ]; then
+		for d in regression.diffs output_iso/regression.diffs; do
+			[ -f "$d" ] && { echo "== $d"; cat "$d"; }
+		done
 	else
 		tail -n 40 "$LOG/regress.log"
 	fi

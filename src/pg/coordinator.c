@@ -45,6 +45,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "lockorder.h"
 #include "mop.h"
 #include "run.h"
 #include "search/mop_asha.h"
@@ -161,6 +162,16 @@ begin_tx(void)
 	StartTransactionCommand();
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
+	/*
+	 * Lock order (lockorder.h): the dataset's row, then the run's, before
+	 * any model or decision (a new model's insert needs the dataset's row,
+	 * a decision's the run's).  Rows already gone are not an error here.
+	 */
+	if (run->run_id != 0 && run_ds != NULL)
+	{
+		(void) mop_lock_dataset_row(run_ds->id);
+		(void) mop_lock_run_row(run->run_id);
+	}
 }
 
 static void
@@ -271,6 +282,11 @@ create_run(void)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("dataset \"%s\" is not visible to the run's workers", dsname),
 				 errhint("Background workers see only committed data: commit mop_prepare() before starting a search.")));
+	/* lock order (lockorder.h): the dataset's row first; a drop may have won */
+	if (!mop_lock_dataset_row(ds->id))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("dataset \"%s\" was dropped before the run could start", dsname)));
 	n_partitions = ds->partitions;
 	snprintf(opts, sizeof(opts),
 			 "{\"deterministic\": %s, \"scheduler\": \"%s\", \"device\": \"%s\"%s, \"blas_threads\": %d%s%s%s%s}",
@@ -356,6 +372,8 @@ load_run(void)
 
 	begin_tx();
 	v[0] = Int64GetDatum(run->resume_run_id);
+	/* lock order (lockorder.h): the dataset's row before the run's */
+	(void) mop_lock_dataset_of_run(run->resume_run_id);
 	exec_sql("SELECT r.status, d.partitions, r.epochs, r.seed, "
 			 "COALESCE((r.options OPERATOR(pg_catalog.->>) 'deterministic')::boolean, false), "
 			 "COALESCE(r.options OPERATOR(pg_catalog.->>) 'scheduler', 'random'), "

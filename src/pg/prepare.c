@@ -437,10 +437,23 @@ mop_prepare(PG_FUNCTION_ARGS)
 								   "normalized, feature_mean, feature_std, partitions, buffer_rows, "
 								   "validation, train_rows, valid_rows, seed) VALUES ($1, $2, $3, $4, "
 								   "$5, $6, $7, $8, $9, pg_catalog.to_jsonb($10), $11, $12, $13, $14, "
-								   "$15, $16, $17, $18, $19) RETURNING id",
+								   "$15, $16, $17, $18, $19) ON CONFLICT (name) DO NOTHING RETURNING id",
 								   19, types, args, argnulls, false, 1);
-		if (rc != SPI_OK_INSERT_RETURNING || SPI_processed != 1)
+		if (rc != SPI_OK_INSERT_RETURNING)
 			elog(ERROR, "could not insert into mop.datasets: %s", SPI_result_code_string(rc));
+		/*
+		 * The name looked free above, but it is taken: by a transaction that
+		 * prepared it meanwhile (the insert waited for it to commit; had it
+		 * rolled back, the name would be ours), or by another role's
+		 * dataset, which row-level security hid from the check.
+		 */
+		if (SPI_processed != 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_OBJECT),
+					 errmsg("dataset \"%s\" already exists", dsname),
+					 errdetail("It was prepared by another transaction while this one read the source, or it belongs to another role (dataset names are shared by all roles)."),
+					 errhint("Choose another name with dataset => '...', or drop it with mop_drop_dataset('%s').",
+							 dsname)));
 		dataset_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 												 SPI_tuptable->tupdesc, 1, &isnull));
 	}

@@ -8,8 +8,9 @@
  * report, until told to exit.  A task is one sub-epoch of one model through
  * the narrow waist, in one transaction:
  *
- *   load the model's checkpoint (mop.models.state),
+ *   load the model's checkpoint (mop.models.state; no lock yet),
  *   SELECT mop.train_agg(state, x, y ORDER BY buffer_no) over its partition,
+ *   lock the dataset's, the run's and the model's rows (lockorder.h),
  *   store the new checkpoint and the mop.hops row,
  *   and, if the sub-epoch completes the model's epoch, evaluate it on the
  *   validation split and record the epoch in mop.epochs.
@@ -40,6 +41,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "lockorder.h"
 #include "mop.h"
 #include "run.h"
 
@@ -49,7 +51,7 @@ volatile int64 *mop_progress_rows = NULL;
 	"SELECT m.state, m.dataset_id, m.status, " \
 	"(SELECT pg_catalog.sum(b.rows) FROM mop.buffers b WHERE b.dataset_id OPERATOR(pg_catalog.=) m.dataset_id " \
 	" AND b.split OPERATOR(pg_catalog.=) 'train' AND b.partition OPERATOR(pg_catalog.=) $2)::bigint " \
-	"FROM mop.models m WHERE m.id OPERATOR(pg_catalog.=) $1 FOR UPDATE"
+	"FROM mop.models m WHERE m.id OPERATOR(pg_catalog.=) $1"
 
 #define HOP_SQL \
 	"INSERT INTO mop.hops (run_id, model_id, epoch, partition, worker, started_at, " \
@@ -309,6 +311,36 @@ run_task(MopSlot *slot, MopSlot *task, double *valid_metric, double *valid_loss)
 		rows = DatumGetInt64(col(4, &isnull));
 		status = TextDatumGetCString(col(5, &isnull));
 		MemoryContextSwitchTo(old);
+	}
+
+	/*
+	 * Lock order (lockorder.h): the dataset's row and the run's (FOR KEY
+	 * SHARE, as the foreign keys of the writes below would take them, the
+	 * model's second update of an epoch included), then the model's (FOR
+	 * UPDATE), all only now that the training is done: a delete, which
+	 * locks in the same order, waits for these writes at most, and nothing
+	 * waits for a lock while holding one of a lower level.
+	 */
+	if (!mop_lock_dataset_of_run(run->run_id) || !mop_lock_run_row(run->run_id))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("run %lld or its dataset does not exist any more", (long long) run->run_id)));
+	t[0] = INT8OID;
+	v[0] = Int64GetDatum(task->model_id);
+	exec_sql("SELECT status FROM mop.models WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+			 1, t, v, n, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("model %lld is not visible to the worker", (long long) task->model_id)));
+	if (strcmp(TextDatumGetCString(col(1, &isnull)), "training") != 0)
+	{
+		/* stopped while this sub-epoch trained: it is not recorded */
+		SPI_finish();
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		pgstat_report_activity(STATE_IDLE, NULL);
+		return MOP_TASK_FAILED;
 	}
 
 	/* the hop row, with this sub-epoch's mean loss and metric */
