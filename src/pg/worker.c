@@ -432,6 +432,8 @@ run_task(MopSlot *slot, MopSlot *task, double *valid_metric, double *valid_loss)
 	}
 	SPI_finish();
 	PopActiveSnapshot();
+	/* a process given up while it trained commits nothing */
+	mop_worker_check_coordinator();
 	CommitTransactionCommand();
 	pgstat_report_activity(STATE_IDLE, NULL);
 	return outcome;
@@ -453,8 +455,6 @@ mark_failed(int64 model_id, const char *msg)
 	exec_sql(FAILED_SQL, 2, t, v, NULL, SPI_OK_UPDATE);
 	SPI_finish();
 	PopActiveSnapshot();
-	/* a process given up while it trained commits nothing */
-	mop_worker_check_coordinator();
 	CommitTransactionCommand();
 }
 
