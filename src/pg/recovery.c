@@ -51,6 +51,7 @@
 PGDLLEXPORT void mop_launcher_main(Datum arg);
 PGDLLEXPORT void mop_recovery_main(Datum arg);
 PGDLLEXPORT void mop_resume_worker_main(Datum arg);
+PGDLLEXPORT void mop_mark_worker_main(Datum arg);
 
 bool		mop_auto_resume = true;
 
@@ -320,5 +321,52 @@ mop_resume_worker_main(Datum arg)
 	pgstat_report_activity(STATE_IDLE, NULL);
 	ereport(LOG,
 			(errmsg("mop run %lld resumed after a restart", (long long) ra.run_id)));
+	proc_exit(0);
+}
+
+/*
+ * Mark the runs this role sees orphaned 'interrupted' in a worker's own
+ * transaction (see mop_mark_interrupted_except) and wait for it; false if
+ * no worker could run (no free slot, a role that cannot log in).
+ */
+bool
+mop_mark_in_worker(Oid database, Oid role, int64 except)
+{
+	BackgroundWorker bgw;
+	ResumeArgs	ra;
+
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "mop");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "mop_mark_worker_main");
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "mop mark interrupted");
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "mop mark");
+	ra.database = database;
+	ra.role = role;
+	ra.run_id = except;
+	memcpy(bgw.bgw_extra, &ra, sizeof(ra));
+	return run_worker_to_end(&bgw);
+}
+
+/* The worker of mop_mark_in_worker: the marking, as that role, committed at once. */
+void
+mop_mark_worker_main(Datum arg)
+{
+	ResumeArgs	ra;
+
+	memcpy(&ra, MyBgworkerEntry->bgw_extra, sizeof(ra));
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(ra.database, ra.role, 0);
+	mop_pin_search_path();
+	pgstat_report_appname("mop mark");
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	(void) mop_mark_interrupted_except(ra.run_id);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
 	proc_exit(0);
 }

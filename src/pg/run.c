@@ -824,6 +824,119 @@ attach_run(int64 run_id, int64 handle)
  * it marked (in CurrentMemoryContext).  Does nothing in a read-only
  * transaction.
  */
+
+/* The NOTICE a run marked 'interrupted' gets. */
+static void
+interrupted_notice(int64 run_id)
+{
+	ereport(NOTICE,
+			(errmsg("mop run %lld was interrupted by a server restart", (long long) run_id),
+			 errdetail("Its committed checkpoints are kept; no process trains it any more."),
+			 errhint("mop_resume(%lld) continues it.", (long long) run_id)));
+}
+
+/*
+ * Runs the caller may see that say 'running' with no process behind them
+ * (their shared segment is gone), run `except` aside: for each, its id and
+ * the stale handle (-1: none), as int64[2].
+ */
+static List *
+find_orphans(int64 except)
+{
+	List	   *orphans = NIL;
+	MemoryContext outer = CurrentMemoryContext;
+	int64	   *ids,
+			   *handles;
+	bool	   *has;
+	int			n;
+
+	SPI_connect();
+	/* mop_train's own run row lives and dies with its caller's transaction */
+	if (SPI_execute("SELECT id, shm_handle FROM mop.runs WHERE status OPERATOR(pg_catalog.=) 'running' "
+					"AND kind OPERATOR(pg_catalog.<>) 'train' ORDER BY id", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read mop.runs");
+	n = (int) SPI_processed;
+	ids = palloc(sizeof(int64) * Max(n, 1));
+	handles = palloc(sizeof(int64) * Max(n, 1));
+	has = palloc(sizeof(bool) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+		handles[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+		has[i] = !isnull;
+	}
+	for (int i = 0; i < n; i++)
+	{
+		dsm_segment *seg;
+
+		if (ids[i] == except)
+			continue;
+		seg = has[i] ? attach_run(ids[i], handles[i]) : NULL;
+		if (seg != NULL)
+		{
+			dsm_detach(seg);
+			continue;			/* alive */
+		}
+		{
+			MemoryContext old = MemoryContextSwitchTo(outer);
+			int64	   *o = palloc(sizeof(int64) * 2);
+
+			o[0] = ids[i];
+			o[1] = has[i] ? handles[i] : -1;
+			orphans = lappend(orphans, o);
+			MemoryContextSwitchTo(old);
+		}
+	}
+	SPI_finish();
+	return orphans;
+}
+
+/* Mark the orphans (find_orphans) 'interrupted' in this transaction; their ids. */
+static List *
+mark_orphans_here(int64 except)
+{
+	List	   *marked = NIL;
+	List	   *orphans = find_orphans(except);
+	ListCell   *lc;
+	MemoryContext outer = CurrentMemoryContext;
+
+	if (orphans == NIL)
+		return NIL;
+	SPI_connect();
+	foreach(lc, orphans)
+	{
+		int64	   *o = (int64 *) lfirst(lc);
+		Oid			t[2] = {INT8OID, INT8OID};
+		Datum		v[2] = {Int64GetDatum(o[0]), Int64GetDatum(o[1])};
+		char		nulls[2] = {' ', o[1] < 0 ? 'n' : ' '};
+
+		/* still orphaned: not resumed (a new handle) or finished meanwhile */
+		if (SPI_execute_with_args("UPDATE mop.runs SET status = 'interrupted', shm_handle = NULL, "
+								  "error = 'the server restarted or crashed while the run was training' "
+								  "WHERE id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'running' "
+								  "AND shm_handle IS NOT DISTINCT FROM $2",
+								  2, t, v, nulls, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not update mop.runs");
+		if (SPI_processed != 1)
+			continue;
+		SPI_execute_with_args("UPDATE mop.models SET status = 'interrupted', "
+							  "updated_at = pg_catalog.clock_timestamp() "
+							  "WHERE run_id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'training'",
+							  1, t, v, NULL, false, 0);
+		{
+			MemoryContext old = MemoryContextSwitchTo(outer);
+
+			marked = lappend(marked, lfirst(lc));
+			MemoryContextSwitchTo(old);
+		}
+		interrupted_notice(*(int64 *) lfirst(lc));
+	}
+	SPI_finish();
+	return marked;
+}
+
 List *
 mop_mark_interrupted(void)
 {
@@ -842,78 +955,46 @@ List *
 mop_mark_interrupted_except(int64 except)
 {
 	List	   *marked = NIL;
-	int64	   *ids,
-			   *handles;
-	bool	   *has;
-	int			n;
+	List	   *orphans;
+	ListCell   *lc;
 	MemoryContext outer = CurrentMemoryContext;
 
 	if (XactReadOnly || RecoveryInProgress())
 		return NIL;
-	SPI_connect();
-	/* mop_train's own run row lives and dies with its caller's transaction */
-	if (SPI_execute("SELECT id, shm_handle FROM mop.runs WHERE status OPERATOR(pg_catalog.=) 'running' "
-					"AND kind OPERATOR(pg_catalog.<>) 'train' ORDER BY id", false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read mop.runs");
-	n = (int) SPI_processed;
-	ids = palloc(sizeof(int64) * Max(n, 1));
-	handles = palloc(sizeof(int64) * Max(n, 1));
-	has = palloc(sizeof(bool) * Max(n, 1));
-	for (int i = 0; i < n; i++)
+	orphans = find_orphans(except);
+	if (orphans == NIL)
+		return NIL;
+
+	/*
+	 * Marked in this transaction, their rows would stay locked until it
+	 * ends -- for the whole of a blocking search or mop_wait, while someone
+	 * else's mop_resume or mop_cancel of them waits.  So a worker marks them
+	 * in a transaction of its own, as this role; this statement sees its
+	 * commit (READ COMMITTED).  What it could not mark is marked here.
+	 */
+	if (!IsBackgroundWorker && !IsolationUsesXactSnapshot() &&
+		mop_mark_in_worker(MyDatabaseId, GetUserId(), except))
 	{
-		bool		isnull;
-
-		ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-		handles[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
-		has[i] = !isnull;
-	}
-	for (int i = 0; i < n; i++)
-	{
-		dsm_segment *seg;
-		Oid			t[2] = {INT8OID, INT8OID};
-		Datum		v[2];
-		char		nulls[2] = {' ', has[i] ? ' ' : 'n'};
-
-		if (ids[i] == except)
-			continue;
-		seg = has[i] ? attach_run(ids[i], handles[i]) : NULL;
-
-		if (seg != NULL)
+		SPI_connect();
+		foreach(lc, orphans)
 		{
-			dsm_detach(seg);
-			continue;			/* alive */
-		}
-		/* a run not yet launched keeps a NULL handle only inside its creator's transaction */
-		v[0] = Int64GetDatum(ids[i]);
-		v[1] = Int64GetDatum(handles[i]);
-		if (SPI_execute_with_args("UPDATE mop.runs SET status = 'interrupted', shm_handle = NULL, "
-								  "error = 'the server restarted or crashed while the run was training' "
-								  "WHERE id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'running' "
-								  "AND shm_handle IS NOT DISTINCT FROM $2",
-								  2, t, v, nulls, false, 0) != SPI_OK_UPDATE)
-			elog(ERROR, "could not update mop.runs");
-		if (SPI_processed != 1)
-			continue;			/* resumed or finished meanwhile */
-		SPI_execute_with_args("UPDATE mop.models SET status = 'interrupted', "
-							  "updated_at = pg_catalog.clock_timestamp() "
-							  "WHERE run_id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'training'",
-							  1, t, v, NULL, false, 0);
-		{
-			MemoryContext old = MemoryContextSwitchTo(outer);
+			Oid			t = INT8OID;
+			Datum		v = Int64GetDatum(*(int64 *) lfirst(lc));
 
-			int64	   *id = palloc(sizeof(int64));
+			if (SPI_execute_with_args("SELECT 1 FROM mop.runs WHERE id OPERATOR(pg_catalog.=) $1 "
+									  "AND status OPERATOR(pg_catalog.=) 'interrupted'",
+									  1, &t, &v, NULL, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+			{
+				MemoryContext old = MemoryContextSwitchTo(outer);
 
-			*id = ids[i];
-			marked = lappend(marked, id);
-			MemoryContextSwitchTo(old);
+				marked = lappend(marked, lfirst(lc));
+				MemoryContextSwitchTo(old);
+				interrupted_notice(*(int64 *) lfirst(lc));
+			}
 		}
-		ereport(NOTICE,
-				(errmsg("mop run %lld was interrupted by a server restart", (long long) ids[i]),
-				 errdetail("Its committed checkpoints are kept; no process trains it any more."),
-				 errhint("mop_resume(%lld) continues it.", (long long) ids[i])));
+		SPI_finish();
 	}
-	SPI_finish();
-	return marked;
+	return list_concat(marked, mark_orphans_here(except));
 }
 
 /* mop_resume(run_id bigint, workers int, wait bool): continue a run. */

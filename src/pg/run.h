@@ -170,6 +170,7 @@ extern List *mop_mark_interrupted_except(int64 except);
 
 /* recovery.c: after a restart a preloaded mop resumes interrupted runs */
 extern bool mop_auto_resume;
+extern bool mop_mark_in_worker(Oid database, Oid role, int64 except);
 extern void mop_recovery_register_launcher(void);
 
 /* progress hook: the training aggregate adds rows here when set */

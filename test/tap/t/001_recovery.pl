@@ -180,8 +180,18 @@ is($node->safe_psql('postgres', "SELECT DISTINCT owner FROM mop.runs WHERE kind 
 	$node->start;
 	is($node->safe_psql('postgres', "SELECT status FROM mop.runs WHERE id = $run"), 'running',
 		'not preloaded: nothing runs at startup (the row still says running)');
-	is(q_tenant("SELECT mop_wait($run)"), 'interrupted',
+	# the first mop call marks it, in a transaction of its own: a session
+	# that keeps its transaction open holds no lock on the run's row
+	my $s = $node->background_psql('postgres');
+	$s->query_safe('SET ROLE tenant');
+	$s->query_safe('BEGIN');
+	is($s->query_safe("SELECT mop_wait($run)"), 'interrupted',
 		'not preloaded: the first mop call marks the run interrupted');
+	is($node->safe_psql('postgres',
+		"SET lock_timeout = '3s'; UPDATE mop.runs SET workers = workers WHERE id = $run RETURNING status"),
+		'interrupted', 'not preloaded: the marking holds no lock while the calling transaction goes on');
+	$s->query_safe('COMMIT');
+	$s->quit;
 	is($node->safe_psql('postgres',
 		"SELECT count(*) FROM mop.models WHERE run_id = $run AND status = 'interrupted'"),
 		'2', 'not preloaded: its models are interrupted');
