@@ -1307,8 +1307,8 @@ complete_step(mop_gpu_model *g, gk_step *e, int nb)
 		}
 		if (m->diverged)
 			continue;
-		m->steps++;
-		m->rows_trained += nb;
+		m->steps = nn_counter_add(m->steps, 1);
+		m->rows_trained = nn_counter_add(m->rows_trained, nb);
 		mb->acc_rows += nb;
 		mb->acc_steps++;
 	}
@@ -1771,7 +1771,7 @@ mop_gpu_train_end(mop_gpu_model *g, nn_result *res, char *msg, size_t msglen)
 		 * step is the one that diverged (or the model had diverged before).
 		 */
 		if (!mb->diverged0 && (!mb->host->diverged || st->step != partial_t[k]))
-			mb->host->sub_epochs++;
+			mb->host->sub_epochs = nn_counter_add(mb->host->sub_epochs, 1);
 		if (res)
 		{
 			res[k].loss_sum = g->acc_host[4 * k];

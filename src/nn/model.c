@@ -16,16 +16,6 @@
 
 #include "nn_internal.h"
 
-/*
- * A progress counter plus d (>= 0), stopping at NN_MAX_COUNTER: a blob may
- * carry any count up to that limit, and training it never overflows.
- */
-static inline int64_t
-nn_counter_add(int64_t c, int64_t d)
-{
-	return c > NN_MAX_COUNTER - d ? NN_MAX_COUNTER : c + d;
-}
-
 /* Initialise kernels uniformly (He or Glorot), biases to zero. */
 static void
 init_weights(nn_model *m)

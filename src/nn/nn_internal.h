@@ -17,6 +17,17 @@
 #define NN_MAX_TENSORS (2 * NN_MAX_LAYERS)
 
 /* One layer of the compiled plan. */
+/*
+ * A progress counter plus d (>= 0), stopping at NN_MAX_COUNTER: a blob may
+ * carry any count up to that limit, and training it never overflows (the
+ * CPU engine and its GPU backend count alike).
+ */
+static inline int64_t
+nn_counter_add(int64_t c, int64_t d)
+{
+	return c > NN_MAX_COUNTER - d ? NN_MAX_COUNTER : c + d;
+}
+
 typedef struct nn_ilayer
 {
 	int32_t		type;			/* nn_layer_type */
