@@ -1057,3 +1057,32 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@.mop_report(bigint)
 	IS 'a self-contained HTML page about a run: summary, winner, leaderboard, the four charts, decisions';
+
+-- 9. progress: each worker's state in mop.progress, and mop.run_progress -----------
+
+DROP VIEW mop.progress;
+DROP FUNCTION mop.progress_rows();
+CREATE FUNCTION mop.progress_rows()
+	RETURNS TABLE (run_id bigint, worker int, pid int, state text, model_id bigint, epoch int,
+				   partition int, rows_done bigint, rows_total bigint, started_at timestamptz)
+	AS 'MODULE_PATHNAME', 'mop_progress_v2'
+	LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION mop.progress_rows() IS 'the rows of mop.progress';
+CREATE VIEW mop.progress WITH (security_invoker = true) AS
+	SELECT * FROM mop.progress_rows();
+COMMENT ON VIEW mop.progress IS 'what each worker of each running run is doing now: starting, idle, loading, training, finishing (validating and committing), reporting, exiting; its task while busy (in the spirit of pg_stat_progress_*)';
+GRANT SELECT ON mop.progress TO PUBLIC;
+
+CREATE FUNCTION mop.run_progress_rows()
+	RETURNS TABLE (run_id bigint, phase text, sub_epochs_done bigint, sub_epochs_planned bigint,
+				   models_finished int, models int, best_valid_metric float8, elapsed interval,
+				   eta interval, workers_busy int)
+	AS 'MODULE_PATHNAME', 'mop_run_progress'
+	LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION mop.run_progress_rows() IS 'the rows of mop.run_progress';
+CREATE VIEW mop.run_progress WITH (security_invoker = true) AS
+	SELECT * FROM mop.run_progress_rows();
+COMMENT ON VIEW mop.run_progress IS 'one row per running run: sub-epochs done of those planned so far, models finished, best validation metric so far, elapsed, estimated time left, busy workers';
+GRANT SELECT ON mop.run_progress TO PUBLIC;

@@ -65,6 +65,8 @@ PG_FUNCTION_INFO_V1(mop_tpe_sql);
 PG_FUNCTION_INFO_V1(mop_wait);
 PG_FUNCTION_INFO_V1(mop_cancel);
 PG_FUNCTION_INFO_V1(mop_progress);
+PG_FUNCTION_INFO_V1(mop_progress_v2);
+PG_FUNCTION_INFO_V1(mop_run_progress);
 
 int			mop_workers = 2;
 int			mop_task_timeout_ms = 300000;
@@ -1322,6 +1324,196 @@ mop_progress(PG_FUNCTION_ARGS)
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
 		}
 		dsm_detach(seg);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * What a worker's slot is doing, in words: starting, idle, loading (a task,
+ * its rows not counted yet), training, finishing (validating and
+ * committing: its rows are all trained), reporting (done, the coordinator
+ * has not taken the result yet), exiting.
+ */
+static const char *
+slot_state_name(const MopSlot *s)
+{
+	switch (s->state)
+	{
+		case MOP_SLOT_STARTING:
+			return "starting";
+		case MOP_SLOT_IDLE:
+			return "idle";
+		case MOP_SLOT_ASSIGNED:
+			if (s->rows_total <= 0)
+				return "loading";
+			return s->rows_done < s->rows_total ? "training" : "finishing";
+		case MOP_SLOT_DONE:
+			return "reporting";
+		default:
+			return "exiting";
+	}
+}
+
+/* An interval of us microseconds. */
+static Interval *
+usecs_interval(int64 us)
+{
+	Interval   *iv = palloc0(sizeof(Interval));
+
+	iv->time = us;
+	return iv;
+}
+
+/* The live runs (id, handle) the caller may see. */
+static int
+live_runs(int64 **ids, int64 **handles)
+{
+	int			n;
+
+	SPI_connect();
+	if (SPI_execute("SELECT id, shm_handle FROM mop.runs WHERE status OPERATOR(pg_catalog.=) 'running' "
+					"AND shm_handle IS NOT NULL ORDER BY id", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read mop.runs");
+	n = (int) SPI_processed;
+	*ids = MemoryContextAlloc(TopTransactionContext, sizeof(int64) * Max(n, 1));
+	*handles = MemoryContextAlloc(TopTransactionContext, sizeof(int64) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		(*ids)[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+		(*handles)[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	SPI_finish();
+	return n;
+}
+
+/*
+ * mop.progress_rows() of 0.2: as mop_progress, with the worker's state in
+ * words; a busy worker's task is shown whatever its state, and its row
+ * counts only once they are known (never 0 of 0).
+ */
+Datum
+mop_progress_v2(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int64	   *ids,
+			   *handles;
+	int			n;
+
+	InitMaterializedSRF(fcinfo, 0);
+	(void) mop_mark_interrupted();
+	n = live_runs(&ids, &handles);
+	for (int i = 0; i < n; i++)
+	{
+		dsm_segment *seg = attach_run(ids[i], handles[i]);
+		MopRunShared *run;
+
+		if (seg == NULL)
+			continue;
+		run = dsm_segment_address(seg);
+		for (int w = 0; w < run->workers_started && w < MOP_MAX_WORKERS; w++)
+		{
+			MopSlot		s;
+			Datum		v[10];
+			bool		nulls[10] = {0};
+			bool		busy;
+
+			SpinLockAcquire(&run->mutex);
+			s = run->slots[w];
+			SpinLockRelease(&run->mutex);
+			busy = s.state == MOP_SLOT_ASSIGNED || s.state == MOP_SLOT_DONE;
+			v[0] = Int64GetDatum(ids[i]);
+			v[1] = Int32GetDatum(w);
+			v[2] = Int32GetDatum(s.pid);
+			nulls[2] = s.pid == 0;
+			v[3] = CStringGetTextDatum(slot_state_name(&s));
+			v[4] = Int64GetDatum(s.model_id);
+			v[5] = Int32GetDatum(s.epoch);
+			v[6] = Int32GetDatum(s.partition);
+			v[7] = Int64GetDatum(s.rows_done);
+			v[8] = Int64GetDatum(s.rows_total);
+			v[9] = TimestampTzGetDatum(s.started_at);
+			for (int c = 4; c < 10; c++)
+				nulls[c] = !busy;
+			if (busy && s.rows_total <= 0)
+				nulls[7] = nulls[8] = true;
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+		}
+		dsm_detach(seg);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * mop.run_progress_rows(): one row per running run the caller may see:
+ * sub-epochs done of those planned so far, models finished of those
+ * started, the best validation metric so far, elapsed time, an estimate of
+ * the time left (elapsed x remaining / done: sub-epochs of a run take about
+ * equally long), and how many of its workers are busy.
+ */
+Datum
+mop_run_progress(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int64	   *ids,
+			   *handles;
+	int			n;
+
+	InitMaterializedSRF(fcinfo, 0);
+	(void) mop_mark_interrupted();
+	n = live_runs(&ids, &handles);
+	for (int i = 0; i < n; i++)
+	{
+		dsm_segment *seg = attach_run(ids[i], handles[i]);
+		MopRunShared *run;
+		Datum		v[10];
+		bool		nulls[10] = {0};
+		int64		done,
+					total;
+		int32		mdone,
+					nmodels,
+					started,
+					busy = 0;
+		double		best;
+		TimestampTz t0,
+					now = GetCurrentTimestamp();
+		MopRunPhase phase;
+
+		if (seg == NULL)
+			continue;
+		run = dsm_segment_address(seg);
+		SpinLockAcquire(&run->mutex);
+		phase = run->phase;
+		done = run->hops_done;
+		total = run->hops_total;
+		mdone = run->models_done;
+		nmodels = run->n_models;
+		best = run->best_metric;
+		t0 = run->started_at;
+		started = Min(run->workers_started, MOP_MAX_WORKERS);
+		for (int w = 0; w < started; w++)
+			busy += run->slots[w].state == MOP_SLOT_ASSIGNED || run->slots[w].state == MOP_SLOT_DONE;
+		SpinLockRelease(&run->mutex);
+		dsm_detach(seg);
+		v[0] = Int64GetDatum(ids[i]);
+		v[1] = CStringGetTextDatum(phase == MOP_PHASE_STARTING ? "starting" :
+								   phase == MOP_PHASE_RUNNING ? "training" : "finishing");
+		v[2] = Int64GetDatum(done);
+		v[3] = Int64GetDatum(total);
+		v[4] = Int32GetDatum(mdone);
+		v[5] = Int32GetDatum(nmodels);
+		v[6] = Float8GetDatum(best);
+		nulls[6] = isnan(best);
+		v[7] = IntervalPGetDatum(usecs_interval(now - t0));
+		nulls[7] = t0 == 0;
+		if (done > 0 && total >= done && t0 != 0)
+			v[8] = IntervalPGetDatum(usecs_interval((int64) ((double) (now - t0) *
+															 (double) (total - done) / (double) done)));
+		else
+			nulls[8] = true;
+		v[9] = Int32GetDatum(busy);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
 	}
 	return (Datum) 0;
 }
