@@ -15,7 +15,8 @@
 #    (regression.diffs and output_iso/regression.diffs are printed on
 #    failure);
 # 4. runs the shell tests in test/sh/ (e.g. pg_cancel_backend) in another
-#    throwaway cluster; they print "ok ..." / "not ok ..." lines;
+#    throwaway cluster; they print "ok ..." / "not ok ..." lines, and
+#    "skip ..." for what this machine cannot run (counted as skipped);
 # 5. runs the TAP tests in test/tap/ (PostgreSQL::Test::Cluster; they make
 #    their own servers to crash, restart and preload);
 # and prints, last, one line "N passed, N failed, N skipped" summing all
@@ -139,11 +140,13 @@ if ls test/sh/*.sh >/dev/null 2>&1; then
 	pg_virtualenv -t -v "$PGMAJOR" bash -c 'rc=0; for t in test/sh/*.sh; do bash "$t" || rc=1; done; exit $rc' \
 		>"$LOG/sh.log" 2>&1
 	rc=$?
-	grep -E '^(ok|not ok) ' "$LOG/sh.log"
+	grep -E '^(ok|not ok|skip) ' "$LOG/sh.log"
 	ok=$(grep -cE '^ok ' "$LOG/sh.log")
 	bad=$(grep -cE '^not ok ' "$LOG/sh.log")
+	skip=$(grep -cE '^skip ' "$LOG/sh.log")
 	PASSED=$((PASSED + ok))
 	FAILED=$((FAILED + bad))
+	SKIPPED=$((SKIPPED + skip))
 	if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
 		tail -n 40 "$LOG/sh.log"
 		FAILED=$((FAILED + 1))
