@@ -263,6 +263,7 @@ my $long = call('mop_grid_search of a long run (wait => false)',
 	"SELECT DISTINCT run_id FROM ml.mop_grid_search('pts', '{\"model\": $model, \"learning_rate\": [0.01, 0.003], \"batch_size\": 1}', epochs => 100000, workers => 2, wait => false)");
 ok(wait_hops($long, 4), "run $long trains");
 call('mop.progress read while a run trains', 'SELECT * FROM mop.progress');
+call('mop.run_progress read while a run trains', 'SELECT * FROM mop.run_progress');
 is(call('mop_cancel', "SELECT ml.mop_cancel($long)"), 'cancelled', 'mop_cancel: the run is cancelled');
 my $h = q_safe("SELECT count(*) FROM mop.hops WHERE run_id = $long");
 call('mop_resume of the cancelled run (wait => false)', "SELECT DISTINCT run_id FROM ml.mop_resume($long, wait => false)");
@@ -281,6 +282,7 @@ call('mop_evaluate', "SELECT * FROM ml.mop_evaluate($m, 'public.pts')");
 call('mop.leaderboard read', 'SELECT * FROM mop.leaderboard');
 call('mop.best read', 'SELECT * FROM mop.best');
 call('mop.progress read', 'SELECT * FROM mop.progress');
+call('mop.run_progress read', 'SELECT * FROM mop.run_progress');
 call('mop_plot_gantt', "SELECT ml.mop_plot_gantt($grid)");
 call('mop_plot_curves', "SELECT ml.mop_plot_curves($grid), ml.mop_plot_curves($grid, y => 'train_loss', x => 'seconds')");
 call('mop_plot_history', "SELECT ml.mop_plot_history($tpe)");
