@@ -444,6 +444,16 @@ CREATE FUNCTION mop.plot_num(v float8) RETURNS text
 $$;
 COMMENT ON FUNCTION mop.plot_num(float8) IS 'a number as mop''s charts print it';
 
+-- User text as a chart may print it: characters XML forbids (control
+-- characters) become '?'.
+CREATE FUNCTION mop.plot_text(t text) RETURNS text
+	LANGUAGE sql IMMUTABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+	SELECT regexp_replace(t, '[\x01-\x08\x0B\x0C\x0E-\x1F\uFFFE\uFFFF]', '?', 'g')
+$$;
+COMMENT ON FUNCTION mop.plot_text(text) IS 'user text as mop''s charts print it (no characters XML forbids)';
+
 -- A model's colour: the Okabe-Ito palette (safe for colour-blind eyes), then shades of it.
 CREATE FUNCTION mop.plot_colour(i int) RETURNS text
 	LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -480,7 +490,7 @@ DECLARE
 	ticks xml;
 	legend xml;
 BEGIN
-	SELECT d.name INTO ds FROM mop.runs r JOIN mop.datasets d ON d.id OPERATOR(pg_catalog.=) r.dataset_id
+	SELECT mop.plot_text(d.name) INTO ds FROM mop.runs r JOIN mop.datasets d ON d.id OPERATOR(pg_catalog.=) r.dataset_id
 	 WHERE r.id OPERATOR(pg_catalog.=) mop_plot_gantt.run_id;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'run % does not exist', mop_plot_gantt.run_id
@@ -587,6 +597,7 @@ CREATE FUNCTION mop.plot_points(run_id bigint, y text, x text)
 		  FROM mop.epochs e JOIN mop.models m ON m.id OPERATOR(pg_catalog.=) e.model_id
 		 WHERE m.run_id OPERATOR(pg_catalog.=) plot_points.run_id) s
 	 WHERE v IS NOT NULL AND v OPERATOR(pg_catalog.<>) ALL ('{NaN,Infinity,-Infinity}'::float8[])
+	   AND abs(v) OPERATOR(pg_catalog.<) 1e300
 $$;
 COMMENT ON FUNCTION mop.plot_points(bigint, text, text) IS 'the points of mop_plot_curves';
 
@@ -628,7 +639,7 @@ BEGIN
 		RAISE EXCEPTION 'invalid value for "x": %', coalesce(x, 'NULL')
 			USING ERRCODE = 'invalid_parameter_value', HINT = 'Use epoch or seconds.';
 	END IF;
-	SELECT d.name INTO ds FROM mop.runs r JOIN mop.datasets d ON d.id OPERATOR(pg_catalog.=) r.dataset_id
+	SELECT mop.plot_text(d.name) INTO ds FROM mop.runs r JOIN mop.datasets d ON d.id OPERATOR(pg_catalog.=) r.dataset_id
 	 WHERE r.id OPERATOR(pg_catalog.=) mop_plot_curves.run_id;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'run % does not exist', mop_plot_curves.run_id
@@ -644,8 +655,8 @@ BEGIN
 	END IF;
 	xhi := greatest(coalesce(xhi, 1), xlo + 1e-9);
 	IF yhi OPERATOR(pg_catalog.=) ylo THEN
-		ylo := ylo - 0.5;
-		yhi := yhi + 0.5;
+		ylo := ylo - greatest(0.5, abs(ylo) * 0.01);
+		yhi := yhi + greatest(0.5, abs(yhi) * 0.01);
 	END IF;
 	ylo := coalesce(ylo, 0) - 0.05 * (coalesce(yhi, 1) - coalesce(ylo, 0));
 	yhi := coalesce(yhi, 1) + 0.05 * (coalesce(yhi, 1) - ylo);
@@ -738,13 +749,13 @@ CREATE FUNCTION mop.plot_run(run_id bigint) RETURNS text
 DECLARE
 	ds text;
 BEGIN
-	SELECT d.name INTO ds FROM mop.runs r JOIN mop.datasets d ON d.id OPERATOR(pg_catalog.=) r.dataset_id
+	SELECT mop.plot_text(d.name) INTO ds FROM mop.runs r JOIN mop.datasets d ON d.id OPERATOR(pg_catalog.=) r.dataset_id
 	 WHERE r.id OPERATOR(pg_catalog.=) plot_run.run_id;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'run % does not exist', plot_run.run_id
 			USING ERRCODE = 'undefined_object', HINT = 'Runs you may see are listed in mop.runs.';
 	END IF;
-	RETURN ds;
+	RETURN mop.plot_text(ds);
 END
 $$;
 COMMENT ON FUNCTION mop.plot_run(bigint) IS 'the dataset of a run the caller may see (an error otherwise)';
@@ -788,6 +799,7 @@ BEGIN
 	  FROM mop.models m
 	 WHERE m.run_id OPERATOR(pg_catalog.=) mop_plot_history.run_id AND m.best_valid_metric IS NOT NULL
 	   AND m.best_valid_metric OPERATOR(pg_catalog.<>) ALL ('{NaN,Infinity,-Infinity}'::float8[])
+	   AND abs(m.best_valid_metric) OPERATOR(pg_catalog.<) 1e300
 	   AND m.status OPERATOR(pg_catalog.=) ANY ('{done,stopped,diverged}'::text[]);
 	SELECT bool_or(m.higher_is_better), min(m.metric) INTO higher, metric
 	  FROM mop.models m WHERE m.run_id OPERATOR(pg_catalog.=) mop_plot_history.run_id;
@@ -797,8 +809,8 @@ BEGIN
 	 WHERE s.model_id OPERATOR(pg_catalog.=) p.model_id;
 	SELECT count(*), greatest(max(t), 0.001), min(v), max(v) INTO n, xhi, ylo, yhi FROM pg_temp.mop_plot_trials;
 	IF yhi IS NULL OR yhi OPERATOR(pg_catalog.=) ylo THEN
-		ylo := coalesce(ylo, 0) - 0.5;
-		yhi := coalesce(yhi, 1) + 0.5;
+		ylo := coalesce(ylo, 0) - greatest(0.5, abs(coalesce(ylo, 0)) * 0.01);
+		yhi := coalesce(yhi, 1) + greatest(0.5, abs(coalesce(yhi, 1)) * 0.01);
 	END IF;
 	ylo := ylo - 0.05 * (yhi - ylo);
 	yhi := yhi + 0.05 * (yhi - ylo);
@@ -887,7 +899,7 @@ BEGIN
 	       CASE WHEN jsonb_typeof(c.value) OPERATOR(pg_catalog.=) 'number' THEN (c.value #>> '{}')::float8 END,
 	       CASE WHEN jsonb_typeof(c.value) OPERATOR(pg_catalog.<>) 'number' THEN
 	            CASE WHEN c.key OPERATOR(pg_catalog.=) 'model' THEN 'model ' || left(md5(c.value::text), 6)
-	                 ELSE left(c.value #>> '{}', 24) END END,
+	                 ELSE mop.plot_text(left(c.value #>> '{}', 24)) END END,
 	       m.best_valid_metric
 	  FROM mop.models m, LATERAL jsonb_each(m.config) c
 	 WHERE m.run_id OPERATOR(pg_catalog.=) mop_plot_parallel.run_id
@@ -997,7 +1009,7 @@ BEGIN
 	    xmlelement(name tr, xmlelement(name th, 'dataset'), xmlelement(name td, ds)),
 	    xmlelement(name tr, xmlelement(name th, 'kind'), xmlelement(name td, r.kind)),
 	    xmlelement(name tr, xmlelement(name th, 'status'), xmlelement(name td,
-	               r.status || coalesce(': ' || r.error, ''))),
+	               r.status || coalesce(': ' || mop.plot_text(r.error), ''))),
 	    xmlelement(name tr, xmlelement(name th, 'owner'), xmlelement(name td, r.owner)),
 	    xmlelement(name tr, xmlelement(name th, 'started'), xmlelement(name td, r.started_at::text)),
 	    xmlelement(name tr, xmlelement(name th, 'finished'), xmlelement(name td, coalesce(r.finished_at::text, '-'))),
@@ -1024,7 +1036,7 @@ BEGIN
 	                              xmlelement(name th, 'action'), xmlelement(name th, 'why')),
 	                   xmlagg(xmlelement(name tr, xmlelement(name td, to_char(d.at, 'HH24:MI:SS.MS')),
 	                            xmlelement(name td, d.model_id::text), xmlelement(name td, d.action),
-	                            xmlelement(name td, d.why || ': ' || d.reason)) ORDER BY d.at, d.id)))
+	                            xmlelement(name td, mop.plot_text(d.why || ': ' || d.reason))) ORDER BY d.at, d.id)))
 	  INTO decisions
 	  FROM (SELECT * FROM mop.decisions d WHERE d.run_id OPERATOR(pg_catalog.=) mop_report.run_id
 	         ORDER BY d.at, d.id LIMIT 1000) d;

@@ -255,6 +255,7 @@ typedef struct KerasInfo
 				in_w,
 				in_c;			/* the dataset's input shape */
 	int			cur;			/* index of the layer being parsed */
+	int			src[NN_MAX_LAYERS];	/* per layer: its index in the JSON list */
 } KerasInfo;
 
 static KerasInfo kinfo;
@@ -670,9 +671,11 @@ parse_layer(JsonbValue *lv, const char *path, nn_layer_spec *l)
 			if (a < 0 || a >= 1)
 				cfg_error(field, "must be >= 0 and < 1");
 			l->alpha = (float) a;
-			/* a Keras ReLU layer with a slope is a leaky ReLU */
+			/* a Keras ReLU layer with a slope is a leaky ReLU; a leaky one without, a ReLU */
 			if (keras && t == NN_LAYER_ACTIVATION && l->activation == NN_ACT_RELU && a > 0)
 				l->activation = NN_ACT_LEAKY_RELU;
+			else if (keras && t == NN_LAYER_ACTIVATION && l->activation == NN_ACT_LEAKY_RELU && a == 0)
+				l->activation = NN_ACT_RELU;
 		}
 		else if (strcmp(k, "use_bias") == 0 &&
 				 (t == NN_LAYER_DENSE || t == NN_LAYER_CONV2D))
@@ -874,6 +877,7 @@ parse_model(JsonbValue *mv, nn_spec *spec)
 	for (int i = 0; i < n; i++)
 	{
 		kinfo.cur = nl;
+		kinfo.src[nl] = i;
 		kinfo.init[nl] = -1;
 		kinfo.l2[nl] = 0;
 		if (parse_layer(&elems[i], psprintf("%s[%d]", lpath, i), &spec->layers[nl]))
@@ -926,7 +930,7 @@ keras_settle(nn_spec *spec, bool have_init, bool have_l2)
 		if (l2 < 0)
 			l2 = kinfo.l2[i];
 		else if (kinfo.l2[i] != l2)
-			cfg_error(psprintf("%s[%d]", layers_path, i),
+			cfg_error(psprintf("%s[%d]", layers_path, kinfo.src[i]),
 					  "not supported: L2 factors that differ between layers (%g here, %g before); mop has one l2 for all kernels",
 					  kinfo.l2[i], l2);
 		if (kinfo.init[i] < 0)
@@ -939,11 +943,11 @@ keras_settle(nn_spec *spec, bool have_init, bool have_l2)
 		{
 			autoish = false;
 			if (!same)
-				cfg_error(psprintf("%s[%d]", layers_path, i),
+				cfg_error(psprintf("%s[%d]", layers_path, kinfo.src[i]),
 						  "not supported: these kernel initializers (mop uses one for all kernels, or HeUniform exactly before ReLU-like activations and GlorotUniform elsewhere)");
 		}
 		if (!same && !autoish)
-			cfg_error(psprintf("%s[%d]", layers_path, i),
+			cfg_error(psprintf("%s[%d]", layers_path, kinfo.src[i]),
 					  "not supported: these kernel initializers (mop uses one for all kernels, or HeUniform exactly before ReLU-like activations and GlorotUniform elsewhere)");
 	}
 	if (first >= 0)

@@ -384,6 +384,7 @@ load_run(void)
 			 "COALESCE((r.options OPERATOR(pg_catalog.->>) 'interval')::int, 1), COALESCE((r.options OPERATOR(pg_catalog.->>) 'quantile')::float8, 0.25), "
 			 "COALESCE((r.options OPERATOR(pg_catalog.->>) 'resample')::float8, 0.25), "
 			 "COALESCE((r.options OPERATOR(pg_catalog.->>) 'batch')::int, 0) "
+			 ", r.shm_handle "
 			 "FROM mop.runs r JOIN mop.datasets d ON d.id OPERATOR(pg_catalog.=) r.dataset_id "
 			 "WHERE r.id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF r",
 			 1, t, v, SPI_OK_SELECT);
@@ -392,6 +393,23 @@ load_run(void)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("run %lld does not exist", (long long) run->resume_run_id)));
 	status = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	{
+		/*
+		 * Under the row lock: a run another coordinator owns now (two
+		 * sessions resuming it at once, or one racing the automatic resume)
+		 * is not taken over -- two coordinators would train every model
+		 * twice.
+		 */
+		Datum		h = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 18, &isnull);
+
+		if (!isnull && strcmp(status, "running") == 0 &&
+			DatumGetInt64(h) != (int64) dsm_segment_handle(run_seg) &&
+			mop_run_is_live(run->resume_run_id, DatumGetInt64(h)))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("run %lld is being resumed by another session", (long long) run->resume_run_id),
+					 errhint("Wait for it with mop_wait(%lld).", (long long) run->resume_run_id)));
+	}
 	if (strcmp(status, "done") == 0 && run->n_configs == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -2021,6 +2039,8 @@ mop_coordinator_main(Datum arg)
 		stop_workers(true);
 		SpinLockAcquire(&run->mutex);
 		strlcpy(run->error, msg, sizeof(run->error));
+		run->error_code = ed->sqlerrcode;
+		strlcpy(run->error_hint, ed->hint ? ed->hint : "", sizeof(run->error_hint));
 		SpinLockRelease(&run->mutex);
 		PG_TRY();
 		{

@@ -73,9 +73,13 @@ mop_run_is_live(int64 run_id, int64 handle)
 		attached = true;
 	}
 	r = dsm_segment_address(seg);
-	/* the magic and the run id guard against a recycled handle */
+	/*
+	 * The magic and the run id guard against a recycled handle; a coordinator
+	 * resuming the run sets run_id only once its claim has committed.
+	 */
 	live = dsm_segment_map_length(seg) >= offsetof(MopRunShared, payload) &&
-		r->magic == MOP_RUN_MAGIC && r->run_id == run_id;
+		r->magic == MOP_RUN_MAGIC &&
+		(r->run_id == run_id || r->resume_run_id == run_id);
 	if (attached)
 		dsm_detach(seg);
 	return live;

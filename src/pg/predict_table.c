@@ -12,7 +12,8 @@
  * the engine at once, and its rows are written into the output table
  * (created here, owned by the caller) with the heap's bulk insertion, as
  * COPY does.  Output columns: id (the id column's own type, or the row's
- * number in reading order), prediction (the target's own type), and for
+ * number in reading order), prediction (the class in the target's own
+ * type; a regression value as double precision), and for
  * class targets probability (of the predicted class) and probabilities
  * (one per label, in the order of mop.datasets.labels).
  *
@@ -196,7 +197,8 @@ mop_predict_table(PG_FUNCTION_ARGS)
 	appendStringInfo(&q, " FROM %s", relname);
 
 	/* the output table, the caller's */
-	predtype = target_type_of(ds);
+	/* a value of any type for regression (an integer target predicts fractions) */
+	predtype = classes ? target_type_of(ds) : FLOAT8OID;
 	getTypeInputInfo(predtype, &typinput, &typioparam);
 	{
 		StringInfoData c;
@@ -207,7 +209,8 @@ mop_predict_table(PG_FUNCTION_ARGS)
 						 format_type_be_qualified(idtype), format_type_be_qualified(predtype));
 		if (classes)
 			appendStringInfoString(&c, ", probability pg_catalog.float8, probabilities pg_catalog.float8[]");
-		appendStringInfoChar(&c, ')');
+		/* heap: the rows are written with the heap's bulk insertion */
+		appendStringInfoString(&c, ") USING heap");
 		SPI_connect();
 		if (SPI_execute(c.data, false, 0) != SPI_OK_UTILITY)
 			elog(ERROR, "could not create %s", output);
@@ -300,6 +303,8 @@ mop_predict_table(PG_FUNCTION_ARGS)
 				x[r * nf + j] = (float) v;
 			}
 		}
+		/* the batch's rows are read: free them (SPI keeps every fetch until SPI_finish) */
+		SPI_freetuptable(SPI_tuptable);
 		st = nn_predict(h->model, x, (int64) n, y, &err);
 		if (st != NN_OK)
 			mop_nn_error(st, &err, "prediction failed");

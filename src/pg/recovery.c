@@ -30,7 +30,11 @@
  */
 #include "postgres.h"
 
+#include "access/heapam.h"
+#include "access/table.h"
+#include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/pg_database.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -119,31 +123,33 @@ mop_launcher_main(Datum arg)
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnection("postgres", NULL, 0);
-	mop_pin_search_path();
+	/* no database: the launcher holds none (it must not stop DROP DATABASE) */
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 	pgstat_report_appname("mop launcher");
 
-	SetCurrentStatementStartTimestamp();
+	/* the databases that accept connections, from the shared catalog (as autovacuum lists them) */
 	StartTransactionCommand();
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	if (SPI_execute("SELECT oid FROM pg_catalog.pg_database WHERE datallowconn "
-					"AND NOT datistemplate ORDER BY oid", true, 0) == SPI_OK_SELECT)
+	(void) GetTransactionSnapshot();
 	{
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+		Relation	rel = table_open(DatabaseRelationId, AccessShareLock);
+		TableScanDesc scan = table_beginscan_catalog(rel, 0, NULL);
+		HeapTuple	tup;
 
-		for (uint64 i = 0; i < SPI_processed; i++)
+		while (HeapTupleIsValid(tup = heap_getnext(scan, ForwardScanDirection)))
 		{
-			bool		isnull;
+			Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
 
-			dbs = lappend_oid(dbs, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-																  SPI_tuptable->tupdesc, 1,
-																  &isnull)));
+			if (db->datallowconn && !db->datistemplate)
+			{
+				MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+				dbs = lappend_oid(dbs, db->oid);
+				MemoryContextSwitchTo(old);
+			}
 		}
-		MemoryContextSwitchTo(old);
+		table_endscan(scan);
+		table_close(rel, AccessShareLock);
 	}
-	SPI_finish();
-	PopActiveSnapshot();
 	CommitTransactionCommand();
 
 	foreach(lc, dbs)

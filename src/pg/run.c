@@ -428,8 +428,10 @@ wait_started(MopRunShared *run, BackgroundWorkerHandle *handle)
 		if (phase == MOP_PHASE_DONE && strcmp(run->status, "failed") == 0 &&
 			run->run_id == 0)
 			ereport(ERROR,
-					(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
-					 errmsg("mop run could not start: %s", run->error)));
+					(errcode(run->error_code ? run->error_code : ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+					 errmsg("%s", run->error),
+					 errdetail("The run's coordinator stopped before the run started."),
+					 run->error_hint[0] ? errhint("%s", run->error_hint) : 0));
 		if (phase != MOP_PHASE_STARTING && run_id != 0)
 			return run_id;
 		if (phase == MOP_PHASE_DONE)
@@ -914,6 +916,17 @@ mark_orphans_here(int64 except)
 		Datum		v[2] = {Int64GetDatum(o[0]), Int64GetDatum(o[1])};
 		char		nulls[2] = {' ', o[1] < 0 ? 'n' : ' '};
 
+		/*
+		 * A row someone else holds (a transaction of the caller that a mark
+		 * worker would wait for, a resume in progress) is left to them.
+		 */
+		if (SPI_execute_with_args("SELECT 1 FROM mop.runs WHERE id OPERATOR(pg_catalog.=) $1 "
+								  "AND status OPERATOR(pg_catalog.=) 'running' "
+								  "AND shm_handle IS NOT DISTINCT FROM $2 FOR UPDATE SKIP LOCKED",
+								  2, t, v, nulls, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not lock mop.runs");
+		if (SPI_processed != 1)
+			continue;
 		/* still orphaned: not resumed (a new handle) or finished meanwhile */
 		if (SPI_execute_with_args("UPDATE mop.runs SET status = 'interrupted', shm_handle = NULL, "
 								  "error = 'the server restarted or crashed while the run was training' "
@@ -983,9 +996,10 @@ mop_mark_interrupted_except(int64 except)
 			Oid			t = INT8OID;
 			Datum		v = Int64GetDatum(*(int64 *) lfirst(lc));
 
+			/* (not read-only: a fresh snapshot, which sees the worker's commit) */
 			if (SPI_execute_with_args("SELECT 1 FROM mop.runs WHERE id OPERATOR(pg_catalog.=) $1 "
 									  "AND status OPERATOR(pg_catalog.=) 'interrupted'",
-									  1, &t, &v, NULL, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+									  1, &t, &v, NULL, false, 1) == SPI_OK_SELECT && SPI_processed == 1)
 			{
 				MemoryContext old = MemoryContextSwitchTo(outer);
 

@@ -137,6 +137,8 @@ typedef struct MopRunShared
 	int32		workers_started;
 	char		status[16];		/* final status: done, failed, cancelled */
 	char		error[512];
+	int			error_code;		/* its SQLSTATE (0: none recorded) */
+	char		error_hint[256];	/* and its hint, if any */
 
 	/* progress */
 	int32		n_models;

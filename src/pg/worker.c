@@ -170,11 +170,14 @@ mop_worker_check_coordinator(void)
 static void
 record_orphaned_run(void)
 {
-	Oid			t = INT8OID;
-	Datum		v = Int64GetDatum(run->run_id);
+	Oid			t[2] = {INT8OID, INT8OID};
+	Datum		v[2];
 
 	if (run->run_id == 0)
 		return;
+	v[0] = Int64GetDatum(run->run_id);
+	/* only while the row is still this run's segment's (not resumed since) */
+	v[1] = Int64GetDatum((int64) DatumGetUInt32(MyBgworkerEntry->bgw_main_arg));
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	SPI_connect();
@@ -182,9 +185,11 @@ record_orphaned_run(void)
 	SPI_execute_with_args("UPDATE mop.runs SET status = 'failed', "
 						  "error = 'the run''s coordinator exited', shm_handle = NULL, "
 						  "finished_at = pg_catalog.clock_timestamp() "
-						  "WHERE id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'running'",
-						  1, &t, &v, NULL, false, 0);
-	SPI_execute_with_args(MOP_CANCEL_MODELS_SQL, 1, &t, &v, NULL, false, 0);
+						  "WHERE id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'running' "
+						  "AND shm_handle OPERATOR(pg_catalog.=) $2",
+						  2, t, v, NULL, false, 0);
+	if (SPI_processed == 1)
+		SPI_execute_with_args(MOP_CANCEL_MODELS_SQL, 1, t, v, NULL, false, 0);
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
@@ -563,6 +568,12 @@ mop_worker_main(Datum arg)
 				mop_progress_rows = NULL;
 				strlcpy(errbuf, ed->message ? ed->message : "unknown error", sizeof(errbuf));
 				outcome = MOP_TASK_FAILED;
+				if (!replaced)
+				{
+					SpinLockAcquire(&run->mutex);
+					replaced = slot_moved_on();
+					SpinLockRelease(&run->mutex);
+				}
 				if (coordinator_gone || replaced)
 					elog(LOG, "mop worker %d: %s", my_index, errbuf);
 				else
