@@ -57,8 +57,6 @@ PGDLLEXPORT void mop_recovery_main(Datum arg);
 PGDLLEXPORT void mop_resume_worker_main(Datum arg);
 PGDLLEXPORT void mop_mark_worker_main(Datum arg);
 
-bool		mop_auto_resume = true;
-
 /* What a resume worker needs: where, as whom, which run. */
 typedef struct ResumeArgs
 {
@@ -67,19 +65,12 @@ typedef struct ResumeArgs
 	int64		run_id;
 } ResumeArgs;
 
-/* Define mop.auto_resume and register the launcher (only while preloading). */
+/* Register the launcher (only while preloading). */
 void
 mop_recovery_register_launcher(void)
 {
 	BackgroundWorker bgw;
 
-	DefineCustomBoolVariable("mop.auto_resume",
-							 "Resume interrupted runs after a crash or restart (mop must be in shared_preload_libraries).",
-							 "Off: runs found interrupted are only marked so; mop_resume continues them.",
-							 &mop_auto_resume,
-							 true,
-							 PGC_SIGHUP, 0,
-							 NULL, NULL, NULL);
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 	memset(&bgw, 0, sizeof(bgw));

@@ -68,49 +68,6 @@ PG_FUNCTION_INFO_V1(mop_progress);
 PG_FUNCTION_INFO_V1(mop_progress_v2);
 PG_FUNCTION_INFO_V1(mop_run_progress);
 
-int			mop_workers = 2;
-int			mop_task_timeout_ms = 300000;
-char	   *mop_scheduler = NULL;
-
-/* mop.scheduler must name a scheduler. */
-static bool
-check_scheduler(char **newval, void **extra, GucSource source)
-{
-	if (*newval && mop_pick_parse(*newval) < 0)
-	{
-		GUC_check_errdetail("Valid values are \"random\", \"longest\", \"convergence\" and \"fifo\".");
-		return false;
-	}
-	return true;
-}
-
-/* Define the GUCs of runs (called from _PG_init). */
-void
-mop_run_define_gucs(void)
-{
-	DefineCustomIntVariable("mop.workers",
-							"Default number of training workers of a model-selection run.",
-							"Capped by the dataset's partitions and by max_worker_processes.",
-							&mop_workers,
-							2, 1, MOP_MAX_WORKERS,
-							PGC_USERSET, 0,
-							NULL, NULL, NULL);
-	DefineCustomIntVariable("mop.task_timeout",
-							"A training worker with no progress for this long is replaced and its sub-epoch run again; 0 = never.",
-							"Progress is a minibatch; taken from the session that starts (or resumes) the run.",
-							&mop_task_timeout_ms,
-							300000, 0, INT_MAX,
-							PGC_USERSET, GUC_UNIT_MS,
-							NULL, NULL, NULL);
-	DefineCustomStringVariable("mop.scheduler",
-							   "Default scheduler of model-selection runs: random, longest, convergence or fifo.",
-							   "Used by every search function whose scheduler argument is not given.",
-							   &mop_scheduler,
-							   "random",
-							   PGC_USERSET, 0,
-							   check_scheduler, NULL, NULL);
-}
-
 /*
  * Everything a run is started with: filled by each SQL entry point,
  * carried to the coordinator in the run's shared segment.
@@ -226,7 +183,7 @@ pick_arg(FunctionCallInfo fcinfo, int argno)
 {
 	if (argno >= 0 && argno < PG_NARGS() && !PG_ARGISNULL(argno))
 		return parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(argno)));
-	return parse_pick(mop_scheduler ? mop_scheduler : "random");
+	return (mop_pick) mop_scheduler;
 }
 
 /* Workers to use: requested (or mop.workers), capped; ERROR if impossible. */
