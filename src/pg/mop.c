@@ -13,6 +13,7 @@
 
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "postmaster/bgworker.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
@@ -31,6 +32,24 @@ _PG_init(void)
 {
 	mop_define_gucs();
 	mop_recovery_register_launcher();
+}
+
+/*
+ * A background worker of mop's, not started yet: entry point function of
+ * mop.so, type (and name) type, connects to a database once recovery has
+ * finished, never restarted.  The caller changes what differs.
+ */
+void
+mop_bgworker_init(BackgroundWorker *bgw, const char *function, const char *type)
+{
+	memset(bgw, 0, sizeof(*bgw));
+	bgw->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw->bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw->bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(bgw->bgw_library_name, BGW_MAXLEN, "mop");
+	snprintf(bgw->bgw_function_name, BGW_MAXLEN, "%s", function);
+	snprintf(bgw->bgw_name, BGW_MAXLEN, "%s", type);
+	snprintf(bgw->bgw_type, BGW_MAXLEN, "%s", type);
 }
 
 /*

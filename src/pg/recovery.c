@@ -73,14 +73,8 @@ mop_recovery_register_launcher(void)
 
 	if (!process_shared_preload_libraries_in_progress)
 		return;
-	memset(&bgw, 0, sizeof(bgw));
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	mop_bgworker_init(&bgw, "mop_launcher_main", "mop launcher");
 	bgw.bgw_restart_time = 10;	/* and after each crash restart */
-	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "mop");
-	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "mop_launcher_main");
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "mop launcher");
-	snprintf(bgw.bgw_type, BGW_MAXLEN, "mop launcher");
 	RegisterBackgroundWorker(&bgw);
 }
 
@@ -149,14 +143,7 @@ mop_launcher_main(Datum arg)
 
 		if (ShutdownRequestPending)
 			break;
-		memset(&bgw, 0, sizeof(bgw));
-		bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-		bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-		bgw.bgw_restart_time = BGW_NEVER_RESTART;
-		snprintf(bgw.bgw_library_name, BGW_MAXLEN, "mop");
-		snprintf(bgw.bgw_function_name, BGW_MAXLEN, "mop_recovery_main");
-		snprintf(bgw.bgw_name, BGW_MAXLEN, "mop recovery");
-		snprintf(bgw.bgw_type, BGW_MAXLEN, "mop recovery");
+		mop_bgworker_init(&bgw, "mop_recovery_main", "mop recovery");
 		bgw.bgw_main_arg = ObjectIdGetDatum(lfirst_oid(lc));
 		if (!run_worker_to_end(&bgw))
 			ereport(LOG,
@@ -255,14 +242,8 @@ mop_recovery_main(Datum arg)
 							(long long) ra.run_id)));
 			continue;
 		}
-		memset(&bgw, 0, sizeof(bgw));
-		bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-		bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-		bgw.bgw_restart_time = BGW_NEVER_RESTART;
-		snprintf(bgw.bgw_library_name, BGW_MAXLEN, "mop");
-		snprintf(bgw.bgw_function_name, BGW_MAXLEN, "mop_resume_worker_main");
+		mop_bgworker_init(&bgw, "mop_resume_worker_main", "mop resume");
 		snprintf(bgw.bgw_name, BGW_MAXLEN, "mop resume %lld", (long long) ra.run_id);
-		snprintf(bgw.bgw_type, BGW_MAXLEN, "mop resume");
 		StaticAssertStmt(sizeof(ResumeArgs) <= BGW_EXTRALEN, "resume arguments too large");
 		memcpy(bgw.bgw_extra, &ra, sizeof(ra));
 		if (!run_worker_to_end(&bgw))
@@ -332,14 +313,8 @@ mop_mark_in_worker(Oid database, Oid role, int64 except)
 	BackgroundWorker bgw;
 	ResumeArgs	ra;
 
-	memset(&bgw, 0, sizeof(bgw));
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	bgw.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "mop");
-	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "mop_mark_worker_main");
+	mop_bgworker_init(&bgw, "mop_mark_worker_main", "mop mark");
 	snprintf(bgw.bgw_name, BGW_MAXLEN, "mop mark interrupted");
-	snprintf(bgw.bgw_type, BGW_MAXLEN, "mop mark");
 	ra.database = database;
 	ra.role = role;
 	ra.run_id = except;

@@ -162,7 +162,15 @@ typedef struct MopRunShared
 extern PGDLLEXPORT void mop_coordinator_main(Datum arg);
 extern PGDLLEXPORT void mop_worker_main(Datum arg);
 
-/* run.c: runs whose processes are gone become 'interrupted' (returns their ids) */
+/* mop.c: a background worker of mop's, to be registered */
+struct BackgroundWorker;
+extern void mop_bgworker_init(struct BackgroundWorker *bgw, const char *function,
+							  const char *type);
+
+/* run.c: the (id, shm_handle) rows of the last SPI query */
+extern int	mop_run_handles(MemoryContext cxt, int64 **ids, int64 **handles, bool **has);
+
+/* orphans.c: runs whose processes are gone become 'interrupted' (returns their ids) */
 extern List *mop_mark_interrupted(void);
 extern List *mop_mark_interrupted_except(int64 except);
 
