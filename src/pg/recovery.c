@@ -3,7 +3,7 @@
  *
  * A run lives in background workers; when the server crashes or restarts
  * they are gone, and its row still says 'running'.  mop_mark_interrupted
- * (run.c) turns such runs into 'interrupted' whenever one of mop's run
+ * (orphans.c) turns such runs into 'interrupted' whenever one of mop's run
  * functions or its progress view is used.  With mop in
  * shared_preload_libraries, this file also resumes them without a human,
  * as pg_cron's launcher starts its jobs:
@@ -76,6 +76,21 @@ mop_recovery_register_launcher(void)
 	mop_bgworker_init(&bgw, "mop_launcher_main", "mop launcher");
 	bgw.bgw_restart_time = 10;	/* and after each crash restart */
 	RegisterBackgroundWorker(&bgw);
+}
+
+/*
+ * In a recovery, resume or mark worker: take SIGTERM, connect to database
+ * db (as role, or the bootstrap superuser for InvalidOid) with search_path
+ * pinned, and show appname in pg_stat_activity.
+ */
+static void
+worker_connect(Oid db, Oid role, const char *appname)
+{
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(db, role, 0);
+	mop_pin_search_path();
+	pgstat_report_appname(appname);
 }
 
 /* Start a dynamic worker and wait until it has exited; false if it could not start. */
@@ -178,11 +193,7 @@ mop_recovery_main(Datum arg)
 	ListCell   *lc,
 			   *lo;
 
-	pqsignal(SIGTERM, die);
-	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnectionByOid(db, InvalidOid, 0);
-	mop_pin_search_path();
-	pgstat_report_appname("mop recovery");
+	worker_connect(db, InvalidOid, "mop recovery");
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -267,11 +278,7 @@ mop_resume_worker_main(Datum arg)
 	StringInfoData q;
 
 	memcpy(&ra, MyBgworkerEntry->bgw_extra, sizeof(ra));
-	pqsignal(SIGTERM, die);
-	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnectionByOid(ra.database, ra.role, 0);
-	mop_pin_search_path();
-	pgstat_report_appname("mop resume");
+	worker_connect(ra.database, ra.role, "mop resume");
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -329,11 +336,7 @@ mop_mark_worker_main(Datum arg)
 	ResumeArgs	ra;
 
 	memcpy(&ra, MyBgworkerEntry->bgw_extra, sizeof(ra));
-	pqsignal(SIGTERM, die);
-	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnectionByOid(ra.database, ra.role, 0);
-	mop_pin_search_path();
-	pgstat_report_appname("mop mark");
+	worker_connect(ra.database, ra.role, "mop mark");
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());

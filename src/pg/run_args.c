@@ -16,6 +16,27 @@
 #include "search/mop_hyperband.h"
 #include "search/mop_pbt.h"
 
+/* Whether the function has argument argno (-1: none) and it is not NULL. */
+static bool
+arg_given(FunctionCallInfo fcinfo, int argno)
+{
+	return argno >= 0 && argno < PG_NARGS() && !PG_ARGISNULL(argno);
+}
+
+/* Integer argument argno, or dflt when it is absent or NULL. */
+int32
+mop_arg_int32(FunctionCallInfo fcinfo, int argno, int32 dflt)
+{
+	return arg_given(fcinfo, argno) ? PG_GETARG_INT32(argno) : dflt;
+}
+
+/* float8 argument argno, or dflt when it is absent or NULL. */
+float8
+mop_arg_float8(FunctionCallInfo fcinfo, int argno, float8 dflt)
+{
+	return arg_given(fcinfo, argno) ? PG_GETARG_FLOAT8(argno) : dflt;
+}
+
 /* Parse the scheduler option. */
 static mop_pick
 parse_pick(const char *s)
@@ -32,12 +53,12 @@ parse_pick(const char *s)
 }
 
 /* The early_stopping argument (argument argno): NULL/'none' or 'median'. */
-bool
-mop_arg_early_stopping(FunctionCallInfo fcinfo, int argno)
+static bool
+arg_early_stopping(FunctionCallInfo fcinfo, int argno)
 {
 	char	   *s;
 
-	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+	if (!arg_given(fcinfo, argno))
 		return false;
 	s = text_to_cstring(PG_GETARG_TEXT_PP(argno));
 	if (strcmp(s, "none") == 0)
@@ -52,15 +73,15 @@ mop_arg_early_stopping(FunctionCallInfo fcinfo, int argno)
 }
 
 /* The warm_start argument: a run id visible to the caller, or 0. */
-int64
-mop_arg_warm_start(FunctionCallInfo fcinfo, int argno)
+static int64
+arg_warm_start(FunctionCallInfo fcinfo, int argno)
 {
 	int64		id;
 	Oid			t = INT8OID;
 	Datum		v;
 	bool		found;
 
-	if (PG_NARGS() <= argno || PG_ARGISNULL(argno))
+	if (!arg_given(fcinfo, argno))
 		return 0;
 	id = PG_GETARG_INT64(argno);
 	v = Int64GetDatum(id);
@@ -78,17 +99,17 @@ mop_arg_warm_start(FunctionCallInfo fcinfo, int argno)
 }
 
 /* Optional boolean argument argno (false when absent or NULL). */
-bool
-mop_arg_bool(FunctionCallInfo fcinfo, int argno)
+static bool
+arg_bool(FunctionCallInfo fcinfo, int argno)
 {
-	return PG_NARGS() > argno && !PG_ARGISNULL(argno) && PG_GETARG_BOOL(argno);
+	return arg_given(fcinfo, argno) && PG_GETARG_BOOL(argno);
 }
 
 /* The scheduler of argument argno, or mop.scheduler when it is NULL. */
-mop_pick
-mop_arg_pick(FunctionCallInfo fcinfo, int argno)
+static mop_pick
+arg_pick(FunctionCallInfo fcinfo, int argno)
 {
-	if (argno >= 0 && argno < PG_NARGS() && !PG_ARGISNULL(argno))
+	if (arg_given(fcinfo, argno))
 		return parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(argno)));
 	return (mop_pick) mop_scheduler;
 }
@@ -146,10 +167,9 @@ mop_request_init(RunRequest *req, FunctionCallInfo fcinfo, const char *kind,
 	req->space = space;
 	req->configs = configs;
 	req->epochs = epochs;
-	req->workers = choose_workers(PG_ARGISNULL(workers_arg),
-								  PG_ARGISNULL(workers_arg) ? 0 : PG_GETARG_INT32(workers_arg),
-								  partitions);
-	req->wait = PG_ARGISNULL(wait_arg) ? true : PG_GETARG_BOOL(wait_arg);
+	req->workers = choose_workers(!arg_given(fcinfo, workers_arg),
+								  mop_arg_int32(fcinfo, workers_arg, 0), partitions);
+	req->wait = !arg_given(fcinfo, wait_arg) || PG_GETARG_BOOL(wait_arg);
 }
 
 /* Validate every configuration against the dataset; errors name it. */
@@ -187,7 +207,7 @@ mop_search_args(FunctionCallInfo fcinfo, int first, char **dataset, Jsonb **spac
 				 errmsg("dataset and space must not be null")));
 	*dataset = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	*space = PG_GETARG_JSONB_P(1);
-	*epochs = PG_ARGISNULL(first) ? 10 : PG_GETARG_INT32(first);
+	*epochs = mop_arg_int32(fcinfo, first, 10);
 	if (*epochs < 1 || *epochs > 100000)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -250,16 +270,21 @@ mop_hyperband_trials(int R, int eta)
 
 /*
  * A search's request: its configurations validated against the dataset
- * (an error names the first invalid one), then the fields every request
- * shares (mop_request_init) and the seed.
+ * (an error names the first invalid one), the fields every request shares
+ * (mop_request_init), the seed, and the arguments at the positions args
+ * gives.
  */
 void
 mop_search_request(RunRequest *req, FunctionCallInfo fcinfo, const char *kind,
-				   MopDataset *ds, Jsonb *space, List *configs, int epochs,
-				   int seed, int workers_arg, int wait_arg)
+				   const MopSearchArgs *args, MopDataset *ds, Jsonb *space,
+				   List *configs, int epochs, int seed)
 {
 	mop_validate_configs(configs, ds);
 	mop_request_init(req, fcinfo, kind, ds->name, space, configs, epochs,
-					 ds->partitions, workers_arg, wait_arg);
+					 ds->partitions, args->workers, args->wait);
 	req->seed = seed;
+	req->deterministic = arg_bool(fcinfo, args->deterministic);
+	req->pick = arg_pick(fcinfo, args->scheduler);
+	req->median_stop = arg_early_stopping(fcinfo, args->early_stopping);
+	req->warm_start = arg_warm_start(fcinfo, args->warm_start);
 }

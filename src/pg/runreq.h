@@ -56,6 +56,22 @@ typedef struct RunRequest
 	double		tpe_gamma;
 } RunRequest;
 
+/*
+ * Which argument of a search function is each of those the searches share
+ * (-1: it has none).  When the argument is absent or NULL: workers
+ * mop.workers, wait true, scheduler mop.scheduler, deterministic false,
+ * early_stopping none, warm_start none.
+ */
+typedef struct MopSearchArgs
+{
+	int			workers;
+	int			wait;
+	int			scheduler;
+	int			deterministic;
+	int			early_stopping;
+	int			warm_start;
+} MopSearchArgs;
+
 /* What a run's segment says about its start and end (mop_run_outcome). */
 typedef struct MopRunOutcome
 {
@@ -98,19 +114,17 @@ typedef struct MopRunProgress
 /* run_args.c: arguments of the search functions */
 extern void mop_search_args(FunctionCallInfo fcinfo, int first, char **dataset,
 							Jsonb **space, int *epochs);
-extern bool mop_arg_bool(FunctionCallInfo fcinfo, int argno);
-extern bool mop_arg_early_stopping(FunctionCallInfo fcinfo, int argno);
-extern int64 mop_arg_warm_start(FunctionCallInfo fcinfo, int argno);
-extern mop_pick mop_arg_pick(FunctionCallInfo fcinfo, int argno);
+extern int32 mop_arg_int32(FunctionCallInfo fcinfo, int argno, int32 dflt);
+extern float8 mop_arg_float8(FunctionCallInfo fcinfo, int argno, float8 dflt);
 extern void mop_request_init(RunRequest *req, FunctionCallInfo fcinfo,
 							 const char *kind, const char *dataset, Jsonb *space,
 							 List *configs, int epochs, int partitions,
 							 int workers_arg, int wait_arg);
 extern void mop_validate_configs(List *configs, MopDataset *ds);
 extern void mop_search_request(RunRequest *req, FunctionCallInfo fcinfo,
-							   const char *kind, MopDataset *ds, Jsonb *space,
-							   List *configs, int epochs, int seed,
-							   int workers_arg, int wait_arg);
+							   const char *kind, const MopSearchArgs *args,
+							   MopDataset *ds, Jsonb *space, List *configs,
+							   int epochs, int seed);
 extern void mop_check_hyperband_args(int R, int eta);
 extern int32 mop_hyperband_trials(int R, int eta);
 extern void mop_check_numeric_space(MopSpaceDesc *desc, const char *what);

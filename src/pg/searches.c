@@ -21,6 +21,32 @@
 
 PG_FUNCTION_INFO_V1(mop_hyperband_plan_sql);
 
+/* Where each search function takes the arguments all searches share. */
+static const MopSearchArgs grid_args = {
+	.workers = 3, .wait = 7, .scheduler = 6, .deterministic = 5,
+	.early_stopping = 8, .warm_start = 9
+};
+static const MopSearchArgs random_args = {
+	.workers = 4, .wait = 8, .scheduler = 7, .deterministic = 6,
+	.early_stopping = 9, .warm_start = 10
+};
+static const MopSearchArgs hyperband_args = {
+	.workers = 4, .wait = 7, .scheduler = 6, .deterministic = 8,
+	.early_stopping = -1, .warm_start = -1
+};
+static const MopSearchArgs asha_args = {
+	.workers = 6, .wait = 9, .scheduler = 8, .deterministic = -1,
+	.early_stopping = -1, .warm_start = -1
+};
+static const MopSearchArgs pbt_args = {
+	.workers = 7, .wait = 9, .scheduler = -1, .deterministic = 10,
+	.early_stopping = -1, .warm_start = -1
+};
+static const MopSearchArgs tpe_args = {
+	.workers = 6, .wait = 8, .scheduler = -1, .deterministic = 9,
+	.early_stopping = 10, .warm_start = -1
+};
+
 /*
  * mop_grid_search(dataset text, space jsonb, epochs int, workers int,
  *                 seed int, deterministic bool, scheduler text, wait bool)
@@ -31,7 +57,7 @@ mop_grid_search_body(PG_FUNCTION_ARGS)
 	char	   *dataset;
 	Jsonb	   *space;
 	int			epochs;
-	int			seed = PG_ARGISNULL(4) ? 0 : PG_GETARG_INT32(4);
+	int			seed = mop_arg_int32(fcinfo, 4, 0);
 	MopDataset *ds;
 	List	   *configs;
 	RunRequest	req;
@@ -39,12 +65,8 @@ mop_grid_search_body(PG_FUNCTION_ARGS)
 	mop_search_args(fcinfo, 2, &dataset, &space, &epochs);
 	ds = mop_dataset_lookup(dataset, false);
 	configs = mop_space_grid(space);
-	mop_search_request(&req, fcinfo, "grid", ds, space, configs, epochs, seed,
-					   3, 7);
-	req.deterministic = mop_arg_bool(fcinfo, 5);
-	req.pick = mop_arg_pick(fcinfo, 6);
-	req.median_stop = mop_arg_early_stopping(fcinfo, 8);
-	req.warm_start = mop_arg_warm_start(fcinfo, 9);
+	mop_search_request(&req, fcinfo, "grid", &grid_args, ds, space, configs,
+					   epochs, seed);
 	return mop_run_search(fcinfo, &req);
 }
 
@@ -59,8 +81,8 @@ mop_random_search_body(PG_FUNCTION_ARGS)
 	char	   *dataset;
 	Jsonb	   *space;
 	int			epochs;
-	int			trials = PG_ARGISNULL(2) ? 0 : PG_GETARG_INT32(2);
-	int			seed = PG_ARGISNULL(5) ? 0 : PG_GETARG_INT32(5);
+	int			trials = mop_arg_int32(fcinfo, 2, 0);
+	int			seed = mop_arg_int32(fcinfo, 5, 0);
 	MopDataset *ds;
 	List	   *configs;
 	RunRequest	req;
@@ -73,12 +95,8 @@ mop_random_search_body(PG_FUNCTION_ARGS)
 				 errhint("Ask for 1 to 100000 trials.")));
 	ds = mop_dataset_lookup(dataset, false);
 	configs = mop_space_random(space, trials, (uint64) seed);
-	mop_search_request(&req, fcinfo, "random", ds, space, configs, epochs, seed,
-					   4, 8);
-	req.deterministic = mop_arg_bool(fcinfo, 6);
-	req.pick = mop_arg_pick(fcinfo, 7);
-	req.median_stop = mop_arg_early_stopping(fcinfo, 9);
-	req.warm_start = mop_arg_warm_start(fcinfo, 10);
+	mop_search_request(&req, fcinfo, "random", &random_args, ds, space, configs,
+					   epochs, seed);
 	return mop_run_search(fcinfo, &req);
 }
 
@@ -129,9 +147,9 @@ mop_hyperband_body(PG_FUNCTION_ARGS)
 {
 	char	   *dataset;
 	Jsonb	   *space;
-	int			R = PG_ARGISNULL(2) ? 0 : PG_GETARG_INT32(2);
-	int			eta = PG_ARGISNULL(3) ? 3 : PG_GETARG_INT32(3);
-	int			seed = PG_ARGISNULL(5) ? 0 : PG_GETARG_INT32(5);
+	int			R = mop_arg_int32(fcinfo, 2, 0);
+	int			eta = mop_arg_int32(fcinfo, 3, 3);
+	int			seed = mop_arg_int32(fcinfo, 5, 0);
 	int32		trials;
 	MopDataset *ds;
 	List	   *configs;
@@ -148,10 +166,8 @@ mop_hyperband_body(PG_FUNCTION_ARGS)
 						R, eta, trials)));
 	ds = mop_dataset_lookup(dataset, false);
 	configs = mop_space_random(space, trials, (uint64) seed);
-	mop_search_request(&req, fcinfo, "hyperband", ds, space, configs, R, seed,
-					   4, 7);
-	req.pick = mop_arg_pick(fcinfo, 6);
-	req.deterministic = mop_arg_bool(fcinfo, 8);
+	mop_search_request(&req, fcinfo, "hyperband", &hyperband_args, ds, space, configs,
+					   R, seed);
 	req.algo = MOP_ALGO_HYPERBAND;
 	req.max_resource = R;
 	req.eta = eta;
@@ -173,11 +189,11 @@ mop_asha_body(PG_FUNCTION_ARGS)
 {
 	char	   *dataset;
 	Jsonb	   *space;
-	int			R = PG_ARGISNULL(2) ? 0 : PG_GETARG_INT32(2);
-	int			eta = PG_ARGISNULL(3) ? 3 : PG_GETARG_INT32(3);
-	int			r_min = PG_ARGISNULL(4) ? 1 : PG_GETARG_INT32(4);
-	int			trials = PG_ARGISNULL(5) ? 20 : PG_GETARG_INT32(5);
-	int			seed = PG_ARGISNULL(7) ? 0 : PG_GETARG_INT32(7);
+	int			R = mop_arg_int32(fcinfo, 2, 0);
+	int			eta = mop_arg_int32(fcinfo, 3, 3);
+	int			r_min = mop_arg_int32(fcinfo, 4, 1);
+	int			trials = mop_arg_int32(fcinfo, 5, 20);
+	int			seed = mop_arg_int32(fcinfo, 7, 0);
 	MopDataset *ds;
 	List	   *configs;
 	RunRequest	req;
@@ -197,9 +213,8 @@ mop_asha_body(PG_FUNCTION_ARGS)
 	mop_search_args(fcinfo, 2, &dataset, &space, &epochs_unused);
 	ds = mop_dataset_lookup(dataset, false);
 	configs = mop_space_random(space, trials, (uint64) seed);
-	mop_search_request(&req, fcinfo, "asha", ds, space, configs, R, seed,
-					   6, 9);
-	req.pick = mop_arg_pick(fcinfo, 8);
+	mop_search_request(&req, fcinfo, "asha", &asha_args, ds, space, configs,
+					   R, seed);
 	req.algo = MOP_ALGO_ASHA;
 	req.max_resource = R;
 	req.eta = eta;
@@ -223,12 +238,12 @@ mop_pbt_sql_body(PG_FUNCTION_ARGS)
 {
 	char	   *dataset;
 	Jsonb	   *space;
-	int			population = PG_ARGISNULL(2) ? 8 : PG_GETARG_INT32(2);
+	int			population = mop_arg_int32(fcinfo, 2, 8);
 	int			epochs;
-	int			interval = PG_ARGISNULL(4) ? 1 : PG_GETARG_INT32(4);
-	double		quantile = PG_ARGISNULL(5) ? 0.25 : PG_GETARG_FLOAT8(5);
-	double		resample = PG_ARGISNULL(6) ? 0.25 : PG_GETARG_FLOAT8(6);
-	int			seed = PG_ARGISNULL(8) ? 0 : PG_GETARG_INT32(8);
+	int			interval = mop_arg_int32(fcinfo, 4, 1);
+	double		quantile = mop_arg_float8(fcinfo, 5, 0.25);
+	double		resample = mop_arg_float8(fcinfo, 6, 0.25);
+	int			seed = mop_arg_int32(fcinfo, 8, 0);
 	MopSpaceDesc *desc;
 	MopDataset *ds;
 	mop_pbt_opts o;
@@ -277,10 +292,8 @@ mop_pbt_sql_body(PG_FUNCTION_ARGS)
 		configs = lappend(configs, mop_space_config(desc, mop_pbt_values(p, m)));
 	mop_pbt_free(p);
 	ds = mop_dataset_lookup(dataset, false);
-	mop_search_request(&req, fcinfo, "pbt", ds, space, configs, epochs, seed,
-					   7, 9);
-	req.pick = mop_arg_pick(fcinfo, -1);
-	req.deterministic = mop_arg_bool(fcinfo, 10);
+	mop_search_request(&req, fcinfo, "pbt", &pbt_args, ds, space, configs,
+					   epochs, seed);
 	req.algo = MOP_ALGO_PBT;
 	req.pbt_interval = interval;
 	req.pbt_quantile = quantile;
@@ -302,11 +315,11 @@ mop_tpe_sql_body(PG_FUNCTION_ARGS)
 {
 	char	   *dataset;
 	Jsonb	   *space;
-	int			trials = PG_ARGISNULL(2) ? 0 : PG_GETARG_INT32(2);
+	int			trials = mop_arg_int32(fcinfo, 2, 0);
 	int			epochs;
-	int			n_startup = PG_ARGISNULL(4) ? 10 : PG_GETARG_INT32(4);
-	double		gamma = PG_ARGISNULL(5) ? 0.1 : PG_GETARG_FLOAT8(5);
-	int			seed = PG_ARGISNULL(7) ? 0 : PG_GETARG_INT32(7);
+	int			n_startup = mop_arg_int32(fcinfo, 4, 10);
+	double		gamma = mop_arg_float8(fcinfo, 5, 0.1);
+	int			seed = mop_arg_int32(fcinfo, 7, 0);
 	MopSpaceDesc *desc;
 	MopDataset *ds;
 	List	   *configs;
@@ -333,11 +346,8 @@ mop_tpe_sql_body(PG_FUNCTION_ARGS)
 	/* configurations from the prior: every one must be valid for the dataset */
 	ds = mop_dataset_lookup(dataset, false);
 	configs = mop_space_random(space, trials, (uint64) seed);
-	mop_search_request(&req, fcinfo, "tpe", ds, space, configs, epochs, seed,
-					   6, 8);
-	req.pick = mop_arg_pick(fcinfo, -1);
-	req.deterministic = mop_arg_bool(fcinfo, 9);
-	req.median_stop = mop_arg_early_stopping(fcinfo, 10);
+	mop_search_request(&req, fcinfo, "tpe", &tpe_args, ds, space, configs,
+					   epochs, seed);
 	if (req.median_stop && req.deterministic)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
