@@ -62,7 +62,7 @@ $(DATA_built): sql/mop--0.1.sql $(MOP_UPGRADES)
 
 # PGXS tracks no header dependencies: rebuild every object when a header
 # changes (a stale object with an old struct layout is a silent disaster).
-$(OBJS): $(wildcard src/nn/*.h src/pg/*.h src/search/*.h gpu/*.h)
+$(OBJS): $(wildcard src/common/*.h src/nn/*.h src/pg/*.h src/search/*.h gpu/*.h)
 
 # Optional CUDA part (the GPU issue): gpu/*.cu -> gpu/mop_gpu.so, built by
 # nvcc only when both nvcc and CUDA sources exist, installed next to mop.so
