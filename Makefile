@@ -42,7 +42,7 @@ PG_CFLAGS = -O3 -ffp-contract=off -fno-math-errno
 SHLIB_LINK = -ldl -lm
 
 # pg_regress: tests in sql/, expected output in expected/.
-REGRESS = install prepare train aggregate predict errors search adaptive device hardening security fuzz keras predict_table notices plots
+REGRESS = install prepare train aggregate predict errors search adaptive device hardening security fuzz keras predict_table notices plots export
 REGRESS_OPTS = --inputdir=.
 # isolationtester: specs in specs/, expected output in expected/ (run by
 # make installcheck after REGRESS)

@@ -110,8 +110,13 @@ extern MopDataset *mop_dataset_lookup(const char *name, bool missing_ok);
 extern MopDataset *mop_dataset_by_id(int64 id);
 extern MopDataset *mop_dataset_of_model(int64 model_id, bytea **state);
 
+/* predict.c */
+extern ModelHandle *mop_model_of(int64 model_id, MemoryContext cxt, MopDataset **ds);
+
 /* config.c */
 extern void mop_config_to_spec(Jsonb *config, const MopDataset *ds, nn_spec *spec);
+/* Is layer i's kernel followed by a ReLU-like activation (He under init "auto")? */
+extern bool mop_relu_like_after(const nn_spec *spec, int i);
 
 /* source.c: reading a user's table or view */
 typedef struct MopSource
