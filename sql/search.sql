@@ -70,23 +70,41 @@ SELECT count(*) AS pairs, bool_and(a.state = b.state) AS identical_to_blocking
   FROM mop.models a JOIN mop.models b ON a.config = b.config
  WHERE a.run_id = :r1 AND b.run_id = :r3;
 
--- cancel then resume: the same final models as the uninterrupted run
+-- cancel then resume: the same final models as the uninterrupted run.
+-- While this transaction holds mop.epochs in SHARE mode, a worker can commit
+-- a model's first sub-epochs of epoch 1 but blocks on the last one (which
+-- records the epoch), so the cancel surely comes with work left: at most
+-- 2 of each model's 9 sub-epochs are committed when it stops.
+BEGIN;
+LOCK TABLE mop.epochs IN SHARE MODE;
 SELECT DISTINCT run_id AS r4 FROM mop_grid_search('blobs',
   '{"model": {"layers": [{"type": "dense", "units": 8, "activation": "relu"}, {"type": "dense", "units": 3}]},
     "optimizer": "adam", "learning_rate": [0.01, 0.003], "batch_size": [16, 32], "seed": 1}',
   epochs => 3, seed => 7, deterministic => true, wait => false) \gset
-SELECT mop_cancel(:r4) IN ('cancelled', 'done') AS stopped;
-CREATE FUNCTION pg_temp.finish(r bigint) RETURNS text LANGUAGE plpgsql AS $$
+CREATE FUNCTION pg_temp.hops_of(r bigint, n int) RETURNS bigint LANGUAGE plpgsql AS $$
 BEGIN
-  IF (SELECT status FROM mop.runs WHERE id = r) <> 'done' THEN
-    PERFORM * FROM mop_resume(r);
-  END IF;
-  RETURN (SELECT status FROM mop.runs WHERE id = r);
+  FOR i IN 1..600 LOOP
+    EXIT WHEN (SELECT count(*) FROM mop.hops WHERE run_id = r) >= n;
+    PERFORM pg_sleep(0.05);
+  END LOOP;
+  RETURN (SELECT count(*) FROM mop.hops WHERE run_id = r);
 END $$;
-SELECT pg_temp.finish(:r4) AS resumed_status;
+SELECT pg_temp.hops_of(:r4, 1) >= 1 AS trained_before_cancel;
+SELECT mop_cancel(:r4) AS stopped;
+COMMIT;
+SELECT count(*) AS hops_before FROM mop.hops WHERE run_id = :r4 \gset
+SELECT r.status AS run_status, :hops_before BETWEEN 1 AND 8 AS work_left,
+       (SELECT count(*) FROM mop.epochs e JOIN mop.models m ON m.id = e.model_id
+         WHERE m.run_id = :r4) AS epochs_recorded,
+       (SELECT string_agg(DISTINCT status, ',') FROM mop.models WHERE run_id = :r4) AS model_status
+  FROM mop.runs r WHERE r.id = :r4;
+SELECT count(*) AS models, bool_and(status = 'done' AND epochs_done = 3) AS all_done
+  FROM mop_resume(:r4);
+SELECT status AS resumed_status FROM mop.runs WHERE id = :r4;
 SELECT count(*) AS pairs, bool_and(a.state = b.state) AS identical_after_resume
   FROM mop.models a JOIN mop.models b ON a.config = b.config
  WHERE a.run_id = :r1 AND b.run_id = :r4;
+-- mop_resume trained exactly the sub-epochs the cancel left, none twice
 SELECT count(*) AS hops, count(DISTINCT (model_id, epoch, partition)) AS distinct_hops
   FROM mop.hops WHERE run_id = :r4;
 
