@@ -57,7 +57,8 @@ SELECT mop.train_agg(m.state, b.x, b.y) IS NULL AS empty_is_null
 
 -- the backend's buffer cache (for out-of-line buffers such as those of "bars") changes nothing
 SHOW mop.buffer_cache_mb;
-SELECT mop.buffer_cache_reset() >= 0 AS reset;
+-- empty the cache; a second reset then has nothing left to release
+SELECT mop.buffer_cache_reset() IS NOT NULL AS reset, mop.buffer_cache_reset() = 0 AS emptied;
 \set bcfg '{"model": [{"type": "conv2d", "filters": 2, "kernel_size": 3, "activation": "relu"}, {"type": "flatten"}, {"type": "dense", "units": 2}], "batch_size": 8, "seed": 4}'
 SELECT mop_train('bars', :'bcfg', 2) AS cached_a \gset
 SELECT mop_train('bars', :'bcfg', 2) AS cached_b \gset
