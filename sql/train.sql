@@ -11,7 +11,7 @@ SELECT status, epochs_done, metric, higher_is_better, best_valid_metric >= 0.9 A
        best_epoch BETWEEN 1 AND 8 AS best_epoch_ok, length(state) > 0 AS has_state
   FROM mop.models WHERE id = :blobs_model;
 SELECT count(*) AS epochs, bool_and(train_rows = 240 AND valid_rows = 60) AS rows_ok,
-       bool_and(seconds >= 0) AS timed
+       bool_and(seconds > 0) AS timed
   FROM mop.epochs WHERE model_id = :blobs_model;
 -- training loss goes down
 SELECT (SELECT train_loss FROM mop.epochs WHERE model_id = :blobs_model AND epoch = 8) <
