@@ -237,9 +237,9 @@ ROLLBACK;
 SELECT count(*) = :runs_before AS nothing_started FROM mop.runs;
 
 -- privileges: workers run as the role that started the run and see only its data
-CREATE ROLE mop_search_alice LOGIN;
-GRANT SELECT ON blobs TO mop_search_alice;
-SET ROLE mop_search_alice;
+CREATE ROLE regress_mop_search_alice LOGIN;
+GRANT SELECT ON blobs TO regress_mop_search_alice;
+SET ROLE regress_mop_search_alice;
 SELECT err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}')$$) AS others_dataset;
 SELECT err(format('SELECT mop_cancel(%s)', :r1)) AS others_run;
 SELECT dataset_name FROM mop_prepare('blobs', 'species', ARRAY['a', 'b', 'c'], 'alice_blobs',
@@ -252,8 +252,8 @@ SELECT DISTINCT m.owner, r.owner AS run_owner, r.status
  WHERE d.name = 'alice_blobs';
 SELECT mop_drop_dataset('alice_blobs');
 RESET ROLE;
-REVOKE SELECT ON blobs FROM mop_search_alice;
-DROP ROLE mop_search_alice;
+REVOKE SELECT ON blobs FROM regress_mop_search_alice;
+DROP ROLE regress_mop_search_alice;
 
 -- model averaging (the baseline MOP is compared with)
 SELECT mop.average_states(ARRAY[m.state, m.state]) = m.state AS mean_of_same_is_same
