@@ -4,9 +4,13 @@ SET client_min_messages = warning;
 
 -- a model whose stored state was made for another dataset (the digits
 -- model on the 3-feature blobs): mop_evaluate, mop_predict and training
--- refuse it
-SELECT min(m.id) AS bm FROM mop.models m JOIN mop.datasets d ON d.id = m.dataset_id WHERE d.name = 'blobs' \gset
-SELECT min(m.id) AS dm FROM mop.models m JOIN mop.datasets d ON d.id = m.dataset_id WHERE d.name = 'digits' \gset
+-- refuse it (this file's models; the datasets come from prepare)
+SELECT mop_train('blobs',
+  '{"model": {"layers": [{"type": "dense", "units": 16, "activation": "relu"},
+                         {"type": "dense", "units": 3}]},
+    "optimizer": "adam", "learning_rate": 0.01, "batch_size": 16, "l2": 1e-5, "seed": 1}',
+  epochs => 8) AS bm \gset
+SELECT mop_train('digits', '{"model": {"layers": [{"type": "dense", "units": 8, "activation": "gelu"}, {"type": "dropout", "rate": 0.1}, {"type": "dense", "units": 3}]}, "optimizer": "sgd", "learning_rate": 0.1, "momentum": 0.9, "nesterov": true, "seed": 1}', 2) AS dm \gset
 CREATE TEMP TABLE saved AS SELECT id, state FROM mop.models WHERE id = :bm;
 UPDATE mop.models SET state = (SELECT state FROM mop.models WHERE id = :dm) WHERE id = :bm;
 SELECT regexp_replace(err(format('SELECT * FROM mop_evaluate(%s, %L)', :bm, 'blobs')), 'model \d+', 'model N') AS evaluate_refused;
