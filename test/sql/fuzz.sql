@@ -20,7 +20,8 @@ UPDATE mop.buffers SET x = (SELECT b FROM fz_zeros)
 SELECT pg_column_compression(x) IS NOT NULL AS compressed, pg_column_size(x) < 1000000 AS small_on_disk
   FROM mop.buffers
  WHERE dataset_id = (SELECT dataset_id FROM mop.models WHERE id = :m) AND split = 'train' AND buffer_no = 0;
-SELECT mop.buffer_cache_reset() >= 0 AS emptied;
+-- empty the cache; a second reset then has nothing left to release
+SELECT mop.buffer_cache_reset() IS NOT NULL AS reset, mop.buffer_cache_reset() = 0 AS emptied;
 SET mop.buffer_cache_mb = 1;
 SELECT err(format($q$SELECT mop.train_agg(m.state, b.x, b.y) FROM mop.models m, mop.buffers b
                     WHERE m.id = %s AND b.dataset_id = m.dataset_id AND b.split = 'train'

@@ -1,6 +1,7 @@
 -- export: mop_export gives a trained model as a Keras 3 model and its
 -- weights; the weights compute, by hand in SQL, what mop predicts; the
 -- export's model is also a configuration mop reads back unchanged.
+-- (err(q) is defined in install.sql; the tables are its own)
 SET client_min_messages = warning;
 CREATE TABLE exp_pts AS
 SELECT i AS id, (i % 3)::text AS label, (i % 3) * 2.0 + sin(i) AS a, cos(i * 0.7) * 5 + 10 AS b
@@ -12,52 +13,21 @@ SELECT i AS id, (i % 2)::text AS label,
        ARRAY(SELECT ((p + i) % 2 + sin(i * p) * 0.1)::real FROM generate_series(0, 15) p) AS px
   FROM generate_series(1, 200) i;
 SELECT count(*) > 0 AS prepared FROM mop_prepare('exp_pts', 'label', ARRAY['a', 'b'], partitions => 2, seed => 1);
- prepared 
-----------
- t
-(1 row)
-
 SELECT count(*) > 0 AS prepared FROM mop_prepare('exp_bin', 'up', ARRAY['a'], partitions => 1, seed => 1);
- prepared 
-----------
- t
-(1 row)
-
 SELECT count(*) > 0 AS prepared FROM mop_prepare('exp_img', 'label', ARRAY['px'], shape => ARRAY[4, 4, 1], partitions => 1, seed => 1);
- prepared 
-----------
- t
-(1 row)
-
 SELECT mop_train('exp_pts', '{"model": {"layers": [{"type": "dense", "units": 4, "activation": "relu"}, {"type": "dense", "units": 3}]}, "l2": 0.002, "seed": 1}', 2) AS m \gset
 SELECT mop_export(:m) AS e \gset
+
 -- what the export holds
 SELECT jsonb_path_query_array(:'e'::jsonb, '$.model.config.layers[*].class_name') AS layers,
        jsonb_path_query_array(:'e'::jsonb, '$.model.config.layers[*].config.name') AS names;
-                             layers                              |                                     names                                      
------------------------------------------------------------------+--------------------------------------------------------------------------------
- ["InputLayer", "Normalization", "Dense", "Dense", "Activation"] | ["input", "mop_standardisation", "dense_0", "dense_1", "output_probabilities"]
-(1 row)
-
 SELECT w->>'layer' AS layer, w->>'name' AS name, w->'shape' AS shape, jsonb_array_length(w->'values') AS n
   FROM jsonb_array_elements(:'e'::jsonb->'weights') w;
-  layer  |  name  | shape  | n  
----------+--------+--------+----
- dense_0 | kernel | [2, 4] |  8
- dense_0 | bias   | [4]    |  4
- dense_1 | kernel | [4, 3] | 12
- dense_1 | bias   | [3]    |  3
-(4 rows)
-
 SELECT :'e'::jsonb->'features' AS features, :'e'::jsonb->'input_shape' AS input_shape,
        :'e'::jsonb->'labels' AS labels, :'e'::jsonb->>'target_kind' AS target_kind,
        :'e'::jsonb #> '{model,config,layers,2,config,kernel_regularizer,config,l2}' AS keras_l2,
        :'e'::jsonb #>> '{model,config,layers,2,config,kernel_initializer,class_name}' AS init_before_relu,
        :'e'::jsonb #>> '{model,config,layers,3,config,kernel_initializer,class_name}' AS init_at_output;
-  features  | input_shape |     labels      | target_kind |   keras_l2    | init_before_relu | init_at_output 
-------------+-------------+-----------------+-------------+---------------+------------------+----------------
- ["a", "b"] | [2]         | ["0", "1", "2"] | class       | 0.00100000005 | HeUniform        | GlorotUniform
-(1 row)
 
 -- the network by hand from the exported numbers: standardise, dense (inputs,
 -- units) row-major + ReLU, dense, softmax; the same as mop_predict_proba
@@ -76,19 +46,11 @@ $$;
 SELECT count(*) AS rows,
        max((SELECT max(abs(h - m)) FROM unnest(exp_forward(:'e'::jsonb, ARRAY[a, b]), mop_predict_proba(:m, ARRAY[a, b])) u(h, m))) < 1e-6 AS same_as_mop
   FROM exp_pts;
- rows | same_as_mop 
-------+-------------
-  300 | t
-(1 row)
 
 -- without preprocessing, the model is a configuration mop reads: a fixed point
 SELECT mop_train('exp_pts', jsonb_build_object('model', mop_export(:m, preprocessing => false)->'model', 'l2', 0.002, 'seed', 1), 1) AS m2 \gset
 SELECT mop_export(:m, preprocessing => false)->'model' = mop_export(:m2, preprocessing => false)->'model' AS same_model,
        mop_export(:m, preprocessing => false) #> '{model,config,layers,1,class_name}' AS first_after_input;
- same_model | first_after_input 
-------------+-------------------
- t          | "Dense"
-(1 row)
 
 -- binary: a sigmoid output; an image: conv2d, pooling, a leaky ReLU layer,
 -- a Flatten before a dense layer that reads the image directly
@@ -96,34 +58,17 @@ SELECT mop_train('exp_bin', '{"model": {"layers": [{"type": "dense", "units": 3,
 SELECT jsonb_path_query_array(mop_export(:mb), '$.model.config.layers[*].class_name') AS layers,
        jsonb_path_query_array(mop_export(:mb), '$.model.config.layers[*].config.negative_slope') AS slope,
        mop_export(:mb) #>> '{model,config,layers,-1,config,activation}' AS output;
-                                    layers                                    |      slope      | output  
-------------------------------------------------------------------------------+-----------------+---------
- ["InputLayer", "Normalization", "Dense", "LeakyReLU", "Dense", "Activation"] | [0.00999999978] | sigmoid
-(1 row)
-
 SELECT mop_train('exp_img', '{"model": {"layers": [{"type": "conv2d", "filters": 2, "kernel_size": 3, "padding": "same", "activation": "relu"}, {"type": "maxpool2d", "pool_size": 2}, {"type": "dense", "units": 2}]}, "seed": 1}', 1) AS mi \gset
 SELECT jsonb_path_query_array(mop_export(:mi), '$.model.config.layers[*].class_name') AS layers,
        mop_export(:mi) #> '{model,config,layers,0,config,batch_shape}' AS batch_shape,
        mop_export(:mi) #> '{model,config,layers,1,config,axis}' AS norm_axes,
        jsonb_array_length(mop_export(:mi) #> '{model,config,layers,1,config,mean}') AS mean_rows,
        mop_export(:mi) #> '{weights,0,shape}' AS conv_kernel;
-                                           layers                                            |   batch_shape   |  norm_axes   | mean_rows | conv_kernel  
----------------------------------------------------------------------------------------------+-----------------+--------------+-----------+--------------
- ["InputLayer", "Normalization", "Conv2D", "MaxPooling2D", "Flatten", "Dense", "Activation"] | [null, 4, 4, 1] | [-3, -2, -1] |         4 | [3, 3, 1, 2]
-(1 row)
 
 -- errors
 \set VERBOSITY default
 SELECT mop_export(:m, 'onnx');
-ERROR:  unknown export format "onnx"
-HINT:  mop exports format 'keras' (a Keras 3 model and its weights).
 SELECT mop_export(987654);
-ERROR:  model 987654 does not exist
 UPDATE mop.models SET state = NULL WHERE id = :mb;
 SELECT replace(err(format('SELECT mop_export(%s)', :mb)), :'mb', 'N') AS no_state;
-              no_state               
--------------------------------------
- 55000: model N has no trained state
-(1 row)
-
 \set VERBOSITY terse

@@ -1,4 +1,8 @@
 -- prepare: pack tables into partitioned float32 buffers
+-- Also the suite's data setup (second in REGRESS, after install): the tables
+-- blobs, digits, bars, house and flags and the datasets of the same names
+-- (and blobs_raw) made here are used by the later files, which make
+-- everything else they use themselves.
 -- All data are generated deterministically (no random()).
 SET client_min_messages = warning;
 
