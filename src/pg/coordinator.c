@@ -76,13 +76,6 @@ typedef struct ModelInfo
 {
 	int64		id;
 	int32		target;			/* epochs */
-	/* convergence-aware priority: validation loss after each epoch, and
-	 * the training seconds spent up to then */
-	int32		n_evals;
-	double		trained;		/* seconds of sub-epochs so far */
-	double		trained_at_eval;	/* trained at the last evaluation */
-	double		loss[64];
-	double		seconds[64];
 } ModelInfo;
 
 static WorkerInfo workers[MOP_MAX_WORKERS];
@@ -107,9 +100,7 @@ static bool replaying;			/* replaying recorded driver calls (resume) */
 static int32 tpe_batch;			/* deterministic TPE: trials per synchronous batch */
 static bool *pbt_waiting;		/* deterministic PBT: member is at the generation barrier */
 static double *pbt_scores;		/* ... with this score */
-static double hermes_seconds;	/* training seconds of evaluated epochs */
-static int64 hermes_epochs;		/* epochs evaluated: their mean is the horizon */
-static double hermes_best_first = INFINITY;	/* best loss of a first evaluation */
+static mop_hermes_history hermes;	/* convergence-aware priorities' history */
 
 #define DRIVER (hb != NULL || asha != NULL || tpe != NULL)
 
@@ -126,7 +117,7 @@ static double driver_score(double vm);
 static double
 fresh_priority(void)
 {
-	return mop_hermes_fresh_priority(hermes_best_first, NULL);
+	return mop_hermes_history_fresh(&hermes);
 }
 
 /* Add a model to the scheduler (with fresh_priority() when it applies). */
@@ -1196,49 +1187,20 @@ task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, doubl
 		bool		epoch_done = mop_sched_complete(s, t, seconds);
 		bool		target_done = epoch_done &&
 			mop_sched_epochs_done(s, t->model) >= models[t->model].target;
-		ModelInfo  *mi = &models[t->model];
 
-		mi->trained += seconds;
-		if (epoch_done && run->pick == MOP_PICK_PRIORITY)
-		{
-			/*
-			 * Hermes: prefer the models whose loss falls fastest per second,
-			 * weighed against where they stand (the loss expected after one
-			 * more typical epoch; see src/search/mop_hermes.h for why the
-			 * rate alone is not used).
-			 */
-			if (mi->n_evals == 64)
-			{
-				memmove(mi->loss, mi->loss + 1, sizeof(double) * 63);
-				memmove(mi->seconds, mi->seconds + 1, sizeof(double) * 63);
-				mi->n_evals--;
-			}
-			mi->loss[mi->n_evals] = isfinite(vl) ? vl : NAN;
-			mi->seconds[mi->n_evals] = mi->trained;
-			mi->n_evals++;
-			hermes_seconds += mi->trained - mi->trained_at_eval;
-			hermes_epochs++;
-			mi->trained_at_eval = mi->trained;
-			{
-				mop_hermes_opts ho;
-
-				mop_hermes_default_opts(&ho);
-				ho.horizon = hermes_seconds / hermes_epochs;
-				mop_hermes_apply(s, t->model, mi->loss, mi->seconds, mi->n_evals, &ho);
-			}
-
-			/* a better first epoch: re-rank the models without results */
-			if (mop_sched_epochs_done(s, t->model) == 1 && isfinite(vl) &&
-				vl < hermes_best_first)
-			{
-				int32		n = Min(n_models, mop_sched_n_models(s));
-
-				hermes_best_first = vl;
-				for (int32 i = 0; i < n; i++)
-					if (models[i].n_evals == 0 && !mop_sched_started(s, i))
-						mop_sched_set_priority(s, i, fresh_priority());
-			}
-		}
+		/*
+		 * Hermes: prefer the models whose loss falls fastest per second,
+		 * weighed against where they stand (the loss expected after one
+		 * more typical epoch; see src/search/mop_hermes.h for why the rate
+		 * alone is not used).
+		 */
+		if (run->pick == MOP_PICK_PRIORITY &&
+			(mop_hermes_history_trained(&hermes, t->model, seconds) != MOP_SEARCH_OK ||
+			 (epoch_done &&
+			  mop_hermes_history_evaluated(&hermes, s, t->model, vl) != MOP_SEARCH_OK)))
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory")));
 
 		SpinLockAcquire(&run->mutex);
 		run->hops_done++;
@@ -1609,7 +1571,7 @@ assign(mop_sched *s, int w, Latch *latch)
 	if (mop_sched_next(s, w, &t) != MOP_ASSIGNED)
 		return false;
 	/* convergence-aware: a started model's minimum quantum (fresh_priority) */
-	if (run->pick == MOP_PICK_PRIORITY && models[t.model].n_evals == 0)
+	if (run->pick == MOP_PICK_PRIORITY && mop_hermes_history_evals(&hermes, t.model) == 0)
 		mop_sched_set_priority(s, t.model, MOP_HERMES_NEW_PRIORITY);
 	workers[w].busy = true;
 	workers[w].task = t;
@@ -1888,6 +1850,7 @@ mop_coordinator_main(Datum arg)
 	run->coordinator_latch = MyLatch;
 	SpinLockRelease(&run->mutex);
 
+	mop_hermes_history_init(&hermes);
 	PG_TRY();
 	{
 		if (run->resume_run_id)
@@ -2061,5 +2024,6 @@ mop_coordinator_main(Datum arg)
 	mop_median_free(median);
 	mop_pbt_free(pbt);
 	mop_tpe_free(tpe);
+	mop_hermes_history_free(&hermes);
 	proc_exit(0);
 }
