@@ -167,6 +167,10 @@ interval_done(PbtDriver *p, int32 member, int32 epochs, double score)
  * all at the same epochs): each is ranked at once, as barrier() does, and
  * members that had reached the next barrier when the run stopped wait there
  * again with the score of their last epoch.
+ *
+ * Long because both modes check every recorded exploit against the one
+ * PBT makes again, in the order they were recorded, and a mismatch
+ * anywhere is one error (the "corrupt" exit).
  */
 static void
 replay_reports(PbtDriver *p, mop_sched *s)
