@@ -368,7 +368,7 @@ coord_record_report(int32 trial, int32 resource, double score, const char *reaso
 {
 	mop_decision d;
 
-	mop_decision_init(&d, MOP_WHY_START, trial);
+	mop_decision_init(&d, MOP_WHY_START, trial);	/* (only its numbers are used) */
 	d.score = score;
 	d.from_resource = resource;
 	strlcpy(d.reason, reason, sizeof(d.reason));

@@ -160,6 +160,37 @@ coord_driver_report(int32 trial, int32 resource, double score)
 }
 
 /*
+ * Model `model` finished an epoch with `score` (its last: target_done).  An
+ * adaptive driver hears the result at the model's target; the driver and
+ * the rule watching epochs, every epoch.
+ */
+void
+coord_drivers_epoch_done(mop_sched *s, int32 model, double score, bool target_done)
+{
+	mop_driver *d[2] = {coord.driver, coord.rule};
+
+	if (target_done && coord_adaptive())
+		coord_driver_report(model, coord.models[model].target, score);
+	for (int k = 0; k < 2; k++)
+		if (d[k] != NULL && d[k]->ops->epoch_done)
+			d[k]->ops->epoch_done(d[k], s, model, mop_sched_epochs_done(s, model), score,
+								  target_done);
+}
+
+/* Model `model`'s task failed or diverged: it has stopped. */
+void
+coord_drivers_task_failed(mop_sched *s, int32 model)
+{
+	mop_driver *d[2] = {coord.driver, coord.rule};
+
+	if (coord_adaptive())
+		coord_driver_report(model, coord.models[model].target, NAN);
+	for (int k = 0; k < 2; k++)
+		if (d[k] != NULL && d[k]->ops->task_failed)
+			d[k]->ops->task_failed(d[k], s, model);
+}
+
+/*
  * Carry out one driver action: start a new trial, raise the budget of a
  * promoted one (it resumes from its checkpoint), or stop one.  In its own
  * transaction, with the decision recorded.

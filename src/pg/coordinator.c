@@ -171,17 +171,8 @@ task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, doubl
 		if (target_done && !coord_adaptive())
 			coord.run->models_done++;
 		SpinLockRelease(&coord.run->mutex);
-		if (target_done && coord_adaptive())
-			coord_driver_report(t->model, coord.models[t->model].target, coord_score(vm));
 		if (epoch_done)
-			for (int k = 0; k < 2; k++)
-			{
-				mop_driver *d = k == 0 ? coord.driver : coord.rule;
-
-				if (d != NULL && d->ops->epoch_done)
-					d->ops->epoch_done(d, s, t->model, mop_sched_epochs_done(s, t->model),
-									   coord_score(vm), target_done);
-			}
+			coord_drivers_epoch_done(s, t->model, coord_score(vm), target_done);
 	}
 	else
 	{
@@ -191,15 +182,7 @@ task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, doubl
 		SpinLockAcquire(&coord.run->mutex);
 		coord.run->models_done++;
 		SpinLockRelease(&coord.run->mutex);
-		if (coord_adaptive())
-			coord_driver_report(t->model, coord.models[t->model].target, NAN);
-		for (int k = 0; k < 2; k++)
-		{
-			mop_driver *d = k == 0 ? coord.driver : coord.rule;
-
-			if (d != NULL && d->ops->task_failed)
-				d->ops->task_failed(d, s, t->model);
-		}
+		coord_drivers_task_failed(s, t->model);
 	}
 }
 

@@ -91,6 +91,8 @@ extern mop_poll coord_driver_next(mop_action *a);
 extern bool coord_driver_may_start(const mop_sched *s);
 extern void coord_driver_report(int32 trial, int32 resource, double score);
 extern void coord_driver_tell(int32 trial, int32 resource, double score);
+extern void coord_drivers_epoch_done(mop_sched *s, int32 model, double score, bool target_done);
+extern void coord_drivers_task_failed(mop_sched *s, int32 model);
 extern void coord_apply_action(mop_sched *s, const mop_action *a);
 extern void coord_stop_model(mop_sched *s, int32 i, const mop_decision *d);
 
