@@ -167,9 +167,9 @@ extern bool mop_buffer_identity(Datum d, MopBufId *id);
 extern void mop_buffer_cache_clear(void);
 
 /*
- * The narrow waist as SQL, shared by every executor (mop_train in the
- * caller's backend, the background workers of a run): one sub-epoch of
- * state $1 over partition $3 of dataset $2, and its validation.
+ * The narrow waist as SQL, issued by the sub-epoch unit that every
+ * executor runs (subepoch.h): one sub-epoch of state $1 over partition $3
+ * of dataset $2, and its validation.
  *
  * The buffers come from a sorted subquery rather than from an ORDER BY
  * inside the aggregate call: PostgreSQL 15 sorts every argument of an

@@ -133,6 +133,17 @@ col(int i, bool *isnull)
 	return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i, isnull);
 }
 
+static void model_not_visible(int64 model_id) pg_attribute_noreturn();
+
+/* The model's row is gone, or the executor's role may not see it. */
+static void
+model_not_visible(int64 model_id)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("model %lld is not visible to the worker", (long long) model_id)));
+}
+
 /*
  * Read the model's checkpoint, its dataset and the partition's training
  * rows, without a lock.  Returns false if the model is not training
@@ -150,9 +161,7 @@ load_checkpoint(const MopSubepochTask *task, bytea **state, int64 *dataset_id,
 
 	exec_sql(LOAD_SQL, 2, t, v, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("model %lld is not visible to the worker", (long long) task->model_id)));
+		model_not_visible(task->model_id);
 	sd = col(1, &isnull);
 	/* a NULL state (anyone who may write the row can set one) is no checkpoint */
 	if (isnull)
@@ -235,9 +244,7 @@ lock_model(const MopSubepochTask *task)
 	MemoryContextSwitchTo(cxt);
 	exec_sql(LOCK_MODEL_SQL, 1, t, v, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("model %lld is not visible to the worker", (long long) task->model_id)));
+		model_not_visible(task->model_id);
 	training = strcmp(TextDatumGetCString(col(1, &isnull)), "training") == 0;
 	SPI_freetuptable(SPI_tuptable);
 	return training;
