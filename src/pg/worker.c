@@ -239,6 +239,74 @@ mark_failed(int64 model_id, const char *msg)
 	CommitTransactionCommand();
 }
 
+/*
+ * Run the task copied from slot: its sub-epoch in a transaction, an ERROR
+ * marking the model failed (unless this process was replaced or its
+ * coordinator is gone), and the outcome handed back in the slot.
+ */
+static void
+do_task(MopSlot *slot, MopSlot *task, MemoryContext task_cxt)
+{
+	MopTaskOutcome outcome;
+	double		vm = NAN,
+				vl = NAN;
+	TimestampTz t0 = GetCurrentTimestamp();
+	char		errbuf[256] = "";
+	MemoryContext old = MemoryContextSwitchTo(task_cxt);
+
+	PG_TRY();
+	{
+		outcome = run_task(slot, task, &vm, &vl);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *ed;
+
+		MemoryContextSwitchTo(task_cxt);
+		ed = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		strlcpy(errbuf, ed->message ? ed->message : "unknown error", sizeof(errbuf));
+		outcome = MOP_TASK_FAILED;
+		if (!replaced)
+		{
+			SpinLockAcquire(&run->mutex);
+			replaced = slot_moved_on();
+			SpinLockRelease(&run->mutex);
+		}
+		if (coordinator_gone || replaced)
+			elog(LOG, "mop worker %d: %s", my_index, errbuf);
+		else
+		{
+			elog(LOG, "mop worker %d: model %lld failed: %s", my_index,
+				 (long long) task->model_id, errbuf);
+			mark_failed(task->model_id, errbuf);
+		}
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(task_cxt);
+
+	SpinLockAcquire(&run->mutex);
+	if (slot_moved_on())
+	{
+		/* given up meanwhile: the slot is another process's now */
+		SpinLockRelease(&run->mutex);
+		proc_exit(0);
+	}
+	slot->outcome = outcome;
+	slot->valid_metric = vm;
+	slot->valid_loss = vl;
+	slot->seconds = (double) (GetCurrentTimestamp() - t0) / 1e6;
+	strlcpy(slot->error, errbuf, sizeof(slot->error));
+	/* an exit ordered meanwhile (the run ended or its coordinator went) stands */
+	if (slot->state != MOP_SLOT_EXIT)
+		slot->state = MOP_SLOT_DONE;
+	SpinLockRelease(&run->mutex);
+	if (run->coordinator_latch)
+		SetLatch(run->coordinator_latch);
+}
+
 /* On exit (also FATAL): tell the coordinator this worker is gone. */
 static void
 worker_detach(dsm_segment *seg, Datum arg)
@@ -322,64 +390,7 @@ mop_worker_main(Datum arg)
 			break;
 		if (st == MOP_SLOT_ASSIGNED)
 		{
-			MopTaskOutcome outcome;
-			double		vm = NAN,
-						vl = NAN;
-			TimestampTz t0 = GetCurrentTimestamp();
-			char		errbuf[256] = "";
-			MemoryContext old = MemoryContextSwitchTo(task_cxt);
-
-			PG_TRY();
-			{
-				outcome = run_task(slot, &task, &vm, &vl);
-			}
-			PG_CATCH();
-			{
-				ErrorData  *ed;
-
-				MemoryContextSwitchTo(task_cxt);
-				ed = CopyErrorData();
-				FlushErrorState();
-				AbortCurrentTransaction();
-				strlcpy(errbuf, ed->message ? ed->message : "unknown error", sizeof(errbuf));
-				outcome = MOP_TASK_FAILED;
-				if (!replaced)
-				{
-					SpinLockAcquire(&run->mutex);
-					replaced = slot_moved_on();
-					SpinLockRelease(&run->mutex);
-				}
-				if (coordinator_gone || replaced)
-					elog(LOG, "mop worker %d: %s", my_index, errbuf);
-				else
-				{
-					elog(LOG, "mop worker %d: model %lld failed: %s", my_index,
-						 (long long) task.model_id, errbuf);
-					mark_failed(task.model_id, errbuf);
-				}
-			}
-			PG_END_TRY();
-			MemoryContextSwitchTo(old);
-			MemoryContextReset(task_cxt);
-
-			SpinLockAcquire(&run->mutex);
-			if (slot_moved_on())
-			{
-				/* given up meanwhile: the slot is another process's now */
-				SpinLockRelease(&run->mutex);
-				proc_exit(0);
-			}
-			slot->outcome = outcome;
-			slot->valid_metric = vm;
-			slot->valid_loss = vl;
-			slot->seconds = (double) (GetCurrentTimestamp() - t0) / 1e6;
-			strlcpy(slot->error, errbuf, sizeof(slot->error));
-			/* an exit ordered meanwhile (the run ended or its coordinator went) stands */
-			if (slot->state != MOP_SLOT_EXIT)
-				slot->state = MOP_SLOT_DONE;
-			SpinLockRelease(&run->mutex);
-			if (run->coordinator_latch)
-				SetLatch(run->coordinator_latch);
+			do_task(slot, &task, task_cxt);
 			continue;
 		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
