@@ -81,20 +81,12 @@ coord_insert_model(int64 run_id, int i, int32 target)
 	Jsonb	   *config = (coord.proposed && coord.proposed[i]) ? coord.proposed[i] :
 		DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(coord_payload_str(3 + i))));
 	nn_spec		spec;
-	ModelHandle *h;
-	nn_error	err;
-	nn_status	st;
 	Oid			t[6];
 	Datum		v[6];
 	bool		isnull;
 
 	if (i >= coord.run->n_configs)
 		elog(ERROR, "mop run %lld: trial %d has no configuration", (long long) run_id, i);
-	mop_config_to_spec(config, coord.ds, &spec);
-	mop_blas_ensure();
-	h = mop_model_handle(CurrentMemoryContext);
-	if ((st = nn_model_create(&spec, &h->model, &err)) != NN_OK)
-		mop_nn_error(st, &err, "could not create model");
 	t[0] = INT8OID;
 	v[0] = Int64GetDatum(run_id);
 	t[1] = INT8OID;
@@ -102,7 +94,7 @@ coord_insert_model(int64 run_id, int i, int32 target)
 	t[2] = JSONBOID;
 	v[2] = JsonbPGetDatum(config);
 	t[3] = BYTEAOID;
-	v[3] = PointerGetDatum(mop_model_to_blob(h->model));
+	v[3] = PointerGetDatum(mop_model_initial_state(config, coord.ds, &spec));
 	if (coord.run->warm_start_run_id)
 	{
 		/* warm start: the latest checkpoint of the same configuration */
@@ -122,7 +114,6 @@ coord_insert_model(int64 run_id, int i, int32 target)
 	v[4] = CStringGetTextDatum(nn_metric_name(spec.metric));
 	t[5] = BOOLOID;
 	v[5] = BoolGetDatum(nn_metric_higher_is_better(spec.metric));
-	mop_model_release(h);
 	coord_exec_sql("INSERT INTO mop.models (run_id, dataset_id, config, status, state, metric, "
 			 "higher_is_better) VALUES ($1, $2, $3, 'training', $4, $5, $6) RETURNING id",
 			 6, t, v, SPI_OK_INSERT_RETURNING);
