@@ -41,12 +41,17 @@ PG_CPPFLAGS = -Isrc/nn -Isrc/pg -Isrc -Igpu
 PG_CFLAGS = -O3 -ffp-contract=off -fno-math-errno
 SHLIB_LINK = -ldl -lm
 
-# pg_regress: tests in sql/, expected output in expected/.
-REGRESS = install prepare train aggregate predict errors search adaptive device hardening security fuzz keras predict_table notices plots
-REGRESS_OPTS = --inputdir=.
-# isolationtester: specs in specs/, expected output in expected/ (run by
-# make installcheck after REGRESS)
+# pg_regress, laid out as pgvector does: tests in test/sql/, expected output
+# in test/expected/ (sql/ holds only the extension's install scripts); results/
+# and regression.diffs are written here.  The order matters: install (the
+# extension and the err() helper) and prepare (the shared tables and
+# datasets) set up what the later files use; each says so at its top.
+REGRESS = install prepare train aggregate predict errors search adaptive device hardening security fuzz keras predict_table notices plots export
+REGRESS_OPTS = --inputdir=test
+# isolationtester: specs in test/specs/, expected output in test/expected/
+# (run by make installcheck after REGRESS; output in output_iso/)
 ISOLATION = lock_order drop_during_run prepare_same_name
+ISOLATION_OPTS = --inputdir=test
 
 # the optional GPU object (see the end); pgxs reads EXTRA_CLEAN when included
 EXTRA_CLEAN = gpu/mop_gpu.so
@@ -62,7 +67,7 @@ $(DATA_built): sql/mop--0.1.sql $(MOP_UPGRADES)
 
 # PGXS tracks no header dependencies: rebuild every object when a header
 # changes (a stale object with an old struct layout is a silent disaster).
-$(OBJS): $(wildcard src/nn/*.h src/pg/*.h src/search/*.h gpu/*.h)
+$(OBJS): $(wildcard src/common/*.h src/nn/*.h src/pg/*.h src/search/*.h gpu/*.h)
 
 # Optional CUDA part (the GPU issue): gpu/*.cu -> gpu/mop_gpu.so, built by
 # nvcc only when both nvcc and CUDA sources exist, installed next to mop.so

@@ -1098,3 +1098,14 @@ CREATE VIEW mop.run_progress WITH (security_invoker = true) AS
 	SELECT * FROM mop.run_progress_rows();
 COMMENT ON VIEW mop.run_progress IS 'one row per running run: sub-epochs done of those planned so far, models finished, best validation metric so far, elapsed, estimated time left, busy workers';
 GRANT SELECT ON mop.run_progress TO PUBLIC;
+
+-- 10. mop_export: a trained model to take elsewhere ------------------------------
+
+CREATE FUNCTION @extschema@.mop_export(model_id bigint, format text DEFAULT 'keras',
+	preprocessing boolean DEFAULT true)
+	RETURNS jsonb
+	AS 'MODULE_PATHNAME', 'mop_export'
+	LANGUAGE C STRICT STABLE PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_export(bigint, text, boolean)
+	IS 'a trained model as a Keras 3 model (to_json form) with its weights, labels and preprocessing (jsonb)';

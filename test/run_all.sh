@@ -9,8 +9,10 @@
 #    fuzz-san) and the GPU tests (test/gpu/run.sh: they say "skip" where
 #    no GPU is usable);
 # 3. installs the extension (needs root, or sudo) and runs the pg_regress
-#    suite and then the isolation tests (isolationtester, specs/*.spec;
-#    each prints "test ... ok" like pg_regress, even if pg_regress failed)
+#    suite (test/sql/*.sql against test/expected/*.out) and then the
+#    isolation tests (isolationtester, test/specs/*.spec against
+#    test/expected/*.out; each prints "test ... ok" like pg_regress, even if
+#    pg_regress failed)
 #    inside a throwaway cluster made by Debian's pg_virtualenv
 #    (regression.diffs and output_iso/regression.diffs are printed on
 #    failure);

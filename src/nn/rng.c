@@ -6,17 +6,8 @@
  * the same bits on every machine, and nothing depends on global state.
  */
 #include "nn_internal.h"
+#include "../common/splitmix64.h"
 
-/* splitmix64 step, used to expand a seed into generator state. */
-static uint64_t
-splitmix64(uint64_t *x)
-{
-	uint64_t	z = (*x += UINT64_C(0x9E3779B97F4A7C15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-	return z ^ (z >> 31);
-}
 
 /* Seed a generator from (seed, stream): distinct streams are independent. */
 void
@@ -25,7 +16,7 @@ nn_rng_seed(uint64_t s[4], uint64_t seed, uint64_t stream)
 	uint64_t	x = seed ^ (stream * UINT64_C(0xD1B54A32D192ED03));
 
 	for (int i = 0; i < 4; i++)
-		s[i] = splitmix64(&x);
+		s[i] = mop_splitmix64_next(&x);
 	if ((s[0] | s[1] | s[2] | s[3]) == 0)
 		s[0] = 1;
 }

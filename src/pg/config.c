@@ -892,8 +892,8 @@ parse_model(JsonbValue *mv, nn_spec *spec)
  * The activation that follows layer i in the engine (its own, or that of an
  * Activation layer right after it): what NN_INIT_AUTO looks at.
  */
-static bool
-relu_like_after(const nn_spec *spec, int i)
+bool
+mop_relu_like_after(const nn_spec *spec, int i)
 {
 	int32		a = spec->layers[i].activation;
 
@@ -938,7 +938,7 @@ keras_settle(nn_spec *spec, bool have_init, bool have_l2)
 		if (first < 0)
 			first = kinfo.init[i];
 		same &= kinfo.init[i] == first;
-		want = relu_like_after(spec, i) ? NN_INIT_HE : NN_INIT_GLOROT;
+		want = mop_relu_like_after(spec, i) ? NN_INIT_HE : NN_INIT_GLOROT;
 		if (kinfo.init[i] != want && autoish)
 		{
 			autoish = false;

@@ -33,7 +33,6 @@
 #include "utils/memutils.h"
 
 #include "mop.h"
-#include "run.h"
 
 typedef struct GpuDataKey
 {
@@ -280,11 +279,7 @@ mop_gpu_agg_train(MopGpuAgg *a, Datum xd, Datum yd, const float *x, const float 
 			return;
 		if (rc != MOP_GPU_OK)
 			mop_gpu_error(rc, msg, "training on the GPU");
-		if (mop_progress_rows)
-		{
-			*mop_progress_rows += cnt;
-			mop_worker_check_coordinator();
-		}
+		mop_train_progress_report(cnt);
 	}
 	if (a->temp_bytes > TEMP_ROWS_BYTES)
 		free_temps(a);

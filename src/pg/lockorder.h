@@ -21,7 +21,7 @@
  *   - a worker reads its model's checkpoint without a lock, trains, and
  *     only then locks the dataset's row and the run's row FOR KEY SHARE and
  *     the model's FOR UPDATE (re-reading its status), and writes
- *     (worker.c): its locks last milliseconds, not a sub-epoch;
+ *     (subepoch.c): its locks last milliseconds, not a sub-epoch;
  *   - every coordinator transaction locks the dataset's row and then the
  *     run's FOR KEY SHARE before it touches a model or a decision; creating
  *     a run locks the dataset's row first, resuming one the dataset's row

@@ -100,8 +100,13 @@ extern MopDataset *mop_dataset_lookup(const char *name, bool missing_ok);
 extern MopDataset *mop_dataset_by_id(int64 id);
 extern MopDataset *mop_dataset_of_model(int64 model_id, bytea **state);
 
+/* predict.c */
+extern ModelHandle *mop_model_of(int64 model_id, MemoryContext cxt, MopDataset **ds);
+
 /* config.c */
 extern void mop_config_to_spec(Jsonb *config, const MopDataset *ds, nn_spec *spec);
+/* Is layer i's kernel followed by a ReLU-like activation (He under init "auto")? */
+extern bool mop_relu_like_after(const nn_spec *spec, int i);
 
 /* source.c: reading a user's table or view */
 typedef struct MopSource
@@ -157,9 +162,9 @@ extern bool mop_buffer_identity(Datum d, MopBufId *id);
 extern void mop_buffer_cache_clear(void);
 
 /*
- * The narrow waist as SQL, shared by every executor (mop_train in the
- * caller's backend, the background workers of a run): one sub-epoch of
- * state $1 over partition $3 of dataset $2, and its validation.
+ * The narrow waist as SQL, issued by the sub-epoch unit that every
+ * executor runs (subepoch.h): one sub-epoch of state $1 over partition $3
+ * of dataset $2, and its validation.
  *
  * The buffers come from a sorted subquery rather than from an ORDER BY
  * inside the aggregate call: PostgreSQL 15 sorts every argument of an
@@ -184,6 +189,26 @@ extern void mop_buffer_cache_clear(void);
 extern void mop_reclaim_checkpoints(int64 run_id, int64 hops_done, int n_models,
 									bool force);
 extern void mop_wait_release_xmin(void);
+
+/* model_init.c: a model's initial state (its first checkpoint) */
+extern bytea *mop_model_initial_state(Jsonb *config, const MopDataset *ds,
+									  nn_spec *spec);
+
+/*
+ * train_agg.c: progress of the training aggregate.  A caller of
+ * mop.train_agg installs one for the duration of its query and puts the
+ * previous one back afterwards (also on ERROR).
+ */
+typedef struct MopProgress
+{
+	/* training starts: rows_total rows to train (0: not known) */
+	void		(*start) (void *arg, int64 rows_total);
+	/* rows more rows trained, after each minibatch; may ERROR to stop */
+	void		(*rows) (void *arg, int64 rows);
+	void	   *arg;
+} MopProgress;
+extern const MopProgress *mop_train_progress_install(const MopProgress *p);
+extern void mop_train_progress_report(int64 rows);
 
 /* train_agg.c */
 extern void mop_train_rows(nn_model *m, const float *x, const float *y,

@@ -66,6 +66,23 @@ check_model_fits(int64 model_id, nn_model *m, const MopDataset *ds)
 				 errhint("The state stored for the model was made for another dataset.")));
 }
 
+/*
+ * Model model_id's latest checkpoint, loaded into cxt and checked against
+ * its dataset (returned in *ds): what every user of a stored model calls.
+ */
+ModelHandle *
+mop_model_of(int64 model_id, MemoryContext cxt, MopDataset **ds)
+{
+	bytea	   *state;
+	ModelHandle *h;
+
+	*ds = mop_dataset_of_model(model_id, &state);
+	h = mop_model_from_blob(state, cxt);
+	pfree(state);
+	check_model_fits(model_id, h->model, *ds);
+	return h;
+}
+
 #define EVAL_SLICE 1024
 
 /* One loaded model of a call site's cache. */
@@ -100,7 +117,6 @@ predict_cache(FunctionCallInfo fcinfo, int64 model_id)
 	PredictCache *c;
 	MemoryContext cxt,
 				old;
-	bytea	   *state;
 	int			i;
 
 	if (slots == NULL)
@@ -129,11 +145,8 @@ predict_cache(FunctionCallInfo fcinfo, int64 model_id)
 	c = palloc0(sizeof(PredictCache));
 	c->cxt = cxt;
 	c->model_id = model_id;
-	c->ds = mop_dataset_of_model(model_id, &state);
-	c->h = mop_model_from_blob(state, cxt);
-	pfree(state);
+	c->h = mop_model_of(model_id, cxt, &c->ds);
 	c->out_dim = nn_model_out_dim(c->h->model);
-	check_model_fits(model_id, c->h->model, c->ds);
 	c->x = palloc(sizeof(float) * c->ds->nfeatures);
 	c->out = palloc(sizeof(float) * Max(c->out_dim, 2));
 	MemoryContextSwitchTo(old);
@@ -288,7 +301,6 @@ mop_evaluate(PG_FUNCTION_ARGS)
 	MemoryContext opcxt,
 				oldcxt;
 	MopDataset *ds;
-	bytea	   *state;
 	ModelHandle *h;
 	MopSource	src;
 	MopRows		rows;
@@ -304,9 +316,7 @@ mop_evaluate(PG_FUNCTION_ARGS)
 								  ALLOCSET_DEFAULT_SIZES);
 	oldcxt = MemoryContextSwitchTo(opcxt);
 
-	ds = mop_dataset_of_model(model_id, &state);
-	h = mop_model_from_blob(state, opcxt);
-	check_model_fits(model_id, h->model, ds);
+	h = mop_model_of(model_id, opcxt, &ds);
 	mop_source_open(&src, relid, ds->target, ds->featcols, ds->nfeatcols);
 	mop_source_check_privileges(&src);
 	if (src.is_array != ds->is_array)

@@ -100,7 +100,6 @@ mop_predict_table(PG_FUNCTION_ARGS)
 				batchcxt,
 				oldcxt;
 	MopDataset *ds;
-	bytea	   *state;
 	ModelHandle *h;
 	char	   *relname;
 	Oid			idtype = INT8OID,
@@ -145,15 +144,8 @@ mop_predict_table(PG_FUNCTION_ARGS)
 									 ALLOCSET_DEFAULT_SIZES);
 	oldcxt = MemoryContextSwitchTo(opcxt);
 
-	ds = mop_dataset_of_model(model_id, &state);
-	h = mop_model_from_blob(state, opcxt);
+	h = mop_model_of(model_id, opcxt, &ds);
 	nf = ds->nfeatures;
-	if (nn_model_in_dim(h->model) != nf)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("model " INT64_FORMAT " expects %d features but its dataset has %d",
-						model_id, nn_model_in_dim(h->model), nf),
-				 errhint("The state stored for the model was made for another dataset.")));
 	out_dim = nn_model_out_dim(h->model);
 	classes = ds->target_kind != MOP_TARGET_REGRESSION;
 

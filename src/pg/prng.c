@@ -3,11 +3,12 @@
  *
  * mop_prepare's shuffle and the per-buffer reshuffle of training must be
  * reproducible from a seed and independent of PostgreSQL's random(), so the
- * glue uses SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, well mixed.
+ * glue uses SplitMix64 (src/common/splitmix64.h) with a state of its own.
  */
 #include "postgres.h"
 
 #include "mop.h"
+#include "common/splitmix64.h"
 
 /* Seed the generator. */
 void
@@ -20,11 +21,7 @@ mop_prng_seed(MopRng *r, uint64 seed)
 uint64
 mop_prng_next(MopRng *r)
 {
-	uint64		z = (r->s += UINT64CONST(0x9e3779b97f4a7c15));
-
-	z = (z ^ (z >> 30)) * UINT64CONST(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64CONST(0x94d049bb133111eb);
-	return z ^ (z >> 31);
+	return mop_splitmix64_next(&r->s);
 }
 
 /* Uniform integer in [0, n) without modulo bias (n > 0). */

@@ -178,9 +178,6 @@ extern List *mop_mark_interrupted_except(int64 except);
 extern bool mop_mark_in_worker(Oid database, Oid role, int64 except);
 extern void mop_recovery_register_launcher(void);
 
-/* progress hook: the training aggregate adds rows here when set */
-extern volatile int64 *mop_progress_rows;
-
 /*
  * The models of run $1 still training when the run stops early (cancelled,
  * failed, or its coordinator gone) become 'cancelled'; mop_resume trains
@@ -189,8 +186,5 @@ extern volatile int64 *mop_progress_rows;
 #define MOP_CANCEL_MODELS_SQL \
 	"UPDATE mop.models SET status = 'cancelled', updated_at = pg_catalog.clock_timestamp() " \
 	"WHERE run_id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'training'"
-
-/* worker.c: a worker stops within a minibatch when its coordinator is gone */
-extern void mop_worker_check_coordinator(void);
 
 #endif							/* MOP_RUN_H */

@@ -1,6 +1,7 @@
 /*
  * train_agg.c -- the narrow waist: SQL aggregates that train and evaluate a
- * model over buffers, plus mop.init_model() to make a first model state.
+ * model over buffers (a first model state comes from mop.init_model(),
+ * model_init.c).
  *
  *   SELECT mop.train_agg(m.state, b.x, b.y ORDER BY b.buffer_no)
  *     FROM mop.buffers b, mop.models m
@@ -17,6 +18,12 @@
  * aggregate's memory context and is freed with it, also on ERROR or cancel.
  * Each buffer is fed to the engine in slices of batch_size rows with
  * CHECK_FOR_INTERRUPTS() between slices, i.e. once per minibatch.
+ *
+ * Progress: whoever runs train_agg may install a MopProgress for the
+ * duration of its query (mop_train_progress_install); the aggregate reports
+ * the rows it has trained to it after every minibatch, and the callback may
+ * raise an ERROR to stop training (a worker whose run is gone does).  The
+ * aggregate knows nothing else of its caller.
  *
  * On a GPU (mop.device, or the run's choice in a worker) the same
  * aggregates train and evaluate through gpu_train.c: the model is mirrored
@@ -39,9 +46,7 @@
 #include "utils/memutils.h"
 
 #include "mop.h"
-#include "run.h"
 
-PG_FUNCTION_INFO_V1(mop_init_model);
 PG_FUNCTION_INFO_V1(mop_train_agg_step);
 PG_FUNCTION_INFO_V1(mop_train_agg_final);
 PG_FUNCTION_INFO_V1(mop_eval_agg_step);
@@ -67,28 +72,29 @@ typedef struct MopAggState
 	MopGpuAgg  *gpu;			/* non-NULL: this aggregate runs on a GPU */
 } MopAggState;
 
-/* mop.init_model(dataset text, config jsonb) -> bytea: a fresh model state. */
-Datum
-mop_init_model(PG_FUNCTION_ARGS)
-{
-	char	   *dsname = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	Jsonb	   *config = PG_GETARG_JSONB_P(1);
-	MopDataset *ds = mop_dataset_lookup(dsname, false);
-	nn_spec		spec;
-	ModelHandle *h;
-	nn_error	err;
-	nn_status	st;
-	bytea	   *blob;
+/* The progress callback installed by the caller of train_agg (NULL: none). */
+static const MopProgress *train_progress = NULL;
 
-	mop_config_to_spec(config, ds, &spec);
-	mop_blas_ensure();
-	h = mop_model_handle(CurrentMemoryContext);
-	st = nn_model_create(&spec, &h->model, &err);
-	if (st != NN_OK)
-		mop_nn_error(st, &err, "could not create model");
-	blob = mop_model_to_blob(h->model);
-	mop_model_release(h);
-	PG_RETURN_BYTEA_P(blob);
+/*
+ * Install p (NULL: none) as the progress callback of the training
+ * aggregates of this backend; returns the one it replaces, which the caller
+ * puts back when its query is over, also on ERROR.
+ */
+const MopProgress *
+mop_train_progress_install(const MopProgress *p)
+{
+	const MopProgress *prev = train_progress;
+
+	train_progress = p;
+	return prev;
+}
+
+/* rows more rows trained: tell the installed callback, if any (may ERROR). */
+void
+mop_train_progress_report(int64 rows)
+{
+	if (train_progress != NULL && train_progress->rows != NULL)
+		train_progress->rows(train_progress->arg, rows);
 }
 
 /*
@@ -232,11 +238,7 @@ mop_train_rows(nn_model *m, const float *x, const float *y, int64 n,
 		}
 		if (st != NN_OK)
 			mop_nn_error(st, &err, "training failed");
-		if (mop_progress_rows)
-		{
-			*mop_progress_rows += cnt;
-			mop_worker_check_coordinator();
-		}
+		mop_train_progress_report(cnt);
 	}
 }
 

@@ -100,4 +100,55 @@ double		mop_hermes_fresh_priority(double best_first_loss, const mop_hermes_opts 
 void		mop_hermes_apply(mop_sched *s, int32_t model, const double *loss,
 							 const double *seconds, int32_t n, const mop_hermes_opts *opts);
 
+/*
+ * What the caller keeps per model to compute the priorities above: the
+ * training seconds spent on each model, and its validation loss with the
+ * seconds spent up to then after each evaluation (the last
+ * MOP_HERMES_HISTORY of them); and over all models the mean seconds of an
+ * evaluated epoch (the PROJECTED rule's horizon) and the best first-epoch
+ * loss (mop_hermes_fresh_priority).  Models are numbered as in the
+ * scheduler; the history grows as models appear.
+ */
+#define MOP_HERMES_HISTORY 64
+
+typedef struct mop_hermes_track
+{
+	int32_t		n_evals;
+	double		trained;		/* seconds of training so far */
+	double		trained_at_eval;	/* trained at the last evaluation */
+	double		loss[MOP_HERMES_HISTORY];
+	double		seconds[MOP_HERMES_HISTORY];
+} mop_hermes_track;
+
+typedef struct mop_hermes_history
+{
+	mop_hermes_track *m;
+	int32_t		n;				/* models tracked */
+	double		seconds;		/* training seconds of evaluated epochs */
+	int64_t		epochs;			/* epochs evaluated: their mean is the horizon */
+	double		best_first;		/* best loss of a first evaluation (+inf: none) */
+} mop_hermes_history;
+
+void		mop_hermes_history_init(mop_hermes_history *h);
+void		mop_hermes_history_free(mop_hermes_history *h);
+
+/* Model `model` trained `seconds` more.  0, or MOP_SEARCH_ENOMEM / EINVAL. */
+int			mop_hermes_history_trained(mop_hermes_history *h, int32_t model, double seconds);
+
+/* Evaluations recorded for `model` (0 for a model never seen). */
+int32_t		mop_hermes_history_evals(const mop_hermes_history *h, int32_t model);
+
+/* The priority of a configuration not started yet (mop_hermes_fresh_priority). */
+double		mop_hermes_history_fresh(const mop_hermes_history *h);
+
+/*
+ * Model `model` was evaluated with validation loss `loss` (not finite: it
+ * diverged) after its epoch mop_sched_epochs_done(s, model): record it, set
+ * the model's priority in s (PROJECTED, the horizon the mean evaluated
+ * epoch), and when this is a better first epoch than any before, re-rank
+ * the models of s not started yet.  0, or MOP_SEARCH_ENOMEM / EINVAL.
+ */
+int			mop_hermes_history_evaluated(mop_hermes_history *h, mop_sched *s,
+										 int32_t model, double loss);
+
 #endif							/* MOP_HERMES_H */

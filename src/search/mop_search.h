@@ -28,6 +28,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "../common/splitmix64.h"
+
 #define MOP_SEARCH_OK		0
 #define MOP_SEARCH_EINVAL	(-1)	/* bad argument */
 #define MOP_SEARCH_ENOMEM	(-2)	/* out of memory */
@@ -127,7 +129,7 @@ void		mop_actq_free(mop_actq *q);
 /* Fill a decision with "not relevant" values. */
 void		mop_decision_init(mop_decision *d, mop_why why, int32_t trial);
 
-/* ---- the private generator: splitmix64 (as sched.c's `mix`) ---- */
+/* ---- the private generator: src/common/splitmix64.h, one hash per step ---- */
 
 typedef struct mop_rng
 {
@@ -137,10 +139,7 @@ typedef struct mop_rng
 static inline uint64_t
 mop_rng_mix(uint64_t x)
 {
-	x += UINT64_C(0x9E3779B97F4A7C15);
-	x = (x ^ (x >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-	x = (x ^ (x >> 27)) * UINT64_C(0x94D049BB133111EB);
-	return x ^ (x >> 31);
+	return mop_splitmix64_hash(x);
 }
 
 static inline void
@@ -152,7 +151,7 @@ mop_rng_seed(mop_rng *r, uint64_t seed)
 static inline uint64_t
 mop_rng_next(mop_rng *r)
 {
-	r->state += UINT64_C(0x9E3779B97F4A7C15);
+	r->state += MOP_SPLITMIX64_GAMMA;
 	return mop_rng_mix(r->state);
 }
 

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "mop_sched.h"
+#include "../common/splitmix64.h"
 
 typedef struct model_state
 {
@@ -49,20 +50,17 @@ struct mop_sched
 	int32_t   **perms;
 };
 
-/* splitmix64: the scheduler's generator and its hash for orders. */
+/* the scheduler's generator and its hash for orders (src/common/splitmix64.h) */
 static uint64_t
 mix(uint64_t x)
 {
-	x += UINT64_C(0x9E3779B97F4A7C15);
-	x = (x ^ (x >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-	x = (x ^ (x >> 27)) * UINT64_C(0x94D049BB133111EB);
-	return x ^ (x >> 31);
+	return mop_splitmix64_hash(x);
 }
 
 static uint64_t
 next_rand(mop_sched *s)
 {
-	s->rng += UINT64_C(0x9E3779B97F4A7C15);
+	s->rng += MOP_SPLITMIX64_GAMMA;
 	return mix(s->rng);
 }
 

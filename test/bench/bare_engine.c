@@ -1,5 +1,5 @@
 /*
- * bare_engine.c -- issue 3 benchmark: the training engine (src/nn) on its own,
+ * bare_engine.c -- extension benchmark: the training engine (src/nn) on its own,
  * with no PostgreSQL, on exactly the arrays mop trains on, doing exactly what
  * one epoch of mop_train does, so that mop_train's epoch time can be compared
  * with it (in-database overhead).

@@ -1,6 +1,6 @@
 /*
  * bench_engine.c -- training throughput of mop's engine on Fashion-MNIST
- * (issue 2 benchmark), one BLAS thread.  Counterpart: bench_torch.py.
+ * (the engine benchmark), one BLAS thread.  Counterpart: bench_torch.py.
  *
  * Usage:
  *   bench_engine --model mlp|lenet|ARCH [--input 784|28x28x1] [--batch 128]

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch side of the engine benchmark (issue 2): the same models, data,
+"""PyTorch side of the engine benchmark: the same models, data,
 batch size and optimizer as bench_engine.c, on one thread.
 
 A plain, tight training loop over pre-made tensors (contiguous slices of the

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Issue 5 benchmarks (adaptive search), run by run_adaptive_bench.sh.
+"""Adaptive search benchmarks, run by run_adaptive_bench.sh.
 
   compare   Hyperband, ASHA, TPE vs grid and random search on one space with
             (nearly) the same total budget in epochs; best validation accuracy,

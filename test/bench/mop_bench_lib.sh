@@ -1,5 +1,5 @@
 #!/bin/bash
-# mop_bench_lib.sh -- shared settings for run_mop_bench.sh (issue 3 and 4
+# mop_bench_lib.sh -- shared settings for run_mop_bench.sh (the extension and MOP
 # benchmarks): a private throwaway cluster on its own port and socket dir.
 # Source it.  Knobs: MOPB_DIR (/tmp/mopbench), MOPB_PORT (55432).
 MOPB_DIR=${MOPB_DIR:-/tmp/mopbench}

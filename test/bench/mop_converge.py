@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 4 benchmark 1: convergence of MOP vs sequential SGD vs model averaging.
+"""MOP benchmark: convergence of MOP vs sequential SGD vs model averaging.
 
 Dataset "fashion" (Fashion-MNIST, 54,000 training rows in 2 partitions, 6,000
 validation rows).  A grid of configurations (2 MLPs x 2 learning rates x 2

@@ -1,4 +1,4 @@
-"""Side measurement for docs/benchmarks.md 3a: time to detoast every buffer of dataset 1
+"""Side measurement for the extension overhead benchmark: time to detoast every buffer of dataset 1
 (fashion) in a fresh backend.  Run after run_mop_bench.sh setup:
 source test/bench/mop_bench_lib.sh; /usr/bin/python3 test/bench/mop_detoast.py"""
 import sys, time

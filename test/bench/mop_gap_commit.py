@@ -1,4 +1,4 @@
-"""Side measurement for docs/benchmarks.md 4.2: per-hop gap of the 16-config grid
+"""Side measurement for the MOP throughput benchmark: per-hop gap of the 16-config grid
 (W=2) with synchronous_commit on vs off (ALTER SYSTEM; reset at the end).
 Run after run_mop_bench.sh setup: source test/bench/mop_bench_lib.sh; /usr/bin/python3 test/bench/mop_gap_commit.py"""
 import sys, json, time

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 3 benchmark a: mop_train epoch time vs the bare engine.
+"""Extension benchmark: mop_train epoch time vs the bare engine.
 
 Exports the packed training/validation buffers of dataset "fashion" and the
 initial state of the config (mop.init_model) to files, builds

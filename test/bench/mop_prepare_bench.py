@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 3 benchmark b: mop_prepare throughput on Fashion-MNIST.
+"""Extension benchmark: mop_prepare throughput on Fashion-MNIST.
 
 Table fashion_train(label text, pixels real[]) -- 60,000 rows, one real[784]
 column.  Alternates, REPS times: COPY (SELECT * FROM fashion_train) TO

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 4 benchmark 2: throughput of MOP on Cerebro's 16-configuration grid.
+"""MOP benchmark: throughput of MOP on Cerebro's 16-configuration grid.
 
 Grid: 2 MLPs (784-256-128-10, 784-512-10) x learning rate {1e-3, 1e-4} x
 batch size {32, 256} x l2 {1e-4, 1e-6}, Adam, seed 1; 1 epoch on dataset

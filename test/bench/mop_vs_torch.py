@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 4 benchmark 3: mop against what a user does today.
+"""MOP benchmark: mop against what a user does today.
 
 The same 16-configuration grid as mop_throughput.py, 1 epoch, three ways,
 alternating per repetition:

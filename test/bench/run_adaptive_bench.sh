@@ -1,5 +1,5 @@
 #!/bin/bash
-# run_adaptive_bench.sh -- the benchmarks of issue 5 (adaptive search) on
+# run_adaptive_bench.sh -- the adaptive search benchmarks on
 # Fashion-MNIST, in a private throwaway cluster of its own (by default
 # /tmp/mopadapt, port 55433, so it never touches run_mop_bench.sh's cluster).
 # Reuses test/bench/mop_bench_lib.sh (cluster helpers, environment line) and
@@ -11,13 +11,13 @@
 #   setup    build mop (pinned commit, default HEAD) into $MOPB_DIR, start the
 #            cluster, load fashion_train, mop_prepare 'fashion' (2 partitions,
 #            10% validation, seed 1)
-#   compare  5.1: hyperband / asha / tpe / grid / random, same space, ~same epochs
+#   compare  hyperband / asha / tpe / grid / random, same space, ~same epochs
 #            (CMP_REPS, default 1; CMP_METHODS, e.g. asha,random; CMP_SCHEDULER)
-#   converge 5.2: scheduler 'convergence' vs 'fifo' and 'random' on a space with few good
+#   converge scheduler 'convergence' vs 'fifo' and 'random' on a space with few good
 #            configurations, interleaved repetitions (CONV_REPS, default 2)
-#   converge_hard  5.2 on a harder space: 16 learning rates, 2 good, 8 epochs,
+#   converge_hard  the same on a harder space: 16 learning rates, 2 good, 8 epochs,
 #            targets 0.88/0.885/0.89 (CONV_REPS, default 2)
-#   optuna   5.3: mop_hyperband vs Optuna 3.1 (TPE + HyperbandPruner) driving
+#   optuna   mop_hyperband vs Optuna 3.1 (TPE + HyperbandPruner) driving
 #            PyTorch CPU on 2 processes (OPT_REPS, default 1); mop with the
 #            random and the convergence scheduler (OPT_MOP_SCHEDULERS)
 # Output: stdout and test/bench/.cache/adaptive/<phase>.log (+ .json).

@@ -1,5 +1,5 @@
 #!/bin/bash
-# run_engine_bench.sh -- issue 2's engine benchmark, run from anywhere:
+# run_engine_bench.sh -- the engine benchmark, run from anywhere:
 #   1. builds the engine (src/nn/*.c) with the bench harnesses,
 #   2. cross-checks it against PyTorch (test/xcheck/xcheck_torch.py),
 #   3. measures the one-core OpenBLAS sgemm peak,

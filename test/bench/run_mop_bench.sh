@@ -1,5 +1,5 @@
 #!/bin/bash
-# run_mop_bench.sh -- the benchmarks of issue 3 (extension) and issue 4 (MOP),
+# run_mop_bench.sh -- the benchmarks of the extension and of MOP,
 # on Fashion-MNIST, in a private throwaway cluster (test/bench/mop_bench_lib.sh).
 #
 #   bash test/bench/run_mop_bench.sh [phase ...]
@@ -7,13 +7,13 @@
 # phases (default: all, in this order):
 #   setup      build mop (pinned commit, private), start the cluster, load fashion_train/test
 #              (label text, pixels real[]), mop_prepare 'fashion' (2 partitions)
-#   overhead   3a: mop_train epoch time vs the bare engine (bare_engine.c)
-#   prepare    3b: mop_prepare throughput vs COPY (SELECT * ...) TO '/dev/null'
-#   converge   4.1: MOP vs sequential vs model averaging, 4 configs x 5 epochs
+#   overhead   mop_train epoch time vs the bare engine (bare_engine.c)
+#   prepare    mop_prepare throughput vs COPY (SELECT * ...) TO '/dev/null'
+#   converge   MOP vs sequential vs model averaging, 8 configs x 6 epochs
 #   converge4  (optional, not in the default list) the same with 4 partitions, W=2
-#   throughput 4.2: 16-config grid, 1 epoch, W=1 vs W=2, random / longest
-#   torch      4.3: mop end to end vs psycopg2 + PyTorch, sequential and 2 procs
-#   sim        4.4: scheduler simulation (sim_sched.c)
+#   throughput 16-config grid, 1 epoch, W=1 vs W=2, random / longest
+#   torch      mop end to end vs psycopg2 + PyTorch, sequential and 2 procs
+#   sim        scheduler simulation (sim_sched.c)
 # Knobs: OVH_REPS (5), PREP_REPS (3), TP_REPS (3), TORCH_REPS (3), MOPB_DIR, MOPB_PORT,
 # MOPB_COMMIT (HEAD), MOPB_WAIT_MAX (240: seconds to wait for a quiet machine
 # before each measurement; other processes using > 0.3 cores count as busy).

@@ -2,7 +2,7 @@
  * sim_sched.c -- scale benchmark of the MOP scheduler core by simulation:
  * 1,000 configurations of mixed cost over 64 workers / 64 partitions.
  * Reports makespan against the lower bound max(total work / W, longest
- * model's total work) for each pick policy.  Issue 4 target: within 5%.
+ * model's total work) for each pick policy.  Target: within 5%.
  *
  *   make -C test/bench sim   (or: cc -O2 -Isrc/search test/bench/sim_sched.c src/search/sched.c src/search/sim.c)
  */

@@ -113,8 +113,11 @@ for my $case (['mop worker', 'a worker'], ['mop coordinator', 'the coordinator']
 	my $run = start_run();
 	ok(wait_hops($run, 3), "$what: run $run committed sub-epochs before the crash");
 	my $before = hops($run);
+	my $offset = -s $node->logfile;
 	ok(kill9($type), "$what: killed with SIGKILL");
 	ok(wait_done($run), "$what: run $run finished without mop_resume");
+	ok($node->log_contains(qr/mop run $run resumed after a restart/, $offset),
+		"$what: run $run was resumed after the restart (it did not finish before the kill)");
 	my $after = hops($run);
 	cmp_ok($after, '>=', $before, "$what: the $before sub-epochs committed before the crash are kept");
 	is($after, $hops_per_run, "$what: no sub-epoch trained twice ($after hops)");
@@ -129,9 +132,12 @@ is($node->safe_psql('postgres', "SELECT DISTINCT owner FROM mop.runs WHERE kind 
 {
 	my $run = start_run();
 	ok(wait_hops($run, 3), "immediate stop: run $run committed sub-epochs");
+	my $offset = -s $node->logfile;
 	$node->stop('immediate');
 	$node->start;
 	ok(wait_done($run), "immediate stop: run $run finished after the restart without mop_resume");
+	ok($node->log_contains(qr/mop run $run resumed after a restart/, $offset),
+		"immediate stop: run $run was resumed after the restart (it did not finish before the stop)");
 	is(states($run), $ref_states, 'immediate stop: models bit-identical');
 }
 

@@ -23,7 +23,7 @@ CREATE EXTENSION mop;
 CREATE TABLE big AS
 SELECT (i % 10)::text AS label,
        ARRAY(SELECT ((i % 10) * 0.1 + sin(i * 7 + j))::real FROM generate_series(1, 64) j) AS v
-  FROM generate_series(1, 12000) i;
+  FROM generate_series(1, 40000) i;
 SELECT dataset_name FROM mop_prepare('big', 'label', ARRAY['v'], partitions => 2, buffer_rows => 256);
 });
 my $space = '{"model": {"layers": [{"type": "dense", "units": 256, "activation": "relu"}, {"type": "dense", "units": 10}]}, "learning_rate": [0.001, 0.0005], "batch_size": 16, "seed": 3}';
@@ -42,17 +42,29 @@ my $run = $node->safe_psql('postgres',
 	"SET mop.task_timeout = '2s'; SELECT DISTINCT run_id FROM mop_grid_search('big', '$space', epochs => 8, workers => 2, deterministic => true, wait => false)");
 ok($node->poll_query_until('postgres',
 	"SELECT count(*) >= 2 FROM mop.hops WHERE run_id = $run"), "run $run is training");
-# a worker in the middle of a sub-epoch
+# a worker in the middle of a sub-epoch's training, stopped there: a
+# sub-epoch lasts a few tens of milliseconds, so the worker seen training may
+# have reached its validation or commit by the time the signal lands; then
+# it is continued and another moment is tried.  Once stopped, its progress
+# row is frozen and tells the truth.
 my $pid;
+my $stopped_mid_training = 0;
 for (1 .. 200)
 {
 	$pid = $node->safe_psql('postgres',
 		"SELECT w.pid FROM mop.progress w WHERE w.run_id = $run AND w.rows_done > 0 AND w.rows_done < w.rows_total ORDER BY w.pid LIMIT 1");
-	last if $pid;
+	if ($pid)
+	{
+		kill 'STOP', $pid;
+		usleep(50_000);
+		$stopped_mid_training = $node->safe_psql('postgres',
+			"SELECT count(*) FROM mop.progress w WHERE w.pid = $pid AND w.rows_done > 0 AND w.rows_done < w.rows_total");
+		last if $stopped_mid_training;
+		kill 'CONT', $pid;
+	}
 	usleep(20_000);
 }
-ok($pid, "a worker mid-sub-epoch: pid $pid");
-kill 'STOP', $pid;
+ok($stopped_mid_training, "a worker stopped mid-sub-epoch: pid $pid");
 ok($node->poll_query_until('postgres', "SELECT status FROM mop.runs WHERE id = $run", 'done'),
 	"run $run finished while worker $pid was stopped");
 ok($node->log_contains(qr/made no progress on model \d+ for 2000 ms; replacing it/),

@@ -13,6 +13,11 @@
 #      and finish without retraining anything committed;
 #   8. deterministic TPE and PBT runs resumed after an immediate stop end
 #      bit-identical to uninterrupted runs.
+# Every stop in 3-8 is checked to have come mid-run (the run not done, with
+# sub-epochs left) and mop_resume to have trained the rest, so none of them
+# passes without a resume; each run is sized to have most of its sub-epochs
+# left when it is stopped (a deterministic TPE run of 6 trials used to
+# finish all 24 before the stop).
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -79,13 +84,20 @@ sub crash
 	$node->start;
 }
 
-# mop_resume the run unless it finished before the stop; returns the status
-# the run was left in
-sub resume_unless_done
+# mop_resume a run that an immediate stop interrupted.  The stop must have
+# come mid-run, or nothing here would test a resume: the run is not 'done'
+# and has sub-epochs left; mop_resume then trains more sub-epochs and ends
+# the run 'done'.  Returns the status the stop left the run in.
+sub resume_after_stop
 {
-	my ($run) = @_;
+	my ($run, $what) = @_;
 	my $st = sql("SELECT status FROM mop.runs WHERE id = $run");
+	my $before = hops($run);
+	isnt($st, 'done', "$what: the stop came mid-run (run left '$st' after $before committed sub-epochs)");
 	sql("SELECT count(*) FROM mop_resume($run)") if $st ne 'done';
+	my $after = hops($run);
+	cmp_ok($after, '>', $before, "$what: mop_resume trained the rest ($before sub-epochs before, $after after)");
+	is(sql("SELECT status FROM mop.runs WHERE id = $run"), 'done', "$what: the resumed run is done");
 	return $st;
 }
 
@@ -169,8 +181,7 @@ sub bg_psql
 	my %after = map { $_ => 1 } split /\n/, sql($list);
 	my $lost = grep { !$after{$_} } @before;
 	is($lost, 0, 'immediate stop: ' . scalar(@before) . ' committed sub-epochs, none lost');
-	my $st = resume_unless_done($r);
-	isnt($st, 'done', "immediate stop: the stop came mid-run (left '$st'), so mop_resume did the rest");
+	my $st = resume_after_stop($r, 'immediate stop');
 	is(invariants($r, 30, 4), 'ok', "immediate stop: mop_resume completed the run (left '$st') with MOP's invariants");
 	is(sql("SELECT count(*) FILTER (WHERE a.state = b.state) || '/' || count(*) FROM mop.models a JOIN mop.models b ON a.config = b.config WHERE a.run_id = $ref AND b.run_id = $r"),
 		'4/4', 'immediate stop: models bit-identical to an uninterrupted run');
@@ -183,7 +194,7 @@ sub bg_psql
 	ok(wait_hops($r, 12), 'hyperband: the run trained');
 	crash();
 	my $before = sql("SELECT count(*) FILTER (WHERE action = 'report') || ' results, ' || count(*) FILTER (WHERE action = 'continue') || ' promotions' FROM mop.decisions WHERE run_id = $r");
-	my $st = resume_unless_done($r);
+	my $st = resume_after_stop($r, 'hyperband');
 	is(sql("SELECT string_agg(status || ':' || epochs_done || ':' || n, ' ' ORDER BY epochs_done, status) FROM (SELECT status, epochs_done, count(*) AS n FROM mop.models WHERE run_id = $r GROUP BY 1, 2) s"),
 		'stopped:1:6 stopped:3:6 done:9:5',
 		"hyperband: stopped immediately (run left '$st', $before recorded), resumed by replaying its decisions, finished its plan");
@@ -192,13 +203,13 @@ sub bg_psql
 
 # 5. the same for ASHA
 {
-	my $r = sql(q{SELECT DISTINCT run_id FROM mop_asha('big', '{"model": {"layers": [{"type": "dense", "units": 256, "activation": "relu"}, {"type": "dense", "units": 10}]}, "learning_rate": {"loguniform": [0.0001, 0.01]}}', max_resource => 9, max_trials => 12, workers => 2, wait => false)});
+	my $r = sql(q{SELECT DISTINCT run_id FROM mop_asha('big', '{"model": {"layers": [{"type": "dense", "units": 256, "activation": "relu"}, {"type": "dense", "units": 10}]}, "learning_rate": {"loguniform": [0.0001, 0.01]}}', max_resource => 9, max_trials => 24, workers => 2, wait => false)});
 	ok(wait_hops($r, 10), 'asha: the run trained');
 	crash();
-	my $st = resume_unless_done($r);
-	is(sql("SELECT count(*) || ' ' || bool_and(status IN ('done', 'stopped') AND epochs_done IN (1, 3, 9)) || ' ' || (count(*) FILTER (WHERE epochs_done >= 3) >= 4) FROM mop.models WHERE run_id = $r"),
-		'12 true true',
-		"asha: stopped immediately (run left '$st'), resumed by replay: 12 trials on their rungs, top third promoted");
+	my $st = resume_after_stop($r, 'asha');
+	is(sql("SELECT count(*) || ' ' || bool_and(status IN ('done', 'stopped') AND epochs_done IN (1, 3, 9)) || ' ' || (count(*) FILTER (WHERE epochs_done >= 3) >= 8) FROM mop.models WHERE run_id = $r"),
+		'24 true true',
+		"asha: stopped immediately (run left '$st'), resumed by replay: 24 trials on their rungs, top third promoted");
 	is(no_retraining($r), 't', 'asha: no retraining');
 }
 
@@ -207,15 +218,15 @@ sub bg_psql
 #    proposes the remaining trials
 my $tspace = '{"model": {"layers": [{"type": "dense", "units": 256, "activation": "relu"}, {"type": "dense", "units": 10}]}, "learning_rate": {"loguniform": [0.0001, 0.01]}, "batch_size": {"choice": [16, 32]}}';
 {
-	my $r = sql("SELECT DISTINCT run_id FROM mop_tpe('big', '$tspace', trials => 8, epochs => 2, n_startup => 3, workers => 2, seed => 4, wait => false)");
+	my $r = sql("SELECT DISTINCT run_id FROM mop_tpe('big', '$tspace', trials => 12, epochs => 2, n_startup => 3, workers => 2, seed => 4, wait => false)");
 	ok(wait_hops($r, 9), 'tpe: the run trained');
 	crash();
 	my $before = sql("SELECT count(*) FROM mop.decisions WHERE run_id = $r AND action = 'report'");
-	my $st = resume_unless_done($r);
+	my $st = resume_after_stop($r, 'tpe');
 	is(sql("SELECT count(*) || ' ' || bool_and(status = 'done' AND epochs_done = 2) || ' ' || count(DISTINCT config) FROM mop.models WHERE run_id = $r"),
-		'8 true 8',
-		"tpe: stopped immediately ($before results recorded, run left '$st'), resumed by replaying its sampler: 8 distinct trials done");
-	is(sql("SELECT count(*) FROM mop.decisions WHERE run_id = $r AND action = 'report'"), '8', 'tpe: 8 results recorded');
+		'12 true 12',
+		"tpe: stopped immediately ($before results recorded, run left '$st'), resumed by replaying its sampler: 12 distinct trials done");
+	is(sql("SELECT count(*) FROM mop.decisions WHERE run_id = $r AND action = 'report'"), '12', 'tpe: 12 results recorded');
 	is(no_retraining($r), 't', 'tpe: no retraining');
 }
 
@@ -227,7 +238,7 @@ my $pspace = '{"model": {"layers": [{"type": "dense", "units": 256, "activation"
 	ok(wait_hops($r, 14), 'pbt: the run trained');
 	crash();
 	my $before = sql("SELECT count(*) FILTER (WHERE action = 'report') || ' results, ' || count(*) FILTER (WHERE action = 'exploit') || ' exploits' FROM mop.decisions WHERE run_id = $r");
-	my $st = resume_unless_done($r);
+	my $st = resume_after_stop($r, 'pbt');
 	is(sql("SELECT count(*) || ' ' || bool_and(status = 'done' AND epochs_done = 6) FROM mop.models WHERE run_id = $r"),
 		'4 true',
 		"pbt: stopped immediately ($before recorded, run left '$st'), resumed by replaying its population: 4 members done");
@@ -244,13 +255,13 @@ for my $algo ('tpe', 'pbt')
 {
 	my ($call, $n) =
 	  $algo eq 'tpe'
-	  ? ("mop_tpe('big', '$tspace', trials => 6, epochs => 2, n_startup => 2, workers => 2, seed => 6, deterministic => true", 6)
-	  : ("mop_pbt('big', '$pspace', population => 4, epochs => 4, quantile => 0.5, workers => 2, seed => 6, deterministic => true", 4);
+	  ? ("mop_tpe('big', '$tspace', trials => 10, epochs => 2, n_startup => 2, workers => 2, seed => 6, deterministic => true", 10)
+	  : ("mop_pbt('big', '$pspace', population => 4, epochs => 8, quantile => 0.5, workers => 2, seed => 6, deterministic => true", 4);
 	my $ref = sql("SELECT DISTINCT run_id FROM $call)");
 	my $r = sql("SELECT DISTINCT run_id FROM $call, wait => false)");
 	ok(wait_hops($r, 9), "deterministic $algo: the run trained");
 	crash();
-	my $st = resume_unless_done($r);
+	my $st = resume_after_stop($r, "deterministic $algo");
 	is(sql("SELECT count(*) FILTER (WHERE x.state = y.state AND x.config = y.config) || '/' || count(*) FROM (SELECT row_number() OVER (ORDER BY id) rn, * FROM mop.models WHERE run_id = $ref) x JOIN (SELECT row_number() OVER (ORDER BY id) rn, * FROM mop.models WHERE run_id = $r) y USING (rn)"),
 		"$n/$n",
 		"deterministic $algo: stopped immediately (run left '$st') and resumed: models bit-identical to an uninterrupted run");

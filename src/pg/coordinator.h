@@ -1,0 +1,102 @@
+/*
+ * coordinator.h -- what the files of a run's coordinator share (private to
+ * them; run.h is the run's interface to other processes).
+ *
+ *   coordinator.c    the background worker: the scheduling loop and the
+ *                    training workers' lifecycle;
+ *   coord_catalog.c  the run's reads and writes of mop.runs, mop.models,
+ *                    mop.hops and mop.decisions;
+ *   coord_resume.c   resuming a run: load_run, restore_models, replaying
+ *                    the recorded decisions of an adaptive search;
+ *   coord_driver.c   the run's search driver and early-stopping rule
+ *                    (src/search/mop_driver.h): creating them, carrying out
+ *                    their actions, and the median stopping rule;
+ *   coord_pbt.c      population based training as a driver.
+ */
+#ifndef MOP_COORDINATOR_H
+#define MOP_COORDINATOR_H
+
+#include "postgres.h"
+
+#include "storage/dsm.h"
+#include "utils/jsonb.h"
+
+#include "mop.h"
+#include "run.h"
+#include "search/mop_driver.h"
+#include "search/mop_hermes.h"
+#include "search/mop_sched.h"
+#include "space.h"
+
+/* A model of the run, by its index in the scheduler. */
+typedef struct CoordModel
+{
+	int64		id;
+	int32		target;			/* epochs it is to train */
+} CoordModel;
+
+/* The coordinator's state (one run per process). */
+typedef struct MopCoord
+{
+	MopRunShared *run;			/* the run's shared segment */
+	int64		run_id;			/* the run's id, once its row exists (run->run_id
+								 * once committed) */
+	dsm_segment *seg;
+	MopDataset *ds;				/* the run's dataset (TopMemoryContext) */
+	int			n_partitions;
+	int			n_workers;		/* training workers started (or to start) */
+	CoordModel *models;			/* TopMemoryContext */
+	int			n_models;
+	int64		resumed_hops;	/* sub-epochs already done when resuming */
+	int32		tpe_batch;		/* deterministic TPE: trials per batch (0: one per worker) */
+	MopSpaceDesc *space;		/* the search space (TPE, PBT) */
+	Jsonb	  **proposed;		/* configuration the driver proposed for each trial, or NULL */
+	mop_driver *driver;			/* the search's driver, or NULL (grid, random, replay) */
+	mop_driver *rule;			/* the early-stopping rule, or NULL */
+	mop_hermes_history hermes;	/* convergence-aware priorities (MOP_PICK_PRIORITY) */
+} MopCoord;
+
+extern MopCoord coord;
+
+/* coordinator.c */
+extern int32 coord_add_model(mop_sched *s, int32 epochs);
+
+/* coord_catalog.c */
+extern void coord_exec_sql(const char *sql, int nargs, Oid *types, Datum *vals, int expect);
+extern void coord_begin_tx(void);
+extern void coord_commit_tx(void);
+extern const char *coord_payload_str(int n);
+extern void coord_insert_model(int64 run_id, int i, int32 target);
+extern void coord_create_run(void);
+extern bool coord_hop_committed(const mop_task *t);
+extern const char *coord_final_status(char **error);
+extern void coord_record_decision(const char *action, const char *why, int32 trial,
+								  const mop_decision *d, int32 to_resource,
+								  int32 parent, Jsonb *hyperparameters);
+extern void coord_record_report(int32 trial, int32 resource, double score, const char *reason);
+extern void coord_set_status(int32 trial, const char *status, const char *error);
+
+/* coord_resume.c */
+extern void coord_load_run(void);
+extern void coord_restore_models(mop_sched *s);
+extern void coord_load_sequences(mop_sched *s);
+extern void coord_replay_decisions(mop_sched *s);
+
+/* coord_driver.c */
+extern void coord_drivers_create(void);
+extern void coord_drivers_free(void);
+extern bool coord_adaptive(void);
+extern double coord_score(double metric);
+extern mop_poll coord_driver_next(mop_action *a);
+extern bool coord_driver_may_start(const mop_sched *s);
+extern void coord_driver_report(int32 trial, int32 resource, double score);
+extern void coord_driver_tell(int32 trial, int32 resource, double score);
+extern void coord_drivers_epoch_done(mop_sched *s, int32 model, double score, bool target_done);
+extern void coord_drivers_task_failed(mop_sched *s, int32 model);
+extern void coord_apply_action(mop_sched *s, const mop_action *a);
+extern void coord_stop_model(mop_sched *s, int32 i, const mop_decision *d);
+
+/* coord_pbt.c */
+extern mop_driver *coord_pbt_driver_new(void);
+
+#endif							/* MOP_COORDINATOR_H */

@@ -1,0 +1,510 @@
+/*
+ * subepoch.c -- one sub-epoch of one model (interface: subepoch.h).
+ *
+ * In order, inside the caller's transaction and SPI connection:
+ *   1. the checkpoint: mop.models.state read without a lock (or the state
+ *      the caller carries);
+ *   2. SELECT mop.train_agg(state, x, y) over the partition's training
+ *      buffers in buffer order (MOP_TRAIN_SQL), the caller's progress
+ *      callback installed for the query;
+ *   3. the rows of the dataset, the run and the model locked in the order
+ *      of lockorder.h, the model's status read again;
+ *   4. the mop.hops row;
+ *   5. a NaN or infinite loss marks the model diverged (keeping its last
+ *      finite checkpoint); otherwise the new checkpoint is stored;
+ *   6. at the end of an epoch: mop.eval_agg over the validation split, the
+ *      mop.epochs row and the model's best so far.
+ * Everything this file allocates lives in a memory context of its own,
+ * deleted when the sub-epoch returns (and with the transaction on ERROR);
+ * only a carried state outlives it, in the carry's context.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "lockorder.h"
+#include "mop.h"
+#include "subepoch.h"
+
+/* The model's checkpoint, its dataset, its status and the partition's training rows. */
+#define LOAD_SQL \
+	"SELECT m.state, m.dataset_id, m.status, " \
+	"(SELECT pg_catalog.sum(b.rows) FROM mop.buffers b WHERE b.dataset_id OPERATOR(pg_catalog.=) m.dataset_id " \
+	" AND b.split OPERATOR(pg_catalog.=) 'train' AND b.partition OPERATOR(pg_catalog.=) $2)::bigint " \
+	"FROM mop.models m WHERE m.id OPERATOR(pg_catalog.=) $1"
+
+#define LOCK_MODEL_SQL \
+	"SELECT status FROM mop.models WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE"
+
+#define HOP_SQL \
+	"INSERT INTO mop.hops (run_id, model_id, epoch, partition, worker, started_at, " \
+	"finished_at, rows, loss, metric) VALUES ($1, $2, $3, $4, $5, $6, " \
+	"pg_catalog.clock_timestamp(), $7, $8, $9)"
+
+#define SAVE_SQL \
+	"UPDATE mop.models SET state = $2, updated_at = pg_catalog.clock_timestamp() " \
+	"WHERE id OPERATOR(pg_catalog.=) $1"
+
+/* $3: the state to keep instead of the stored one (NULL: the stored one) */
+#define DIVERGED_SQL \
+	"UPDATE mop.models SET status = 'diverged', error = $2, state = COALESCE($3, state), " \
+	"updated_at = pg_catalog.clock_timestamp() WHERE id OPERATOR(pg_catalog.=) $1"
+
+/*
+ * Record an epoch: training means from this epoch's hops (or, when $7, the
+ * caller's exact sums $8..$11), validation from the evaluation, and the
+ * model's best-so-far in its metric's direction.
+ */
+#define EPOCH_SQL \
+	"WITH h AS (SELECT pg_catalog.sum(loss OPERATOR(pg_catalog.*) rows) " \
+	"  OPERATOR(pg_catalog./) pg_catalog.sum(rows) AS tl, " \
+	"  pg_catalog.sum(metric OPERATOR(pg_catalog.*) rows) OPERATOR(pg_catalog./) pg_catalog.sum(rows) AS tm, " \
+	"  pg_catalog.sum(rows) AS tr, " \
+	"  pg_catalog.sum(EXTRACT(epoch FROM finished_at OPERATOR(pg_catalog.-) started_at)) AS secs " \
+	"  FROM mop.hops WHERE model_id OPERATOR(pg_catalog.=) $1 AND epoch OPERATOR(pg_catalog.=) $2), " \
+	"e AS (INSERT INTO mop.epochs (model_id, epoch, train_loss, train_metric, valid_loss, " \
+	"  valid_metric, train_rows, valid_rows, seconds) " \
+	"  SELECT $1, $2, CASE WHEN $7 THEN $8 ELSE h.tl END, CASE WHEN $7 THEN $9 ELSE h.tm END, " \
+	"  $3, $4, CASE WHEN $7 THEN $10 ELSE h.tr END, $5, " \
+	"  CASE WHEN $7 THEN $11 ELSE h.secs END FROM h) " \
+	"UPDATE mop.models m SET epochs_done = $2, " \
+	"  best_epoch = CASE WHEN $4 IS NOT NULL AND (m.best_valid_metric IS NULL OR " \
+	"    (m.higher_is_better AND $4 OPERATOR(pg_catalog.>) m.best_valid_metric) OR " \
+	"    (NOT m.higher_is_better AND $4 OPERATOR(pg_catalog.<) m.best_valid_metric)) " \
+	"    THEN $2 ELSE m.best_epoch END, " \
+	"  best_valid_loss = CASE WHEN $4 IS NOT NULL AND (m.best_valid_metric IS NULL OR " \
+	"    (m.higher_is_better AND $4 OPERATOR(pg_catalog.>) m.best_valid_metric) OR " \
+	"    (NOT m.higher_is_better AND $4 OPERATOR(pg_catalog.<) m.best_valid_metric)) " \
+	"    THEN $3 ELSE m.best_valid_loss END, " \
+	"  best_valid_metric = CASE WHEN $4 IS NOT NULL AND (m.best_valid_metric IS NULL OR " \
+	"    (m.higher_is_better AND $4 OPERATOR(pg_catalog.>) m.best_valid_metric) OR " \
+	"    (NOT m.higher_is_better AND $4 OPERATOR(pg_catalog.<) m.best_valid_metric)) " \
+	"    THEN $4 ELSE m.best_valid_metric END, " \
+	"  status = CASE WHEN $6 THEN 'done' ELSE m.status END, " \
+	"  updated_at = pg_catalog.clock_timestamp() " \
+	"WHERE m.id OPERATOR(pg_catalog.=) $1"
+
+/* What the waist returned for the sub-epoch. */
+typedef struct Trained
+{
+	bytea	   *state;			/* NULL: the partition has no training buffers */
+	double		loss_sum;
+	double		metric_sum;
+	int64		rows;
+	bool		diverged;
+} Trained;
+
+/* Mean as a Datum; *null set when it is not finite (or rows is 0). */
+static Datum
+mean_datum(double sum, int64 rows, char *null)
+{
+	double		v = rows > 0 ? sum / (double) rows : NAN;
+
+	*null = isfinite(v) ? ' ' : 'n';
+	return Float8GetDatum(isfinite(v) ? v : 0.0);
+}
+
+/*
+ * SPI_execute_with_args or ERROR; leaves the current memory context as it
+ * found it (SPI returns to its procedure context).
+ */
+static void
+exec_sql(const char *sql, int nargs, Oid *types, Datum *vals, const char *nulls,
+		 int expect)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	int			rc = SPI_execute_with_args(sql, nargs, types, vals, nulls, false, 0);
+
+	MemoryContextSwitchTo(cxt);
+	if (rc != expect)
+		elog(ERROR, "mop sub-epoch: query failed (%s): %s", SPI_result_code_string(rc), sql);
+}
+
+/* Column i (1-based) of row 0 of the last SPI result. */
+static Datum
+col(int i, bool *isnull)
+{
+	return SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i, isnull);
+}
+
+static void model_not_visible(int64 model_id) pg_attribute_noreturn();
+
+/* The model's row is gone, or the executor's role may not see it. */
+static void
+model_not_visible(int64 model_id)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("model %lld is not visible to the worker", (long long) model_id)));
+}
+
+/*
+ * Read the model's checkpoint, its dataset and the partition's training
+ * rows, without a lock.  Returns false if the model is not training
+ * (stopped meanwhile, e.g. failed in an earlier attempt).
+ */
+static bool
+load_checkpoint(const MopSubepochTask *task, bytea **state, int64 *dataset_id,
+				int64 *rows_total)
+{
+	Oid			t[2] = {INT8OID, INT4OID};
+	Datum		v[2] = {Int64GetDatum(task->model_id), Int32GetDatum(task->partition)};
+	Datum		sd;
+	bool		isnull;
+	bool		training;
+
+	exec_sql(LOAD_SQL, 2, t, v, NULL, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		model_not_visible(task->model_id);
+	sd = col(1, &isnull);
+	/* a NULL state (anyone who may write the row can set one) is no checkpoint */
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("model %lld has no checkpoint", (long long) task->model_id),
+				 errhint("Its state in mop.models is NULL; the model cannot continue.")));
+	*state = DatumGetByteaPCopy(sd);
+	*dataset_id = DatumGetInt64(col(2, &isnull));
+	training = strcmp(TextDatumGetCString(col(3, &isnull)), "training") == 0;
+	*rows_total = DatumGetInt64(col(4, &isnull));
+	if (isnull)
+		*rows_total = 0;
+	SPI_freetuptable(SPI_tuptable);
+	return training;
+}
+
+/*
+ * One pass of the narrow waist over the partition's training buffers, the
+ * caller's progress callback installed for the query and put back after it.
+ */
+static void
+train_partition(const MopSubepochTask *task, bytea *state, int64 dataset_id,
+				Trained *out)
+{
+	Oid			t[3] = {BYTEAOID, INT8OID, INT4OID};
+	Datum		v[3] = {PointerGetDatum(state), Int64GetDatum(dataset_id),
+	Int32GetDatum(task->partition)};
+	const MopProgress *prev = mop_train_progress_install(task->progress);
+	Datum		sd;
+	bool		isnull;
+
+	PG_TRY();
+	{
+		exec_sql(MOP_TRAIN_SQL, 3, t, v, NULL, SPI_OK_SELECT);
+	}
+	PG_FINALLY();
+	{
+		(void) mop_train_progress_install(prev);
+	}
+	PG_END_TRY();
+	if (SPI_processed != 1)
+		elog(ERROR, "mop sub-epoch: training query returned %d rows", (int) SPI_processed);
+	memset(out, 0, sizeof(*out));
+	sd = col(1, &isnull);
+	if (!isnull)
+	{
+		out->state = DatumGetByteaPCopy(sd);
+		out->loss_sum = DatumGetFloat8(col(2, &isnull));
+		out->metric_sum = DatumGetFloat8(col(3, &isnull));
+		out->rows = DatumGetInt64(col(4, &isnull));
+		out->diverged = strcmp(TextDatumGetCString(col(5, &isnull)), "diverged") == 0 ||
+			!isfinite(out->loss_sum);
+	}
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/*
+ * Lock order (lockorder.h): the dataset's row and the run's (FOR KEY SHARE,
+ * as the foreign keys of the writes that follow would take them, the
+ * model's second update of an epoch included), then the model's (FOR
+ * UPDATE), all only now that the training is done: a delete, which locks
+ * in the same order, waits for these writes at most, and nothing waits for
+ * a lock while holding one of a lower level.  Returns false if the model
+ * stopped training while this sub-epoch trained.
+ */
+static bool
+lock_model(const MopSubepochTask *task)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Oid			t[1] = {INT8OID};
+	Datum		v[1] = {Int64GetDatum(task->model_id)};
+	bool		isnull;
+	bool		training;
+
+	if (!mop_lock_dataset_of_run(task->run_id) || !mop_lock_run_row(task->run_id))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("run %lld or its dataset does not exist any more", (long long) task->run_id)));
+	MemoryContextSwitchTo(cxt);
+	exec_sql(LOCK_MODEL_SQL, 1, t, v, NULL, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		model_not_visible(task->model_id);
+	training = strcmp(TextDatumGetCString(col(1, &isnull)), "training") == 0;
+	SPI_freetuptable(SPI_tuptable);
+	return training;
+}
+
+/* The mop.hops row, with the sub-epoch's mean loss and metric. */
+static void
+insert_hop(const MopSubepochTask *task, TimestampTz started, const Trained *tr)
+{
+	Oid			t[9] = {INT8OID, INT8OID, INT4OID, INT4OID, INT4OID, TIMESTAMPTZOID,
+	INT8OID, FLOAT8OID, FLOAT8OID};
+	Datum		v[9];
+	char		n[9];
+
+	memset(n, ' ', sizeof(n));
+	v[0] = Int64GetDatum(task->run_id);
+	v[1] = Int64GetDatum(task->model_id);
+	v[2] = Int32GetDatum(task->epoch);
+	v[3] = Int32GetDatum(task->partition);
+	v[4] = Int32GetDatum(task->worker);
+	v[5] = TimestampTzGetDatum(started);
+	v[6] = Int64GetDatum(tr->rows);
+	v[7] = mean_datum(tr->loss_sum, tr->rows, &n[7]);
+	v[8] = mean_datum(tr->metric_sum, tr->rows, &n[8]);
+	exec_sql(HOP_SQL, 9, t, v, n, SPI_OK_INSERT);
+}
+
+/*
+ * Mark the model diverged.  It keeps its last finite checkpoint: the one
+ * stored, or with a carry the state of its last whole epoch.
+ */
+static void
+mark_diverged(const MopSubepochTask *task)
+{
+	Oid			t[3] = {INT8OID, TEXTOID, BYTEAOID};
+	Datum		v[3];
+	char		n[3] = {' ', ' ', 'n'};
+	const char *msg;
+
+	if (task->carry)
+		msg = psprintf("loss became NaN or infinite in epoch %d, partition %d; the last finite checkpoint is kept",
+					   task->epoch, task->partition);
+	else
+		msg = psprintf("loss became NaN or infinite in epoch %d on partition %d",
+					   task->epoch, task->partition);
+	v[0] = Int64GetDatum(task->model_id);
+	v[1] = CStringGetTextDatum(msg);
+	v[2] = (Datum) 0;
+	if (task->carry && task->carry->kept)
+	{
+		v[2] = PointerGetDatum(task->carry->kept);
+		n[2] = ' ';
+	}
+	exec_sql(DIVERGED_SQL, 3, t, v, n, SPI_OK_UPDATE);
+}
+
+/* Store state as the model's checkpoint. */
+static void
+save_checkpoint(int64 model_id, bytea *state)
+{
+	Oid			t[2] = {INT8OID, BYTEAOID};
+	Datum		v[2] = {Int64GetDatum(model_id), PointerGetDatum(state)};
+
+	exec_sql(SAVE_SQL, 2, t, v, NULL, SPI_OK_UPDATE);
+}
+
+/*
+ * The end of an epoch: evaluate state on the validation split, record the
+ * epoch and the model's best so far; the validation means go to *res.
+ */
+static void
+end_epoch(const MopSubepochTask *task, bytea *state, int64 dataset_id,
+		  MopSubepochResult *res)
+{
+	MopSubepochCarry *carry = task->carry;
+	Oid			t[11] = {INT8OID, INT4OID, FLOAT8OID, FLOAT8OID, INT8OID, BOOLOID,
+	BOOLOID, FLOAT8OID, FLOAT8OID, INT8OID, FLOAT8OID};
+	Datum		v[11];
+	char		n[11];
+	double		vl = 0,
+				vm = 0;
+	int64		vr = 0;
+	bool		isnull;
+
+	v[0] = PointerGetDatum(state);
+	v[1] = Int64GetDatum(dataset_id);
+	{
+		Oid			et[2] = {BYTEAOID, INT8OID};
+
+		exec_sql(MOP_EVAL_SQL, 2, et, v, NULL, SPI_OK_SELECT);
+	}
+	if (SPI_processed == 1)
+	{
+		(void) col(1, &isnull);
+		if (!isnull)
+		{
+			vl = DatumGetFloat8(col(1, &isnull));
+			vm = DatumGetFloat8(col(2, &isnull));
+			vr = DatumGetInt64(col(3, &isnull));
+		}
+	}
+	SPI_freetuptable(SPI_tuptable);
+
+	memset(n, ' ', sizeof(n));
+	v[0] = Int64GetDatum(task->model_id);
+	v[1] = Int32GetDatum(task->epoch);
+	v[2] = mean_datum(vl, vr, &n[2]);
+	v[3] = mean_datum(vm, vr, &n[3]);
+	v[4] = Int64GetDatum(vr);
+	v[5] = BoolGetDatum(task->final_epoch);
+	v[6] = BoolGetDatum(carry != NULL);
+	if (carry)
+	{
+		v[7] = mean_datum(carry->loss_sum, carry->rows, &n[7]);
+		v[8] = mean_datum(carry->metric_sum, carry->rows, &n[8]);
+		v[9] = Int64GetDatum(carry->rows);
+		v[10] = Float8GetDatum((double) (GetCurrentTimestamp() - carry->epoch_started) / 1e6);
+	}
+	else
+	{
+		v[7] = v[8] = v[9] = v[10] = (Datum) 0;
+		n[7] = n[8] = n[9] = n[10] = 'n';
+	}
+	exec_sql(EPOCH_SQL, 11, t, v, n, SPI_OK_UPDATE);
+	if (vr > 0)
+	{
+		res->valid_loss = vl / vr;
+		res->valid_metric = vm / vr;
+	}
+}
+
+/* Replace the carried state by a copy of state (in the carry's context). */
+static void
+carry_state(MopSubepochCarry *carry, bytea *state)
+{
+	MemoryContext old = MemoryContextSwitchTo(carry->cxt);
+	bytea	   *copy = DatumGetByteaPCopy(PointerGetDatum(state));
+
+	MemoryContextSwitchTo(old);
+	if (carry->state != carry->kept)
+		pfree(carry->state);
+	carry->state = copy;
+}
+
+/* The carried state becomes the kept one: an epoch is complete. */
+static void
+carry_keep(MopSubepochCarry *carry)
+{
+	if (carry->kept != NULL && carry->kept != carry->state)
+		pfree(carry->kept);
+	carry->kept = carry->state;
+}
+
+/* Run one sub-epoch (subepoch.h). */
+MopSubepochOutcome
+mop_subepoch(const MopSubepochTask *task, MopSubepochResult *res)
+{
+	MopSubepochCarry *carry = task->carry;
+	TimestampTz started = GetCurrentTimestamp();
+	MemoryContext cxt,
+				old;
+	MopSubepochOutcome outcome = MOP_SUBEPOCH_OK;
+	bytea	   *state;
+	int64		dataset_id;
+	int64		rows_total = 0;
+	Trained		tr;
+
+	memset(res, 0, sizeof(*res));
+	res->valid_loss = NAN;
+	res->valid_metric = NAN;
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "mop sub-epoch",
+								ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+
+	/* 1. the checkpoint */
+	if (carry)
+	{
+		state = carry->state;
+		dataset_id = carry->dataset_id;
+	}
+	else if (!load_checkpoint(task, &state, &dataset_id, &rows_total))
+	{
+		outcome = MOP_SUBEPOCH_STOPPED;
+		goto done;
+	}
+	if (task->progress && task->progress->start)
+		task->progress->start(task->progress->arg, rows_total);
+
+	/* 2. through the narrow waist */
+	train_partition(task, state, dataset_id, &tr);
+	if (tr.state == NULL && !carry)
+		ereport(ERROR,
+				(errcode(ERRCODE_NO_DATA_FOUND),
+				 errmsg("partition %d of the dataset has no training buffers",
+						task->partition)));
+
+	/* 3. the locks, now that training is done */
+	if (!carry && !lock_model(task))
+	{
+		outcome = MOP_SUBEPOCH_STOPPED;
+		goto done;
+	}
+
+	/* 4. and 5.: the hop, then divergence or the new checkpoint */
+	if (tr.state != NULL)
+	{
+		if (!(carry && tr.diverged))
+			insert_hop(task, started, &tr);
+		if (tr.diverged)
+		{
+			mark_diverged(task);
+			outcome = MOP_SUBEPOCH_DIVERGED;
+			goto done;
+		}
+		res->rows = tr.rows;
+		res->loss_sum = tr.loss_sum;
+		res->metric_sum = tr.metric_sum;
+		state = tr.state;
+		if (carry)
+		{
+			carry->loss_sum += tr.loss_sum;
+			carry->metric_sum += tr.metric_sum;
+			carry->rows += tr.rows;
+			carry_state(carry, tr.state);
+			state = carry->state;
+		}
+	}
+	if (!carry || (task->last_of_epoch && task->final_epoch))
+		save_checkpoint(task->model_id, state);
+
+	/* 6. the end of an epoch */
+	if (task->last_of_epoch)
+	{
+		end_epoch(task, state, dataset_id, res);
+		if (carry)
+			carry_keep(carry);
+	}
+
+done:
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+	return outcome;
+}
+
+void
+mop_subepoch_carry_init(MopSubepochCarry *carry, int64 dataset_id, bytea *state,
+						MemoryContext cxt)
+{
+	memset(carry, 0, sizeof(*carry));
+	carry->dataset_id = dataset_id;
+	carry->cxt = cxt;
+	carry->state = state;
+	mop_subepoch_carry_begin_epoch(carry);
+}
+
+void
+mop_subepoch_carry_begin_epoch(MopSubepochCarry *carry)
+{
+	carry->epoch_started = GetCurrentTimestamp();
+	carry->loss_sum = 0;
+	carry->metric_sum = 0;
+	carry->rows = 0;
+}
