@@ -27,7 +27,6 @@
 PG_FUNCTION_INFO_V1(mop_buffer_cache_reset);
 
 /* GUC mop.buffer_cache_mb */
-int			mop_buffer_cache_mb = 256;
 
 typedef struct BufKey
 {

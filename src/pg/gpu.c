@@ -1,7 +1,7 @@
 /*
- * gpu.c -- where training runs: the mop.device, mop.gpu_memory and
- * mop.gpu_tf32 settings, the lazy loader of mop's optional CUDA part
- * (gpu/mop_gpu.so, C ABI in gpu/mop_gpu.h), and mop_gpu_devices().
+ * gpu.c -- where training runs: what the mop.device, mop.gpu_memory and
+ * mop.gpu_tf32 settings (guc.c) mean, the lazy loader of mop's optional CUDA
+ * part (gpu/mop_gpu.so, C ABI in gpu/mop_gpu.h), and mop_gpu_devices().
  *
  * mop.so never links CUDA.  The GPU library is opened with dlopen the first
  * time a session asks for a GPU (mop.device = 'gpu' or 'auto', or
@@ -33,10 +33,6 @@
 
 PG_FUNCTION_INFO_V1(mop_gpu_devices);
 
-char	   *mop_device = NULL;
-int			mop_gpu_memory_mb = 0;
-bool		mop_gpu_tf32 = false;
-
 /* The last decision of mop_device_check in this backend (recorded in a run). */
 bool		mop_gpu_resolved = false;
 
@@ -47,46 +43,6 @@ static void *gpu_lib;			/* dlopen handle, once loaded */
 static mop_gpu_api gpu_api;
 static char gpu_why[512];		/* why the library could not be used */
 static bool gpu_tried;
-
-/* mop.device must be cpu, gpu or auto. */
-static bool
-check_device(char **newval, void **extra, GucSource source)
-{
-	if (*newval && strcmp(*newval, "cpu") != 0 && strcmp(*newval, "gpu") != 0 &&
-		strcmp(*newval, "auto") != 0)
-	{
-		GUC_check_errdetail("Valid values are \"cpu\", \"gpu\" and \"auto\".");
-		return false;
-	}
-	return true;
-}
-
-/* Define the GPU settings (called from _PG_init; touches no GPU). */
-void
-mop_gpu_define_gucs(void)
-{
-	DefineCustomStringVariable("mop.device",
-							   "Where mop trains: cpu, gpu, or auto (a GPU if one is usable, else the CPU).",
-							   "Checked when mop_train or a search starts; a run's workers keep the choice.",
-							   &mop_device,
-							   "cpu",
-							   PGC_USERSET, 0,
-							   check_device, NULL, NULL);
-	DefineCustomIntVariable("mop.gpu_memory",
-							"GPU memory each training process may hold (models and resident rows); 0 = no limit.",
-							"Set it so that the workers sharing one GPU fit in its memory.",
-							&mop_gpu_memory_mb,
-							0, 0, INT_MAX / 2,
-							PGC_USERSET, GUC_UNIT_MB,
-							NULL, NULL, NULL);
-	DefineCustomBoolVariable("mop.gpu_tf32",
-							 "Let cuBLAS use TF32 tensor cores on the GPU (faster, no longer bit-comparable with the CPU).",
-							 NULL,
-							 &mop_gpu_tf32,
-							 false,
-							 PGC_USERSET, 0,
-							 NULL, NULL, NULL);
-}
 
 /* Open gpu/mop_gpu.so once; false (and gpu_why) if it cannot be used. */
 static bool
@@ -165,12 +121,11 @@ gpu_unusable(const char *why)
 bool
 mop_device_check(void)
 {
-	const char *dev = mop_device ? mop_device : "cpu";
 	const char *why = NULL;
 	int32		n;
 
 	mop_gpu_resolved = false;
-	if (strcmp(dev, "cpu") == 0)
+	if (mop_device == MOP_DEVICE_CPU)
 		return false;
 	n = gpu_count(&why);
 	if (n > 0)
@@ -178,7 +133,7 @@ mop_device_check(void)
 		mop_gpu_resolved = true;
 		return true;
 	}
-	if (strcmp(dev, "auto") == 0)
+	if (mop_device == MOP_DEVICE_AUTO)
 	{
 		ereport(NOTICE,
 				(errmsg("mop.device is 'auto': training on the CPU"),
@@ -213,7 +168,7 @@ mop_with_device(FunctionCallInfo fcinfo, int argno, PGFunction fn)
 				 errmsg("invalid value for \"device\": \"%s\"", dev),
 				 errdetail("Valid values are \"cpu\", \"gpu\" and \"auto\"."),
 				 errhint("Leave it NULL to train where mop.device says (now \"%s\").",
-						 mop_device ? mop_device : "cpu")));
+						 mop_device_name(mop_device))));
 	level = NewGUCNestLevel();
 	(void) set_config_option("mop.device", dev, PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
 							 true, 0, false);
@@ -230,16 +185,15 @@ mop_with_device(FunctionCallInfo fcinfo, int argno, PGFunction fn)
 int
 mop_device_for_training(void)
 {
-	const char *dev = mop_device ? mop_device : "cpu";
 	const char *why = NULL;
 
 	if (mop_gpu_worker_device != -2)
 		return mop_gpu_worker_device;
-	if (strcmp(dev, "cpu") == 0)
+	if (mop_device == MOP_DEVICE_CPU)
 		return -1;
 	if (gpu_count(&why) > 0)
 		return 0;
-	if (strcmp(dev, "auto") == 0)
+	if (mop_device == MOP_DEVICE_AUTO)
 		return -1;
 	gpu_unusable(why);
 	return -1;					/* not reached */

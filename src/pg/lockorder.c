@@ -152,18 +152,7 @@ find_live_runs(int64 dataset_id, int *count, StringInfo list)
 		SPI_execute_snapshot(plan, dataset_id != 0 ? &v : NULL, NULL, GetLatestSnapshot(),
 							 InvalidSnapshot, false, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "mop: could not read mop.runs");
-	n = (int) SPI_processed;
-	ids = palloc(sizeof(int64) * Max(n, 1));
-	handles = palloc(sizeof(int64) * Max(n, 1));
-	has = palloc(sizeof(bool) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-	{
-		bool		isnull;
-
-		ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
-		handles[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
-		has[i] = !isnull;
-	}
+	n = mop_run_handles(CurrentMemoryContext, &ids, &handles, &has);
 	for (int i = 0; i < n; i++)
 	{
 		MemoryContext old;

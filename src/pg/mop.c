@@ -1,5 +1,5 @@
 /*
- * mop.c -- module entry point, GUCs, and the helpers every other file of the
+ * mop.c -- module entry point and the helpers every other file of the
  * glue uses to hold engine models safely.
  *
  * Engine models are malloc'd by src/nn.  A ModelHandle lives in a PostgreSQL
@@ -11,10 +11,9 @@
  */
 #include "postgres.h"
 
-#include <limits.h>
-
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "postmaster/bgworker.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
@@ -23,42 +22,34 @@
 
 PG_MODULE_MAGIC;
 
-int			mop_blas_threads = 1;
-int			mop_max_model_memory_mb = 2048;
-
 static int	blas_threads_set = 0;	/* thread count last given to the engine */
 
 void		_PG_init(void);
 
-/* Define the mop.* GUCs. */
+/* Define the mop.* settings and, when preloaded, register the launcher. */
 void
 _PG_init(void)
 {
-	DefineCustomIntVariable("mop.blas_threads",
-							"Threads used by BLAS in each backend that trains.",
-							"Keep 1 when several mop workers share the cores.",
-							&mop_blas_threads,
-							1, 1, 256,
-							PGC_USERSET, 0,
-							NULL, NULL, NULL);
-	DefineCustomIntVariable("mop.buffer_cache_mb",
-							"Memory for detoasted training buffers kept across epochs in each backend.",
-							"0 disables the cache.",
-							&mop_buffer_cache_mb,
-							256, 0, INT_MAX / 1024,
-							PGC_USERSET, GUC_UNIT_MB,
-							NULL, NULL, NULL);
-	DefineCustomIntVariable("mop.max_model_memory",
-							"Memory one model may need (weights, gradients, optimizer state, one batch's activations).",
-							"Checked before a model is created or read from its state; 0 = no limit.",
-							&mop_max_model_memory_mb,
-							2048, 0, INT_MAX / 2,
-							PGC_USERSET, GUC_UNIT_MB,
-							NULL, NULL, NULL);
-	mop_run_define_gucs();
-	mop_gpu_define_gucs();
+	mop_define_gucs();
 	mop_recovery_register_launcher();
-	MarkGUCPrefixReserved("mop");
+}
+
+/*
+ * A background worker of mop's, not started yet: entry point function of
+ * mop.so, type (and name) type, connects to a database once recovery has
+ * finished, never restarted.  The caller changes what differs.
+ */
+void
+mop_bgworker_init(BackgroundWorker *bgw, const char *function, const char *type)
+{
+	memset(bgw, 0, sizeof(*bgw));
+	bgw->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw->bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw->bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(bgw->bgw_library_name, BGW_MAXLEN, "mop");
+	snprintf(bgw->bgw_function_name, BGW_MAXLEN, "%s", function);
+	snprintf(bgw->bgw_name, BGW_MAXLEN, "%s", type);
+	snprintf(bgw->bgw_type, BGW_MAXLEN, "%s", type);
 }
 
 /*

@@ -14,20 +14,16 @@
 #include "fmgr.h"
 #include "utils/jsonb.h"
 
+#include "guc.h"
 #include "nn.h"
 #include "mop_gpu.h"
 
 /* Largest number of classes a target may have (one output unit each). */
 #define MOP_MAX_CLASSES 65536
 
-/* GUC mop.blas_threads: threads of the BLAS pool in this backend. */
-/* gpu.c: mop.device, the GPU settings and the lazy loader of the CUDA part */
-extern char *mop_device;
-extern int	mop_gpu_memory_mb;
-extern bool mop_gpu_tf32;
+/* gpu.c: the lazy loader of the CUDA part and where training runs */
 extern bool mop_gpu_resolved;
 extern int	mop_gpu_worker_device;
-extern void mop_gpu_define_gucs(void);
 extern bool mop_device_check(void);
 extern Datum mop_with_device(FunctionCallInfo fcinfo, int argno, PGFunction fn);
 extern int	mop_device_for_training(void);
@@ -46,14 +42,8 @@ extern void mop_gpu_agg_eval(MopGpuAgg *a, Datum xd, Datum yd, const float *x,
 extern bool mop_gpu_agg_finish(MopGpuAgg *a, nn_result *res);
 extern void mop_gpu_cache_clear(void);
 
-extern int	mop_blas_threads;
-
-/* GUC mop.max_model_memory: working memory one model may need (MB, 0 = no limit). */
-extern int	mop_max_model_memory_mb;
+/* mop.c: refuse a model needing more than mop.max_model_memory */
 extern void mop_check_model_memory(const nn_spec *spec);
-
-/* GUC mop.buffer_cache_mb: backend-local cache of detoasted buffers. */
-extern int	mop_buffer_cache_mb;
 
 /* An nn_model owned by a memory context (freed when the context goes). */
 typedef struct ModelHandle

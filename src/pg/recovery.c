@@ -3,7 +3,7 @@
  *
  * A run lives in background workers; when the server crashes or restarts
  * they are gone, and its row still says 'running'.  mop_mark_interrupted
- * (run.c) turns such runs into 'interrupted' whenever one of mop's run
+ * (orphans.c) turns such runs into 'interrupted' whenever one of mop's run
  * functions or its progress view is used.  With mop in
  * shared_preload_libraries, this file also resumes them without a human,
  * as pg_cron's launcher starts its jobs:
@@ -57,8 +57,6 @@ PGDLLEXPORT void mop_recovery_main(Datum arg);
 PGDLLEXPORT void mop_resume_worker_main(Datum arg);
 PGDLLEXPORT void mop_mark_worker_main(Datum arg);
 
-bool		mop_auto_resume = true;
-
 /* What a resume worker needs: where, as whom, which run. */
 typedef struct ResumeArgs
 {
@@ -67,30 +65,32 @@ typedef struct ResumeArgs
 	int64		run_id;
 } ResumeArgs;
 
-/* Define mop.auto_resume and register the launcher (only while preloading). */
+/* Register the launcher (only while preloading). */
 void
 mop_recovery_register_launcher(void)
 {
 	BackgroundWorker bgw;
 
-	DefineCustomBoolVariable("mop.auto_resume",
-							 "Resume interrupted runs after a crash or restart (mop must be in shared_preload_libraries).",
-							 "Off: runs found interrupted are only marked so; mop_resume continues them.",
-							 &mop_auto_resume,
-							 true,
-							 PGC_SIGHUP, 0,
-							 NULL, NULL, NULL);
 	if (!process_shared_preload_libraries_in_progress)
 		return;
-	memset(&bgw, 0, sizeof(bgw));
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	mop_bgworker_init(&bgw, "mop_launcher_main", "mop launcher");
 	bgw.bgw_restart_time = 10;	/* and after each crash restart */
-	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "mop");
-	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "mop_launcher_main");
-	snprintf(bgw.bgw_name, BGW_MAXLEN, "mop launcher");
-	snprintf(bgw.bgw_type, BGW_MAXLEN, "mop launcher");
 	RegisterBackgroundWorker(&bgw);
+}
+
+/*
+ * In a recovery, resume or mark worker: take SIGTERM, connect to database
+ * db (as role, or the bootstrap superuser for InvalidOid) with search_path
+ * pinned, and show appname in pg_stat_activity.
+ */
+static void
+worker_connect(Oid db, Oid role, const char *appname)
+{
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(db, role, 0);
+	mop_pin_search_path();
+	pgstat_report_appname(appname);
 }
 
 /* Start a dynamic worker and wait until it has exited; false if it could not start. */
@@ -158,14 +158,7 @@ mop_launcher_main(Datum arg)
 
 		if (ShutdownRequestPending)
 			break;
-		memset(&bgw, 0, sizeof(bgw));
-		bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-		bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-		bgw.bgw_restart_time = BGW_NEVER_RESTART;
-		snprintf(bgw.bgw_library_name, BGW_MAXLEN, "mop");
-		snprintf(bgw.bgw_function_name, BGW_MAXLEN, "mop_recovery_main");
-		snprintf(bgw.bgw_name, BGW_MAXLEN, "mop recovery");
-		snprintf(bgw.bgw_type, BGW_MAXLEN, "mop recovery");
+		mop_bgworker_init(&bgw, "mop_recovery_main", "mop recovery");
 		bgw.bgw_main_arg = ObjectIdGetDatum(lfirst_oid(lc));
 		if (!run_worker_to_end(&bgw))
 			ereport(LOG,
@@ -200,11 +193,7 @@ mop_recovery_main(Datum arg)
 	ListCell   *lc,
 			   *lo;
 
-	pqsignal(SIGTERM, die);
-	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnectionByOid(db, InvalidOid, 0);
-	mop_pin_search_path();
-	pgstat_report_appname("mop recovery");
+	worker_connect(db, InvalidOid, "mop recovery");
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -264,14 +253,8 @@ mop_recovery_main(Datum arg)
 							(long long) ra.run_id)));
 			continue;
 		}
-		memset(&bgw, 0, sizeof(bgw));
-		bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-		bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-		bgw.bgw_restart_time = BGW_NEVER_RESTART;
-		snprintf(bgw.bgw_library_name, BGW_MAXLEN, "mop");
-		snprintf(bgw.bgw_function_name, BGW_MAXLEN, "mop_resume_worker_main");
+		mop_bgworker_init(&bgw, "mop_resume_worker_main", "mop resume");
 		snprintf(bgw.bgw_name, BGW_MAXLEN, "mop resume %lld", (long long) ra.run_id);
-		snprintf(bgw.bgw_type, BGW_MAXLEN, "mop resume");
 		StaticAssertStmt(sizeof(ResumeArgs) <= BGW_EXTRALEN, "resume arguments too large");
 		memcpy(bgw.bgw_extra, &ra, sizeof(ra));
 		if (!run_worker_to_end(&bgw))
@@ -295,11 +278,7 @@ mop_resume_worker_main(Datum arg)
 	StringInfoData q;
 
 	memcpy(&ra, MyBgworkerEntry->bgw_extra, sizeof(ra));
-	pqsignal(SIGTERM, die);
-	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnectionByOid(ra.database, ra.role, 0);
-	mop_pin_search_path();
-	pgstat_report_appname("mop resume");
+	worker_connect(ra.database, ra.role, "mop resume");
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -341,14 +320,8 @@ mop_mark_in_worker(Oid database, Oid role, int64 except)
 	BackgroundWorker bgw;
 	ResumeArgs	ra;
 
-	memset(&bgw, 0, sizeof(bgw));
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	bgw.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "mop");
-	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "mop_mark_worker_main");
+	mop_bgworker_init(&bgw, "mop_mark_worker_main", "mop mark");
 	snprintf(bgw.bgw_name, BGW_MAXLEN, "mop mark interrupted");
-	snprintf(bgw.bgw_type, BGW_MAXLEN, "mop mark");
 	ra.database = database;
 	ra.role = role;
 	ra.run_id = except;
@@ -363,11 +336,7 @@ mop_mark_worker_main(Datum arg)
 	ResumeArgs	ra;
 
 	memcpy(&ra, MyBgworkerEntry->bgw_extra, sizeof(ra));
-	pqsignal(SIGTERM, die);
-	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnectionByOid(ra.database, ra.role, 0);
-	mop_pin_search_path();
-	pgstat_report_appname("mop mark");
+	worker_connect(ra.database, ra.role, "mop mark");
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());

@@ -26,6 +26,7 @@
 
 #include "postgres.h"
 
+#include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
 #include "storage/latch.h"
 #include "storage/spin.h"
@@ -161,17 +162,19 @@ typedef struct MopRunShared
 extern PGDLLEXPORT void mop_coordinator_main(Datum arg);
 extern PGDLLEXPORT void mop_worker_main(Datum arg);
 
-/* run.c */
-extern int	mop_workers;
-extern void mop_run_define_gucs(void);
-extern int	mop_task_timeout_ms;
+/* mop.c: a background worker of mop's, to be registered */
+struct BackgroundWorker;
+extern void mop_bgworker_init(struct BackgroundWorker *bgw, const char *function,
+							  const char *type);
 
-/* run.c: runs whose processes are gone become 'interrupted' (returns their ids) */
+/* run.c: the (id, shm_handle) rows of the last SPI query */
+extern int	mop_run_handles(MemoryContext cxt, int64 **ids, int64 **handles, bool **has);
+
+/* orphans.c: runs whose processes are gone become 'interrupted' (returns their ids) */
 extern List *mop_mark_interrupted(void);
 extern List *mop_mark_interrupted_except(int64 except);
 
 /* recovery.c: after a restart a preloaded mop resumes interrupted runs */
-extern bool mop_auto_resume;
 extern bool mop_mark_in_worker(Oid database, Oid role, int64 except);
 extern void mop_recovery_register_launcher(void);
 

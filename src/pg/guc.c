@@ -1,0 +1,139 @@
+/*
+ * guc.c -- the mop.* settings, defined once from _PG_init.
+ *
+ * Where each is used:
+ *   mop.blas_threads, mop.max_model_memory   mop.c (engine models)
+ *   mop.buffer_cache_mb                      bufcache.c, gpu_train.c
+ *   mop.workers, mop.task_timeout,
+ *   mop.scheduler                            the search functions (a run
+ *                                            records them when it starts)
+ *   mop.device, mop.gpu_memory, mop.gpu_tf32 gpu.c, gpu_train.c
+ *   mop.auto_resume                          recovery.c
+ *
+ * mop.device and mop.scheduler are enums: an invalid value is refused with
+ * PostgreSQL's usual 22023 "invalid value for parameter" error, whose hint
+ * lists the valid values.
+ */
+#include "postgres.h"
+
+#include <limits.h>
+
+#include "utils/guc.h"
+
+#include "guc.h"
+#include "run.h"
+#include "search/mop_sched.h"
+
+int			mop_blas_threads = 1;
+int			mop_buffer_cache_mb = 256;
+int			mop_max_model_memory_mb = 2048;
+int			mop_workers = 2;
+int			mop_task_timeout_ms = 300000;
+int			mop_scheduler = MOP_PICK_RANDOM;
+int			mop_device = MOP_DEVICE_CPU;
+int			mop_gpu_memory_mb = 0;
+bool		mop_gpu_tf32 = false;
+bool		mop_auto_resume = true;
+
+/* the spellings are the SQL names of mop_pick_name() */
+static const struct config_enum_entry scheduler_options[] = {
+	{"random", MOP_PICK_RANDOM, false},
+	{"longest", MOP_PICK_LONGEST, false},
+	{"convergence", MOP_PICK_PRIORITY, false},
+	{"fifo", MOP_PICK_FIFO, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry device_options[] = {
+	{"cpu", MOP_DEVICE_CPU, false},
+	{"gpu", MOP_DEVICE_GPU, false},
+	{"auto", MOP_DEVICE_AUTO, false},
+	{NULL, 0, false}
+};
+
+/* The name of a mop.device value: cpu, gpu or auto. */
+const char *
+mop_device_name(int device)
+{
+	for (const struct config_enum_entry *e = device_options; e->name; e++)
+		if (e->val == device)
+			return e->name;
+	return "cpu";
+}
+
+/* Define every mop.* setting (called from _PG_init; touches no GPU). */
+void
+mop_define_gucs(void)
+{
+	DefineCustomIntVariable("mop.blas_threads",
+							"Threads used by BLAS in each backend that trains.",
+							"Keep 1 when several mop workers share the cores.",
+							&mop_blas_threads,
+							1, 1, 256,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("mop.buffer_cache_mb",
+							"Memory for detoasted training buffers kept across epochs in each backend.",
+							"0 disables the cache.",
+							&mop_buffer_cache_mb,
+							256, 0, INT_MAX / 1024,
+							PGC_USERSET, GUC_UNIT_MB,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("mop.max_model_memory",
+							"Memory one model may need (weights, gradients, optimizer state, one batch's activations).",
+							"Checked before a model is created or read from its state; 0 = no limit.",
+							&mop_max_model_memory_mb,
+							2048, 0, INT_MAX / 2,
+							PGC_USERSET, GUC_UNIT_MB,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("mop.workers",
+							"Default number of training workers of a model-selection run.",
+							"Capped by the dataset's partitions and by max_worker_processes.",
+							&mop_workers,
+							2, 1, MOP_MAX_WORKERS,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("mop.task_timeout",
+							"A training worker with no progress for this long is replaced and its sub-epoch run again; 0 = never.",
+							"Progress is a minibatch; taken from the session that starts (or resumes) the run.",
+							&mop_task_timeout_ms,
+							300000, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomEnumVariable("mop.scheduler",
+							 "Default scheduler of model-selection runs: random, longest, convergence or fifo.",
+							 "Used by every search function whose scheduler argument is not given.",
+							 &mop_scheduler,
+							 MOP_PICK_RANDOM, scheduler_options,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomEnumVariable("mop.device",
+							 "Where mop trains: cpu, gpu, or auto (a GPU if one is usable, else the CPU).",
+							 "Checked when mop_train or a search starts; a run's workers keep the choice.",
+							 &mop_device,
+							 MOP_DEVICE_CPU, device_options,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("mop.gpu_memory",
+							"GPU memory each training process may hold (models and resident rows); 0 = no limit.",
+							"Set it so that the workers sharing one GPU fit in its memory.",
+							&mop_gpu_memory_mb,
+							0, 0, INT_MAX / 2,
+							PGC_USERSET, GUC_UNIT_MB,
+							NULL, NULL, NULL);
+	DefineCustomBoolVariable("mop.gpu_tf32",
+							 "Let cuBLAS use TF32 tensor cores on the GPU (faster, no longer bit-comparable with the CPU).",
+							 NULL,
+							 &mop_gpu_tf32,
+							 false,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("mop.auto_resume",
+							 "Resume interrupted runs after a crash or restart (mop must be in shared_preload_libraries).",
+							 "Off: runs found interrupted are only marked so; mop_resume continues them.",
+							 &mop_auto_resume,
+							 true,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+	MarkGUCPrefixReserved("mop");
+}

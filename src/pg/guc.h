@@ -1,0 +1,33 @@
+/*
+ * guc.h -- the mop.* settings (all defined in guc.c).
+ *
+ * Each variable holds the setting's current value in this backend.  A run's
+ * background workers do not read the settings of their own sessions: the
+ * starting session's values travel in the run's shared segment (run.h).
+ */
+#ifndef MOP_GUC_H
+#define MOP_GUC_H
+
+/* mop.device: where training runs */
+typedef enum MopDevice
+{
+	MOP_DEVICE_CPU = 0,
+	MOP_DEVICE_GPU,
+	MOP_DEVICE_AUTO
+} MopDevice;
+
+extern int	mop_blas_threads;		/* mop.blas_threads */
+extern int	mop_buffer_cache_mb;	/* mop.buffer_cache_mb */
+extern int	mop_max_model_memory_mb;	/* mop.max_model_memory, MB, 0: no limit */
+extern int	mop_workers;			/* mop.workers */
+extern int	mop_task_timeout_ms;	/* mop.task_timeout, 0: never */
+extern int	mop_scheduler;			/* mop.scheduler, a mop_pick */
+extern int	mop_device;				/* mop.device, a MopDevice */
+extern int	mop_gpu_memory_mb;		/* mop.gpu_memory, MB, 0: no limit */
+extern bool mop_gpu_tf32;			/* mop.gpu_tf32 */
+extern bool mop_auto_resume;		/* mop.auto_resume */
+
+extern void mop_define_gucs(void);
+extern const char *mop_device_name(int device);
+
+#endif							/* MOP_GUC_H */

@@ -1,0 +1,212 @@
+/*
+ * resume.c -- mop_resume and mop_replay: a new run segment for an existing
+ * run.
+ *
+ *   mop_resume(run_id, workers, wait, add, device)   continue a run that was
+ *       cancelled, failed or interrupted (each model from its last
+ *       checkpoint), or train more configurations in it (add);
+ *   mop_replay(run_id, workers, wait, device)   train the configurations of
+ *       a finished run again in the recorded order.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+
+#include "runreq.h"
+
+/* ERROR if run run_id still has processes (its segment says it is not done). */
+static void
+refuse_live_run(int64 run_id, bool has_handle, int64 handle)
+{
+	dsm_segment *seg;
+	bool		live;
+
+	if (!has_handle || (seg = mop_run_attach(run_id, handle)) == NULL)
+		return;
+	live = mop_run_phase((MopRunShared *) dsm_segment_address(seg)) != MOP_PHASE_DONE;
+	dsm_detach(seg);
+	if (live)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld is still running", (long long) run_id),
+				 errhint("Wait for it with mop_wait(%lld) or stop it with mop_cancel(%lld).",
+						 (long long) run_id, (long long) run_id)));
+}
+
+/*
+ * An adaptive run's algorithm (*algo, NULL for grid and random runs) and
+ * search space (*space, NULL if none), and the configurations its driver
+ * draws from, drawn again from the space and seed the run recorded; NIL when
+ * it has no algorithm or no space.  The algorithm and space are allocated in
+ * cxt.
+ */
+static List *
+adaptive_configs(int64 run_id, MemoryContext cxt, char **algo, Jsonb **space)
+{
+	Oid			t = INT8OID;
+	Datum		v = Int64GetDatum(run_id);
+	bool		isnull;
+	int			R = 0,
+				eta = 0,
+				trials = 0,
+				seed = 0;
+	List	   *configs = NIL;
+
+	*algo = NULL;
+	*space = NULL;
+	SPI_connect();
+	SPI_execute_with_args("SELECT options OPERATOR(pg_catalog.->>) 'algorithm', space, (options OPERATOR(pg_catalog.->>) 'max_resource')::int, "
+						  "(options OPERATOR(pg_catalog.->>) 'eta')::int, COALESCE((options OPERATOR(pg_catalog.->>) 'max_trials')::int, "
+						  "(options OPERATOR(pg_catalog.->>) 'trials')::int, (options OPERATOR(pg_catalog.->>) 'population')::int), seed "
+						  "FROM mop.runs WHERE id OPERATOR(pg_catalog.=) $1",
+						  1, &t, &v, NULL, false, 1);
+	if (SPI_processed == 1)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	td = SPI_tuptable->tupdesc;
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+		Datum		d;
+
+		d = SPI_getbinval(tup, td, 1, &isnull);
+		*algo = isnull ? NULL : TextDatumGetCString(d);
+		d = SPI_getbinval(tup, td, 2, &isnull);
+		*space = isnull ? NULL : DatumGetJsonbPCopy(d);
+		d = SPI_getbinval(tup, td, 3, &isnull);
+		R = isnull ? 0 : DatumGetInt32(d);
+		d = SPI_getbinval(tup, td, 4, &isnull);
+		eta = isnull ? 0 : DatumGetInt32(d);
+		d = SPI_getbinval(tup, td, 5, &isnull);
+		trials = isnull ? 0 : DatumGetInt32(d);
+		d = SPI_getbinval(tup, td, 6, &isnull);
+		seed = isnull ? 0 : DatumGetInt32(d);
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	if (*algo && *space)
+	{
+		if (strcmp(*algo, "hyperband") == 0)
+			trials += mop_hyperband_trials(R, eta);
+		configs = mop_space_random(*space, trials, (uint64) seed);
+	}
+	return configs;
+}
+
+/* mop_resume(run_id bigint, workers int, wait bool, add jsonb): continue a run. */
+static Datum
+mop_resume_body(PG_FUNCTION_ARGS)
+{
+	int64		run_id = PG_GETARG_INT64(0);
+	bool		adding = PG_NARGS() > 3 && !PG_ARGISNULL(3);
+	char	   *status,
+			   *dataset,
+			   *algo;
+	int			partitions;
+	int64		handle;
+	bool		has_handle;
+	Jsonb	   *space;
+	List	   *added;
+	RunRequest	req;
+
+	(void) mop_mark_interrupted_except(run_id);
+	mop_run_row(run_id, &status, &dataset, &partitions, &handle, &has_handle);
+	refuse_live_run(run_id, has_handle, handle);
+	if (strcmp(status, "done") == 0 && !adding)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld has already finished", (long long) run_id),
+				 errhint("Pass add => a search space to train more configurations in it.")));
+	/* adaptive runs: regenerate the configurations the driver draws from */
+	added = adaptive_configs(run_id, fcinfo->flinfo->fn_mcxt, &algo, &space);
+	if (algo && adding)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("configurations cannot be added to a %s run", algo),
+				 errhint("add => extends grid and random runs; a %s run decides its configurations itself.",
+						 algo)));
+	if (!(algo && space))
+	{
+		space = NULL;
+		if (adding)
+		{
+			/* add configurations to the run (a finished one too) */
+			MopDataset *ds = mop_dataset_lookup(dataset, false);
+
+			added = mop_space_grid(PG_GETARG_JSONB_P(3));
+			mop_validate_configs(added, ds);
+		}
+	}
+	mop_request_init(&req, fcinfo, "resume", dataset, space, added,
+					 0, partitions, 1, 2);
+	req.resume_run_id = run_id;
+	return mop_run_search(fcinfo, &req);
+}
+
+/*
+ * mop_replay(run_id bigint, workers int, wait bool): train the configurations
+ * of a finished run again, each model visiting the partitions in exactly the
+ * order recorded in mop.hops; the new models are bit-identical to the old.
+ */
+static Datum
+mop_replay_body(PG_FUNCTION_ARGS)
+{
+	int64		run_id = PG_GETARG_INT64(0);
+	char	   *status,
+			   *dataset;
+	int			partitions;
+	int64		handle;
+	bool		has_handle;
+	Oid			t = INT8OID;
+	Datum		v = Int64GetDatum(run_id);
+	List	   *configs = NIL;
+	Jsonb	   *space = NULL;
+	int			epochs = 0;
+	MemoryContext cxt = CurrentMemoryContext;
+	RunRequest	req;
+
+	mop_run_row(run_id, &status, &dataset, &partitions, &handle, &has_handle);
+	if (strcmp(status, "done") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld is %s; only a finished run can be replayed", (long long) run_id, status),
+				 errhint("Finish it first with mop_resume(%lld).", (long long) run_id)));
+	SPI_connect();
+	if (SPI_execute_with_args("SELECT m.config, r.epochs, r.space FROM mop.models m "
+							  "JOIN mop.runs r ON r.id OPERATOR(pg_catalog.=) m.run_id "
+							  "WHERE m.run_id OPERATOR(pg_catalog.=) $1 ORDER BY m.id",
+							  1, &t, &v, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the models of run %lld", (long long) run_id);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		MemoryContext old = MemoryContextSwitchTo(cxt);
+
+		configs = lappend(configs, DatumGetJsonbPCopy(SPI_getbinval(SPI_tuptable->vals[i],
+																	SPI_tuptable->tupdesc, 1, &isnull)));
+		epochs = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull));
+		if (i == 0)
+		{
+			Datum		sp = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 3, &isnull);
+
+			if (!isnull)
+				space = DatumGetJsonbPCopy(sp);
+		}
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	if (configs == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld has no models to replay", (long long) run_id)));
+	mop_request_init(&req, fcinfo, "replay", dataset, space, configs,
+					 Max(epochs, 1), partitions, 1, 2);
+	req.replay_run_id = run_id;
+	return mop_run_search(fcinfo, &req);
+}
+
+/* The SQL-callable functions; the last argument of each is device => . */
+MOP_SEARCH_ENTRY(mop_resume, 4, mop_resume_body);
+MOP_SEARCH_ENTRY(mop_replay, 3, mop_replay_body);

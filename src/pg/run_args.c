@@ -1,0 +1,290 @@
+/*
+ * run_args.c -- the arguments of the search functions, mop_resume and
+ * mop_replay: each is checked in the caller's transaction, so that bad
+ * input fails at once with an error naming the argument and nothing is
+ * started, and the checked values fill the run's RunRequest.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+
+#include "runreq.h"
+#include "search/mop_hyperband.h"
+#include "search/mop_pbt.h"
+
+/* Whether the function has argument argno (-1: none) and it is not NULL. */
+static bool
+arg_given(FunctionCallInfo fcinfo, int argno)
+{
+	return argno >= 0 && argno < PG_NARGS() && !PG_ARGISNULL(argno);
+}
+
+/* Integer argument argno, or dflt when it is absent or NULL. */
+int32
+mop_arg_int32(FunctionCallInfo fcinfo, int argno, int32 dflt)
+{
+	return arg_given(fcinfo, argno) ? PG_GETARG_INT32(argno) : dflt;
+}
+
+/* float8 argument argno, or dflt when it is absent or NULL. */
+float8
+mop_arg_float8(FunctionCallInfo fcinfo, int argno, float8 dflt)
+{
+	return arg_given(fcinfo, argno) ? PG_GETARG_FLOAT8(argno) : dflt;
+}
+
+/* Parse the scheduler option. */
+static mop_pick
+parse_pick(const char *s)
+{
+	int			pick = mop_pick_parse(s);
+
+	if (pick >= 0)
+		return (mop_pick) pick;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid value for \"scheduler\": \"%s\"", s),
+			 errhint("Use 'random' (Cerebro's randomized scheduler), 'longest' (longest remaining work first), 'convergence' (Hermes: the models converging fastest towards the lowest loss first) or 'fifo' (each model to the end, in the order given).")));
+	pg_unreachable();
+}
+
+/* The early_stopping argument (argument argno): NULL/'none' or 'median'. */
+static bool
+arg_early_stopping(FunctionCallInfo fcinfo, int argno)
+{
+	char	   *s;
+
+	if (!arg_given(fcinfo, argno))
+		return false;
+	s = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	if (strcmp(s, "none") == 0)
+		return false;
+	if (strcmp(s, "median") == 0)
+		return true;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid value for \"early_stopping\": \"%s\"", s),
+			 errhint("Use 'median' (the median stopping rule) or 'none'.")));
+	pg_unreachable();
+}
+
+/* The warm_start argument: a run id visible to the caller, or 0. */
+static int64
+arg_warm_start(FunctionCallInfo fcinfo, int argno)
+{
+	int64		id;
+	Oid			t = INT8OID;
+	Datum		v;
+	bool		found;
+
+	if (!arg_given(fcinfo, argno))
+		return 0;
+	id = PG_GETARG_INT64(argno);
+	v = Int64GetDatum(id);
+	SPI_connect();
+	SPI_execute_with_args("SELECT 1 FROM mop.runs WHERE id OPERATOR(pg_catalog.=) $1",
+						  1, &t, &v, NULL, false, 1);
+	found = SPI_processed == 1;
+	SPI_finish();
+	if (!found)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("invalid value for \"warm_start\": run %lld does not exist", (long long) id),
+				 errhint("Runs are listed in mop.runs (each role sees its own).")));
+	return id;
+}
+
+/* Optional boolean argument argno (false when absent or NULL). */
+static bool
+arg_bool(FunctionCallInfo fcinfo, int argno)
+{
+	return arg_given(fcinfo, argno) && PG_GETARG_BOOL(argno);
+}
+
+/* The scheduler of argument argno, or mop.scheduler when it is NULL. */
+static mop_pick
+arg_pick(FunctionCallInfo fcinfo, int argno)
+{
+	if (arg_given(fcinfo, argno))
+		return parse_pick(text_to_cstring(PG_GETARG_TEXT_PP(argno)));
+	return (mop_pick) mop_scheduler;
+}
+
+/* Workers to use: requested (or mop.workers), capped; ERROR if impossible. */
+static int
+choose_workers(bool isnull, int requested, int partitions)
+{
+	int			w = isnull ? mop_workers : requested;
+	int			cap = max_worker_processes - 1;	/* one for the coordinator */
+
+	if (!isnull && (requested < 1 || requested > MOP_MAX_WORKERS))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"workers\": %d", requested),
+				 errhint("Use 1 to %d workers.", MOP_MAX_WORKERS)));
+	if (cap < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("max_worker_processes (%d) leaves no room for mop's workers",
+						max_worker_processes),
+				 errhint("A run needs one coordinator and at least one worker; raise max_worker_processes.")));
+	if (w > partitions)
+		ereport(NOTICE,
+				(errmsg("the run uses %d worker%s, not %d%s: its dataset has %d partition%s",
+						partitions, partitions == 1 ? "" : "s", w, isnull ? " (mop.workers)" : "",
+						partitions, partitions == 1 ? "" : "s"),
+				 errdetail("Each worker trains on its own partitions; a worker without one would idle."),
+				 errhint("mop_prepare(..., partitions => %d) packs the data for %d workers.",
+						 w, w)));
+	w = Min(w, partitions);
+	if (w > cap)
+		ereport(NOTICE,
+				(errmsg("the run uses %d worker%s, not %d: max_worker_processes is %d",
+						cap, cap == 1 ? "" : "s", w, max_worker_processes),
+				 errdetail("One background worker slot goes to the run's coordinator."),
+				 errhint("Raise max_worker_processes (a restart) for more workers.")));
+	w = Min(w, cap);
+	return Max(w, 1);
+}
+
+/*
+ * The fields every request shares: what, on which dataset, which
+ * configurations for how many epochs, and the workers (argument workers_arg,
+ * NULL: mop.workers) and wait (argument wait_arg, NULL: true) arguments.
+ */
+void
+mop_request_init(RunRequest *req, FunctionCallInfo fcinfo, const char *kind,
+			 const char *dataset, Jsonb *space, List *configs, int epochs,
+			 int partitions, int workers_arg, int wait_arg)
+{
+	memset(req, 0, sizeof(*req));
+	req->kind = kind;
+	req->dataset = dataset;
+	req->space = space;
+	req->configs = configs;
+	req->epochs = epochs;
+	req->workers = choose_workers(!arg_given(fcinfo, workers_arg),
+								  mop_arg_int32(fcinfo, workers_arg, 0), partitions);
+	req->wait = !arg_given(fcinfo, wait_arg) || PG_GETARG_BOOL(wait_arg);
+}
+
+/* Validate every configuration against the dataset; errors name it. */
+void
+mop_validate_configs(List *configs, MopDataset *ds)
+{
+	ListCell   *lc;
+	int			i = 0;
+
+	foreach(lc, configs)
+	{
+		nn_spec		spec;
+		nn_error	err;
+		nn_status	st;
+		Jsonb	   *cfg = (Jsonb *) lfirst(lc);
+
+		i++;
+		mop_config_to_spec(cfg, ds, &spec);
+		if ((st = nn_spec_validate(&spec, &err)) != NN_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("configuration %d of the search space is invalid: %s", i, err.msg),
+					 errdetail("configuration: %s", JsonbToCString(NULL, &cfg->root, VARSIZE(cfg)))));
+	}
+}
+
+/* Arguments common to the search functions. */
+void
+mop_search_args(FunctionCallInfo fcinfo, int first, char **dataset, Jsonb **space,
+			int *epochs)
+{
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dataset and space must not be null")));
+	*dataset = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	*space = PG_GETARG_JSONB_P(1);
+	*epochs = mop_arg_int32(fcinfo, first, 10);
+	if (*epochs < 1 || *epochs > 100000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"epochs\": %d", *epochs),
+				 errhint("Train at least 1 epoch.")));
+}
+
+/* Validate Hyperband's R and eta, naming the bad one. */
+void
+mop_check_hyperband_args(int R, int eta)
+{
+	if (R < 1 || R > 100000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"max_resource\": %d", R),
+				 errhint("The maximum resource is a number of epochs, 1 to 100000.")));
+	if (eta < 2 || eta > 1000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"eta\": %d", eta),
+				 errhint("The reduction factor eta must be at least 2 (3 is usual).")));
+}
+
+/* A described space PBT or TPE can search: 1..32 parameters, valid. */
+void
+mop_check_numeric_space(MopSpaceDesc *desc, const char *what)
+{
+	char		err[256];
+
+	if (desc->n_params < 1 || desc->n_params > MOP_PBT_MAX_PARAMS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s needs 1 to %d hyperparameters to search, the space has %d",
+						what, MOP_PBT_MAX_PARAMS, desc->n_params),
+				 errhint("Give a list or a distribution for at least one hyperparameter, e.g. \"learning_rate\": {\"loguniform\": [1e-4, 1e-1]}.")));
+	if (mop_params_check(desc->params, desc->n_params, err, sizeof(err)) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid search space: %s", err)));
+}
+
+/*
+ * The configurations Hyperband with max_resource R and reduction factor eta
+ * needs: those of the first round of every bracket.
+ */
+int32
+mop_hyperband_trials(int R, int eta)
+{
+	int32		n = mop_hyperband_plan(R, eta, NULL, 0);
+	int32		trials = 0;
+	mop_hb_round *rows = palloc(sizeof(mop_hb_round) * Max(n, 1));
+
+	mop_hyperband_plan(R, eta, rows, n);
+	for (int i = 0; i < n; i++)
+		if (rows[i].round == 0)
+			trials += rows[i].configs;
+	pfree(rows);
+	return trials;
+}
+
+/*
+ * A search's request: its configurations validated against the dataset
+ * (an error names the first invalid one), the fields every request shares
+ * (mop_request_init), the seed, and the arguments at the positions args
+ * gives.
+ */
+void
+mop_search_request(RunRequest *req, FunctionCallInfo fcinfo, const char *kind,
+				   const MopSearchArgs *args, MopDataset *ds, Jsonb *space,
+				   List *configs, int epochs, int seed)
+{
+	mop_validate_configs(configs, ds);
+	mop_request_init(req, fcinfo, kind, ds->name, space, configs, epochs,
+					 ds->partitions, args->workers, args->wait);
+	req->seed = seed;
+	req->deterministic = arg_bool(fcinfo, args->deterministic);
+	req->pick = arg_pick(fcinfo, args->scheduler);
+	req->median_stop = arg_early_stopping(fcinfo, args->early_stopping);
+	req->warm_start = arg_warm_start(fcinfo, args->warm_start);
+}

@@ -1,0 +1,145 @@
+/*
+ * runreq.h -- the session's side of a model-selection run (see run.h for
+ * the whole picture), shared by the files that implement it:
+ *
+ *   searches.c   the search functions (mop_grid_search, ..., mop_tpe);
+ *   resume.c     mop_resume and mop_replay;
+ *   run_args.c   checking their arguments and filling a RunRequest;
+ *   run.c        starting the run's coordinator, waiting for the run,
+ *                cancelling it when the wait is interrupted;
+ *   monitor.c    mop_wait, mop_cancel and the progress views;
+ *   orphans.c    runs whose processes are gone become 'interrupted'.
+ */
+#ifndef MOP_RUNREQ_H
+#define MOP_RUNREQ_H
+
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "nodes/pg_list.h"
+#include "storage/dsm.h"
+#include "utils/jsonb.h"
+
+#include "mop.h"
+#include "run.h"
+#include "search/mop_sched.h"
+#include "space.h"
+
+/*
+ * Everything a run is started with: filled by each SQL entry point,
+ * carried to the coordinator in the run's shared segment.
+ */
+typedef struct RunRequest
+{
+	const char *kind;			/* grid, random, resume, replay, hyperband, ... */
+	const char *dataset;
+	Jsonb	   *space;			/* NULL: none */
+	List	   *configs;		/* Jsonb configurations */
+	int			epochs;
+	int			workers;
+	int			seed;
+	bool		deterministic;
+	mop_pick	pick;
+	bool		wait;
+	int64		resume_run_id;
+	int64		replay_run_id;
+	int64		warm_start;
+	bool		median_stop;
+	MopAlgo		algo;
+	int			max_resource;	/* Hyperband, ASHA */
+	int			eta;
+	int			min_resource;	/* ASHA */
+	int			pbt_interval;
+	double		pbt_quantile;
+	double		pbt_resample;
+	int			tpe_startup;
+	double		tpe_gamma;
+} RunRequest;
+
+/*
+ * Which argument of a search function is each of those the searches share
+ * (-1: it has none).  When the argument is absent or NULL: workers
+ * mop.workers, wait true, scheduler mop.scheduler, deterministic false,
+ * early_stopping none, warm_start none.
+ */
+typedef struct MopSearchArgs
+{
+	int			workers;
+	int			wait;
+	int			scheduler;
+	int			deterministic;
+	int			early_stopping;
+	int			warm_start;
+} MopSearchArgs;
+
+/* What a run's segment says about its start and end (mop_run_outcome). */
+typedef struct MopRunOutcome
+{
+	MopRunPhase phase;
+	int64		run_id;			/* 0 until the coordinator has created the run */
+	char		status[16];		/* final status: done, failed, cancelled */
+	char		error[512];
+	int			error_code;		/* its SQLSTATE (0: none recorded) */
+	char		error_hint[256];
+} MopRunOutcome;
+
+/* A run's progress (mop_run_read_progress). */
+typedef struct MopRunProgress
+{
+	MopRunPhase phase;
+	int64		run_id;
+	int64		hops_done;		/* sub-epochs done */
+	int64		hops_total;		/* of those planned so far */
+	int32		models_done;
+	int32		n_models;
+	double		best_metric;	/* NaN until known */
+	TimestampTz started_at;
+	int32		busy_workers;	/* workers with a task */
+} MopRunProgress;
+
+/*
+ * A search function taking a device => argument (argument argno): its
+ * SQL-callable entry point runs body with mop.device set to that argument
+ * (mop_with_device).
+ */
+#define MOP_SEARCH_ENTRY(name, argno, body) \
+	PG_FUNCTION_INFO_V1(name); \
+	Datum \
+	name(PG_FUNCTION_ARGS) \
+	{ \
+		return mop_with_device(fcinfo, argno, body); \
+	} \
+	extern int	no_such_variable
+
+/* run_args.c: arguments of the search functions */
+extern void mop_search_args(FunctionCallInfo fcinfo, int first, char **dataset,
+							Jsonb **space, int *epochs);
+extern int32 mop_arg_int32(FunctionCallInfo fcinfo, int argno, int32 dflt);
+extern float8 mop_arg_float8(FunctionCallInfo fcinfo, int argno, float8 dflt);
+extern void mop_request_init(RunRequest *req, FunctionCallInfo fcinfo,
+							 const char *kind, const char *dataset, Jsonb *space,
+							 List *configs, int epochs, int partitions,
+							 int workers_arg, int wait_arg);
+extern void mop_validate_configs(List *configs, MopDataset *ds);
+extern void mop_search_request(RunRequest *req, FunctionCallInfo fcinfo,
+							   const char *kind, const MopSearchArgs *args,
+							   MopDataset *ds, Jsonb *space, List *configs,
+							   int epochs, int seed);
+extern void mop_check_hyperband_args(int R, int eta);
+extern int32 mop_hyperband_trials(int R, int eta);
+extern void mop_check_numeric_space(MopSpaceDesc *desc, const char *what);
+
+/* run.c: start a run, wait for it, read its shared state */
+extern Datum mop_run_search(FunctionCallInfo fcinfo, const RunRequest *req);
+extern void mop_run_row(int64 run_id, char **status, char **dataset,
+						int *partitions, int64 *handle, bool *has_handle);
+extern dsm_segment *mop_run_attach(int64 run_id, int64 handle);
+extern MopRunPhase mop_run_phase(MopRunShared *run);
+extern void mop_run_outcome(MopRunShared *run, MopRunOutcome *out);
+extern void mop_run_request_cancel(MopRunShared *run);
+extern void mop_run_wait_done(MopRunShared *run, bool notices, long poll_ms);
+extern void mop_run_read_progress(MopRunShared *run, MopRunProgress *p);
+extern void mop_run_progress_notice(MopRunShared *run, int64 *last_hops,
+									TimestampTz *last_notice);
+
+#endif							/* MOP_RUNREQ_H */
