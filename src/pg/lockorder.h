@@ -14,9 +14,9 @@
  * decision locks its run's and model's rows FOR KEY SHARE, and a second
  * UPDATE of a row in one transaction re-checks its foreign keys (a worker's
  * last sub-epoch of an epoch updates its model twice, locking the run's
- * and the dataset's rows).  Taken there, under the model's lock that a
- * worker used to hold for its whole sub-epoch, they waited for a delete
- * that held the dataset's or the run's row and waited for that model: a
+ * and the dataset's rows).  Were they taken while a worker held its
+ * model's row lock for a whole sub-epoch, they would wait for a delete
+ * that holds the dataset's or the run's row and waits for that model: a
  * deadlock (40P01).  So:
  *   - a worker reads its model's checkpoint without a lock, trains, and
  *     only then locks the dataset's row and the run's row FOR KEY SHARE and
@@ -25,7 +25,7 @@
  *   - every coordinator transaction locks the dataset's row and then the
  *     run's FOR KEY SHARE before it touches a model or a decision; creating
  *     a run locks the dataset's row first, resuming one the dataset's row
- *     and then the run's (coordinator.c);
+ *     and then the run's (coord_catalog.c, coord_resume.c);
  *   - ending a run goes run -> its unfinished models;
  *   - a delete of a run that trains is refused (55006) by the BEFORE DELETE
  *     trigger on mop.runs once it holds the run's row, whether it is a

@@ -22,14 +22,14 @@
  *
  * The rate alone rewards being far from the optimum: a far-too-small
  * learning rate keeps removing loss slowly long after a good model has
- * converged, and wins the workers (measured in docs/benchmarks.md).  The
- * projected loss keeps the rate -- of two models at the same loss the one
- * falling faster per second comes first, and a slow model's rate counts for
- * less over the same horizon -- but weighs it against where the model
- * stands, so the workers go to the models that will be best soonest, which
- * is what "time to a target accuracy" asks.  With one evaluation the rate is
- * taken as 0 (the level alone).  A model whose loss rises is projected to
- * rise further (a negative rate).
+ * converged, and wins the workers (measured: CHANGELOG.md, "Benchmark
+ * history").  The projected loss keeps the rate -- of two models at the
+ * same loss the one falling faster per second comes first, and a slow
+ * model's rate counts for less over the same horizon -- but weighs it
+ * against where the model stands, so the workers go to the models that will
+ * be best soonest, which is what "time to a target accuracy" asks.  With
+ * one evaluation the rate is taken as 0 (the level alone).  A model whose
+ * loss rises is projected to rise further (a negative rate).
  *
  * A NaN or infinite loss in the window gives -infinity (it diverged: it
  * should be stopped, never preferred).  New models get a minimum quantum:
@@ -51,7 +51,8 @@
  * granted), the leader wins a tie, and a good configuration with a large
  * budget goes deep at once.  The caller gives a model new_priority when it
  * starts, and re-ranks the unstarted ones when the best first epoch
- * improves.  Measured against the breadth-first order in docs/benchmarks.md.
+ * improves.  Measured against the breadth-first order: CHANGELOG.md,
+ * "Benchmark history".
  */
 #ifndef MOP_HERMES_H
 #define MOP_HERMES_H
