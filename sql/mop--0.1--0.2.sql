@@ -404,11 +404,11 @@ CREATE EVENT TRIGGER mop_guard_drop ON ddl_command_start
 -- the function pins search_path itself right after)
 
 CREATE FUNCTION @extschema@.mop_predict_table(model_id bigint, source regclass, output text,
-	id_column text DEFAULT NULL)
+	id_column text DEFAULT NULL, checkpoint text DEFAULT 'best')
 	RETURNS bigint
 	AS 'MODULE_PATHNAME', 'mop_predict_table'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION @extschema@.mop_predict_table(bigint, regclass, text, text)
+COMMENT ON FUNCTION @extschema@.mop_predict_table(bigint, regclass, text, text, text)
 	IS 'predict every row of a table into a new table (id, prediction, probability, probabilities); returns the rows written';
 
 -- 8. pictures: charts of a run as SVG documents ----------------------------------
@@ -661,12 +661,8 @@ BEGIN
 	ylo := coalesce(ylo, 0) - 0.05 * (coalesce(yhi, 1) - coalesce(ylo, 0));
 	yhi := coalesce(yhi, 1) + 0.05 * (coalesce(yhi, 1) - ylo);
 
-	SELECT m.id, m.metric INTO best, metric FROM mop.models m
-	 WHERE m.run_id OPERATOR(pg_catalog.=) mop_plot_curves.run_id AND m.best_valid_metric IS NOT NULL
-	   AND m.status OPERATOR(pg_catalog.<>) ALL ('{failed,diverged}'::text[])
-	 ORDER BY CASE WHEN m.higher_is_better THEN -m.best_valid_metric ELSE m.best_valid_metric END,
-	          m.best_valid_loss NULLS LAST, m.id
-	 LIMIT 1;
+	SELECT b.model_id, b.metric INTO best, metric FROM mop.best b
+	 WHERE b.run_id OPERATOR(pg_catalog.=) mop_plot_curves.run_id;
 	title := format('run %s on %s: %s by %s, %s models%s', mop_plot_curves.run_id, ds,
 	                CASE y WHEN 'valid_metric' THEN 'validation ' || coalesce(metric, 'metric')
 	                       WHEN 'valid_loss' THEN 'validation loss' WHEN 'train_loss' THEN 'training loss'
@@ -1102,10 +1098,80 @@ GRANT SELECT ON mop.run_progress TO PUBLIC;
 -- 10. mop_export: a trained model to take elsewhere ------------------------------
 
 CREATE FUNCTION @extschema@.mop_export(model_id bigint, format text DEFAULT 'keras',
-	preprocessing boolean DEFAULT true)
+	preprocessing boolean DEFAULT true, checkpoint text DEFAULT 'best')
 	RETURNS jsonb
 	AS 'MODULE_PATHNAME', 'mop_export'
 	LANGUAGE C STRICT STABLE PARALLEL SAFE
 	SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.mop_export(bigint, text, boolean)
+COMMENT ON FUNCTION @extschema@.mop_export(bigint, text, boolean, text)
 	IS 'a trained model as a Keras 3 model (to_json form) with its weights, labels and preprocessing (jsonb)';
+
+-- 11. best checkpoints, and one ranking ------------------------------------------
+-- Every model keeps the checkpoint of its best epoch beside its latest one;
+-- predictions, evaluations and exports use it unless asked for 'last'.
+-- Models trained before 0.2 have none yet: they serve their latest
+-- checkpoint until an epoch beats their recorded best.
+
+ALTER TABLE mop.models ADD COLUMN best_state bytea;
+ALTER TABLE mop.models ALTER COLUMN best_state SET STORAGE EXTERNAL;
+COMMENT ON COLUMN mop.models.best_state
+	IS 'checkpoint of the best epoch (best_epoch); NULL: none yet, the latest (state) serves';
+GRANT INSERT (best_state), UPDATE (best_state) ON mop.models TO PUBLIC;
+
+CREATE FUNCTION @extschema@.mop_predict(model_id bigint, features float8[], checkpoint text)
+	RETURNS text
+	AS 'MODULE_PATHNAME', 'mop_predict'
+	LANGUAGE C STRICT STABLE PARALLEL RESTRICTED
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_predict(bigint, float8[], text)
+	IS 'predicted label or value of a model''s best (''best'') or latest (''last'') checkpoint';
+
+CREATE FUNCTION @extschema@.mop_predict(model_id bigint, features float8[], as_type anyelement,
+	checkpoint text)
+	RETURNS anyelement
+	AS 'MODULE_PATHNAME', 'mop_predict_typed'
+	LANGUAGE C CALLED ON NULL INPUT STABLE PARALLEL RESTRICTED
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_predict(bigint, float8[], anyelement, text)
+	IS 'prediction in the type of the third argument, from the ''best'' or ''last'' checkpoint';
+
+CREATE FUNCTION @extschema@.mop_predict_proba(model_id bigint, features float8[], checkpoint text)
+	RETURNS float8[]
+	AS 'MODULE_PATHNAME', 'mop_predict_proba'
+	LANGUAGE C STRICT STABLE PARALLEL RESTRICTED
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_predict_proba(bigint, float8[], text)
+	IS 'class probabilities (or the value) of the ''best'' or ''last'' checkpoint';
+
+CREATE FUNCTION @extschema@.mop_evaluate(model_id bigint, source regclass, checkpoint text,
+	OUT loss float8, OUT metric float8, OUT rows bigint)
+	RETURNS record
+	AS 'MODULE_PATHNAME', 'mop_evaluate'
+	LANGUAGE C STRICT STABLE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_evaluate(bigint, regclass, text)
+	IS 'mean loss and metric of the ''best'' or ''last'' checkpoint on a table';
+
+COMMENT ON FUNCTION @extschema@.mop_predict(bigint, float8[])
+	IS 'predicted label (class text) or value (regression) of a model''s best checkpoint';
+COMMENT ON FUNCTION @extschema@.mop_predict(bigint, float8[], anyelement)
+	IS 'prediction (best checkpoint) in the type of the third argument, e.g. mop_predict(m, f, NULL::int)';
+COMMENT ON FUNCTION @extschema@.mop_predict_proba(bigint, float8[])
+	IS 'class probabilities in label order (or the value for regression) of a model''s best checkpoint';
+COMMENT ON FUNCTION @extschema@.mop_evaluate(bigint, regclass)
+	IS 'mean loss and metric of a model''s best checkpoint on a table with the dataset''s columns';
+
+-- one ranking for mop.leaderboard, mop.best and the search functions' results:
+-- the metric in its direction, then validation loss, then fewer epochs to
+-- the best, then id; no two models of a run share a rank
+CREATE OR REPLACE VIEW mop.leaderboard WITH (security_invoker = true) AS
+	SELECT m.run_id, m.id AS model_id,
+		   pg_catalog.rank() OVER (PARTITION BY m.run_id ORDER BY
+				(m.status OPERATOR(pg_catalog.=) ANY ('{done,training,stopped}'::text[])) DESC,
+				CASE WHEN m.higher_is_better THEN OPERATOR(pg_catalog.-) m.best_valid_metric
+					 ELSE m.best_valid_metric END ASC NULLS LAST,
+				m.best_valid_loss ASC NULLS LAST, m.best_epoch ASC NULLS LAST, m.id) AS rank,
+		   m.status, m.metric, m.higher_is_better, m.best_valid_metric, m.best_valid_loss,
+		   m.best_epoch, m.epochs_done, m.config
+	  FROM mop.models m WHERE m.run_id IS NOT NULL;
+COMMENT ON VIEW mop.leaderboard IS 'models of every run ranked by their best validation metric in its direction, then validation loss, fewer epochs, id; diverged and failed models last';

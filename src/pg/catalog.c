@@ -170,23 +170,26 @@ mop_dataset_by_id(int64 id)
 }
 
 /*
- * The dataset of model model_id, and (if state is not NULL) a copy of the
- * model's latest checkpoint.  ERROR if the model does not exist or has none.
+ * The dataset of model model_id, and (if state is not NULL) a copy of one of
+ * the model's checkpoints: its best (the checkpoint of its best epoch; the
+ * latest while it has none) or, with MOP_CHECKPOINT_LAST, its latest.
+ * ERROR if the model does not exist or has no checkpoint.
  */
 MopDataset *
-mop_dataset_of_model(int64 model_id, bytea **state)
+mop_dataset_of_model(int64 model_id, MopCheckpoint which, bytea **state)
 {
 	MemoryContext cxt = CurrentMemoryContext;
-	Oid			argtype = INT8OID;
-	Datum		arg = Int64GetDatum(model_id);
+	Oid			argtype[2] = {INT8OID, BOOLOID};
+	Datum		arg[2] = {Int64GetDatum(model_id), BoolGetDatum(which == MOP_CHECKPOINT_LAST)};
 	int64		dataset_id;
 	bool		isnull;
 	int			rc;
 
 	SPI_connect();
-	rc = SPI_execute_with_args("SELECT m.dataset_id, m.state FROM mop.models m "
-							   "WHERE m.id OPERATOR(pg_catalog.=) $1",
-							   1, &argtype, &arg, NULL, true, 1);
+	rc = SPI_execute_with_args("SELECT m.dataset_id, "
+							   "CASE WHEN $2 THEN m.state ELSE COALESCE(m.best_state, m.state) END "
+							   "FROM mop.models m WHERE m.id OPERATOR(pg_catalog.=) $1",
+							   2, argtype, arg, NULL, true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not read mop.models: %s", SPI_result_code_string(rc));
 	if (SPI_processed != 1)

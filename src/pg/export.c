@@ -406,13 +406,17 @@ append_dataset(StringInfo s, const MopDataset *ds, const nn_spec *spec)
 		appendStringInfoString(s, "{\"standardise\": false}");
 }
 
-/* mop_export(model_id bigint, format text, preprocessing boolean) -> jsonb */
+/*
+ * mop_export(model_id bigint, format text, preprocessing boolean,
+ * checkpoint text) -> jsonb
+ */
 Datum
 mop_export(PG_FUNCTION_ARGS)
 {
 	int64		model_id = PG_GETARG_INT64(0);
 	char	   *format = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	bool		preprocessing = PG_GETARG_BOOL(2);
+	MopCheckpoint which = mop_checkpoint_arg(fcinfo, 3);
 	MemoryContext opcxt,
 				oldcxt;
 	MopDataset *ds;
@@ -429,12 +433,14 @@ mop_export(PG_FUNCTION_ARGS)
 				 errhint("mop exports format 'keras' (a Keras 3 model and its weights).")));
 	opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop_export", ALLOCSET_DEFAULT_SIZES);
 	oldcxt = MemoryContextSwitchTo(opcxt);
-	h = mop_model_of(model_id, opcxt, &ds);
+	h = mop_model_of(model_id, which, opcxt, &ds);
 	spec = nn_model_spec(h->model);
 	names = palloc0(sizeof(char *) * Max(spec->n_layers, 1));
 
 	initStringInfo(&s);
-	appendStringInfo(&s, "{\"format\": \"keras\", \"model_id\": " INT64_FORMAT ", \"model\": ", model_id);
+	appendStringInfo(&s, "{\"format\": \"keras\", \"model_id\": " INT64_FORMAT
+					 ", \"checkpoint\": \"%s\", \"model\": ", model_id,
+					 which == MOP_CHECKPOINT_LAST ? "last" : "best");
 	append_model(&s, spec, ds, preprocessing, names);
 	appendStringInfoString(&s, ", \"weights\": ");
 	append_weights(&s, model_id, h->model, names);

@@ -98,10 +98,19 @@ extern const char *mop_target_kind_name(MopTargetKind k);
 /* catalog.c */
 extern MopDataset *mop_dataset_lookup(const char *name, bool missing_ok);
 extern MopDataset *mop_dataset_by_id(int64 id);
-extern MopDataset *mop_dataset_of_model(int64 model_id, bytea **state);
+/* which of a model's checkpoints a prediction, evaluation or export uses */
+typedef enum MopCheckpoint
+{
+	MOP_CHECKPOINT_BEST,		/* its best epoch's (the latest while it has none) */
+	MOP_CHECKPOINT_LAST			/* its latest */
+} MopCheckpoint;
+
+extern MopDataset *mop_dataset_of_model(int64 model_id, MopCheckpoint which, bytea **state);
 
 /* predict.c */
-extern ModelHandle *mop_model_of(int64 model_id, MemoryContext cxt, MopDataset **ds);
+extern MopCheckpoint mop_checkpoint_arg(FunctionCallInfo fcinfo, int argno);
+extern ModelHandle *mop_model_of(int64 model_id, MopCheckpoint which, MemoryContext cxt,
+								 MopDataset **ds);
 
 /* config.c */
 extern void mop_config_to_spec(Jsonb *config, const MopDataset *ds, nn_spec *spec);

@@ -67,16 +67,45 @@ check_model_fits(int64 model_id, nn_model *m, const MopDataset *ds)
 }
 
 /*
- * Model model_id's latest checkpoint, loaded into cxt and checked against
- * its dataset (returned in *ds): what every user of a stored model calls.
+ * The checkpoint argument argno of a function (absent: 'best'): 'best' or
+ * 'last'.
+ */
+MopCheckpoint
+mop_checkpoint_arg(FunctionCallInfo fcinfo, int argno)
+{
+	char	   *s;
+
+	if (PG_NARGS() <= argno)
+		return MOP_CHECKPOINT_BEST;
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("checkpoint must not be NULL"),
+				 errhint("Use 'best' (the checkpoint of the model's best epoch, the default) or 'last' (its latest).")));
+	s = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	if (strcmp(s, "best") == 0)
+		return MOP_CHECKPOINT_BEST;
+	if (strcmp(s, "last") == 0)
+		return MOP_CHECKPOINT_LAST;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown checkpoint \"%s\"", s),
+			 errhint("Use 'best' (the checkpoint of the model's best epoch, the default) or 'last' (its latest).")));
+	return MOP_CHECKPOINT_BEST; /* not reached */
+}
+
+/*
+ * One of model model_id's checkpoints (its best, or its latest), loaded
+ * into cxt and checked against its dataset (returned in *ds): what every
+ * user of a stored model calls.
  */
 ModelHandle *
-mop_model_of(int64 model_id, MemoryContext cxt, MopDataset **ds)
+mop_model_of(int64 model_id, MopCheckpoint which, MemoryContext cxt, MopDataset **ds)
 {
 	bytea	   *state;
 	ModelHandle *h;
 
-	*ds = mop_dataset_of_model(model_id, &state);
+	*ds = mop_dataset_of_model(model_id, which, &state);
 	h = mop_model_from_blob(state, cxt);
 	pfree(state);
 	check_model_fits(model_id, h->model, *ds);
@@ -89,6 +118,7 @@ mop_model_of(int64 model_id, MemoryContext cxt, MopDataset **ds)
 typedef struct PredictCache
 {
 	int64		model_id;
+	MopCheckpoint which;
 	MopDataset *ds;
 	ModelHandle *h;
 	int			out_dim;
@@ -109,9 +139,9 @@ typedef struct PredictSlots
 	int			next;			/* round-robin victim */
 } PredictSlots;
 
-/* The cached model for model_id (loading it on a miss). */
+/* The cached checkpoint `which` of model_id (loading it on a miss). */
 static PredictCache *
-predict_cache(FunctionCallInfo fcinfo, int64 model_id)
+predict_cache(FunctionCallInfo fcinfo, int64 model_id, MopCheckpoint which)
 {
 	PredictSlots *slots = (PredictSlots *) fcinfo->flinfo->fn_extra;
 	PredictCache *c;
@@ -125,7 +155,8 @@ predict_cache(FunctionCallInfo fcinfo, int64 model_id)
 		fcinfo->flinfo->fn_extra = slots;
 	}
 	for (i = 0; i < PREDICT_CACHE_SLOTS; i++)
-		if (slots->slot[i] != NULL && slots->slot[i]->model_id == model_id)
+		if (slots->slot[i] != NULL && slots->slot[i]->model_id == model_id &&
+			slots->slot[i]->which == which)
 			return slots->slot[i];
 
 	/* a miss: take a free slot, or evict round-robin */
@@ -145,7 +176,8 @@ predict_cache(FunctionCallInfo fcinfo, int64 model_id)
 	c = palloc0(sizeof(PredictCache));
 	c->cxt = cxt;
 	c->model_id = model_id;
-	c->h = mop_model_of(model_id, cxt, &c->ds);
+	c->which = which;
+	c->h = mop_model_of(model_id, which, cxt, &c->ds);
 	c->out_dim = nn_model_out_dim(c->h->model);
 	c->x = palloc(sizeof(float) * c->ds->nfeatures);
 	c->out = palloc(sizeof(float) * Max(c->out_dim, 2));
@@ -209,11 +241,15 @@ predict_one(PredictCache *c, ArrayType *a)
 		mop_nn_error(st, &err, "prediction failed");
 }
 
-/* The predicted label (class) or value (regression) as a C string. */
+/*
+ * The predicted label (class) or value (regression) as a C string; the
+ * checkpoint is argument checkpoint_arg when given.
+ */
 static char *
-predict_label(FunctionCallInfo fcinfo)
+predict_label(FunctionCallInfo fcinfo, int checkpoint_arg)
 {
-	PredictCache *c = predict_cache(fcinfo, PG_GETARG_INT64(0));
+	PredictCache *c = predict_cache(fcinfo, PG_GETARG_INT64(0),
+									mop_checkpoint_arg(fcinfo, checkpoint_arg));
 	const MopDataset *ds = c->ds;
 	int			best = 0;
 
@@ -237,17 +273,21 @@ predict_label(FunctionCallInfo fcinfo)
 	return ds->labels[best];
 }
 
-/* mop_predict(model_id bigint, features float8[]) -> text label or value */
+/*
+ * mop_predict(model_id bigint, features float8[] [, checkpoint text])
+ * -> text label or value
+ */
 Datum
 mop_predict(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_TEXT_P(cstring_to_text(predict_label(fcinfo)));
+	PG_RETURN_TEXT_P(cstring_to_text(predict_label(fcinfo, 2)));
 }
 
 /*
- * mop_predict(model_id bigint, features float8[], as anyelement) -> anyelement:
- * the prediction converted to the type of the third argument (usually a
- * typed NULL such as NULL::int), through that type's input function.
+ * mop_predict(model_id bigint, features float8[], as anyelement
+ * [, checkpoint text]) -> anyelement: the prediction converted to the type
+ * of the third argument (usually a typed NULL such as NULL::int), through
+ * that type's input function.
  */
 Datum
 mop_predict_typed(PG_FUNCTION_ARGS)
@@ -263,19 +303,21 @@ mop_predict_typed(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INDETERMINATE_DATATYPE),
 				 errmsg("could not determine the result type of mop_predict")));
 	getTypeInputInfo(rettype, &typinput, &typioparam);
-	PG_RETURN_DATUM(OidInputFunctionCall(typinput, predict_label(fcinfo),
+	PG_RETURN_DATUM(OidInputFunctionCall(typinput, predict_label(fcinfo, 3),
 										 typioparam, -1));
 }
 
 /*
- * mop_predict_proba(model_id bigint, features float8[]) -> float8[]:
+ * mop_predict_proba(model_id bigint, features float8[] [, checkpoint text])
+ * -> float8[]:
  * one probability per label (in the order of mop.datasets.labels); for a
  * regression model, the predicted value(s).
  */
 Datum
 mop_predict_proba(PG_FUNCTION_ARGS)
 {
-	PredictCache *c = predict_cache(fcinfo, PG_GETARG_INT64(0));
+	PredictCache *c = predict_cache(fcinfo, PG_GETARG_INT64(0),
+									mop_checkpoint_arg(fcinfo, 2));
 	int			n = c->out_dim;
 	Datum	   *d;
 
@@ -292,7 +334,10 @@ mop_predict_proba(PG_FUNCTION_ARGS)
 	PG_RETURN_ARRAYTYPE_P(construct_array(d, n, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 }
 
-/* mop_evaluate(model_id bigint, source regclass) -> (loss, metric, rows) */
+/*
+ * mop_evaluate(model_id bigint, source regclass [, checkpoint text])
+ * -> (loss, metric, rows)
+ */
 Datum
 mop_evaluate(PG_FUNCTION_ARGS)
 {
@@ -316,7 +361,7 @@ mop_evaluate(PG_FUNCTION_ARGS)
 								  ALLOCSET_DEFAULT_SIZES);
 	oldcxt = MemoryContextSwitchTo(opcxt);
 
-	h = mop_model_of(model_id, opcxt, &ds);
+	h = mop_model_of(model_id, mop_checkpoint_arg(fcinfo, 2), opcxt, &ds);
 	mop_source_open(&src, relid, ds->target, ds->featcols, ds->nfeatcols);
 	mop_source_check_privileges(&src);
 	if (src.is_array != ds->is_array)

@@ -144,7 +144,7 @@ mop_predict_table(PG_FUNCTION_ARGS)
 									 ALLOCSET_DEFAULT_SIZES);
 	oldcxt = MemoryContextSwitchTo(opcxt);
 
-	h = mop_model_of(model_id, opcxt, &ds);
+	h = mop_model_of(model_id, mop_checkpoint_arg(fcinfo, 4), opcxt, &ds);
 	nf = ds->nfeatures;
 	out_dim = nn_model_out_dim(h->model);
 	classes = ds->target_kind != MOP_TARGET_REGRESSION;

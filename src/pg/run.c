@@ -42,15 +42,11 @@
 
 #include "runreq.h"
 
-/* Ranked results of a run. */
+/* Ranked results of a run: mop.leaderboard's ranking, the one definition. */
 #define RESULT_SQL \
-	"SELECT m.run_id, m.id, (pg_catalog.row_number() OVER (ORDER BY " \
-	"  (m.status OPERATOR(pg_catalog.=) ANY ('{done,training,stopped}'::text[])) DESC, " \
-	"  CASE WHEN m.higher_is_better THEN OPERATOR(pg_catalog.-) m.best_valid_metric " \
-	"       ELSE m.best_valid_metric END ASC NULLS LAST, m.id))::int AS rank, " \
-	"  m.status, m.metric, m.best_valid_metric, m.best_valid_loss, m.best_epoch, " \
-	"  m.epochs_done, m.config " \
-	"FROM mop.models m WHERE m.run_id OPERATOR(pg_catalog.=) $1 ORDER BY 3"
+	"SELECT l.run_id, l.model_id, l.rank::int, l.status, l.metric, l.best_valid_metric, " \
+	"  l.best_valid_loss, l.best_epoch, l.epochs_done, l.config " \
+	"FROM mop.leaderboard l WHERE l.run_id OPERATOR(pg_catalog.=) $1 ORDER BY l.rank"
 
 
 /*

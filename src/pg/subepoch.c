@@ -59,7 +59,9 @@
 /*
  * Record an epoch: training means from this epoch's hops (or, when $7, the
  * caller's exact sums $8..$11), validation from the evaluation, and the
- * model's best-so-far in its metric's direction.
+ * model's best so far: an epoch is better when its validation metric is
+ * better in the metric's direction, or equal with a lower validation loss;
+ * then its state ($12) becomes the model's best checkpoint.
  */
 #define EPOCH_SQL \
 	"WITH h AS (SELECT pg_catalog.sum(loss OPERATOR(pg_catalog.*) rows) " \
@@ -72,23 +74,20 @@
 	"  valid_metric, train_rows, valid_rows, seconds) " \
 	"  SELECT $1, $2, CASE WHEN $7 THEN $8 ELSE h.tl END, CASE WHEN $7 THEN $9 ELSE h.tm END, " \
 	"  $3, $4, CASE WHEN $7 THEN $10 ELSE h.tr END, $5, " \
-	"  CASE WHEN $7 THEN $11 ELSE h.secs END FROM h) " \
+	"  CASE WHEN $7 THEN $11 ELSE h.secs END FROM h), " \
+	"b AS (SELECT ($4 IS NOT NULL AND (m.best_valid_metric IS NULL OR " \
+	"    (m.higher_is_better AND $4 OPERATOR(pg_catalog.>) m.best_valid_metric) OR " \
+	"    (NOT m.higher_is_better AND $4 OPERATOR(pg_catalog.<) m.best_valid_metric) OR " \
+	"    ($4 OPERATOR(pg_catalog.=) m.best_valid_metric AND $3 OPERATOR(pg_catalog.<) m.best_valid_loss))) " \
+	"  AS better FROM mop.models m WHERE m.id OPERATOR(pg_catalog.=) $1) " \
 	"UPDATE mop.models m SET epochs_done = $2, " \
-	"  best_epoch = CASE WHEN $4 IS NOT NULL AND (m.best_valid_metric IS NULL OR " \
-	"    (m.higher_is_better AND $4 OPERATOR(pg_catalog.>) m.best_valid_metric) OR " \
-	"    (NOT m.higher_is_better AND $4 OPERATOR(pg_catalog.<) m.best_valid_metric)) " \
-	"    THEN $2 ELSE m.best_epoch END, " \
-	"  best_valid_loss = CASE WHEN $4 IS NOT NULL AND (m.best_valid_metric IS NULL OR " \
-	"    (m.higher_is_better AND $4 OPERATOR(pg_catalog.>) m.best_valid_metric) OR " \
-	"    (NOT m.higher_is_better AND $4 OPERATOR(pg_catalog.<) m.best_valid_metric)) " \
-	"    THEN $3 ELSE m.best_valid_loss END, " \
-	"  best_valid_metric = CASE WHEN $4 IS NOT NULL AND (m.best_valid_metric IS NULL OR " \
-	"    (m.higher_is_better AND $4 OPERATOR(pg_catalog.>) m.best_valid_metric) OR " \
-	"    (NOT m.higher_is_better AND $4 OPERATOR(pg_catalog.<) m.best_valid_metric)) " \
-	"    THEN $4 ELSE m.best_valid_metric END, " \
+	"  best_epoch = CASE WHEN b.better THEN $2 ELSE m.best_epoch END, " \
+	"  best_valid_loss = CASE WHEN b.better THEN $3 ELSE m.best_valid_loss END, " \
+	"  best_valid_metric = CASE WHEN b.better THEN $4 ELSE m.best_valid_metric END, " \
+	"  best_state = CASE WHEN b.better THEN $12 ELSE m.best_state END, " \
 	"  status = CASE WHEN $6 THEN 'done' ELSE m.status END, " \
 	"  updated_at = pg_catalog.clock_timestamp() " \
-	"WHERE m.id OPERATOR(pg_catalog.=) $1"
+	"FROM b WHERE m.id OPERATOR(pg_catalog.=) $1"
 
 /* What the waist returned for the sub-epoch. */
 typedef struct Trained
@@ -320,10 +319,10 @@ end_epoch(const MopSubepochTask *task, bytea *state, int64 dataset_id,
 		  MopSubepochResult *res)
 {
 	MopSubepochCarry *carry = task->carry;
-	Oid			t[11] = {INT8OID, INT4OID, FLOAT8OID, FLOAT8OID, INT8OID, BOOLOID,
-	BOOLOID, FLOAT8OID, FLOAT8OID, INT8OID, FLOAT8OID};
-	Datum		v[11];
-	char		n[11];
+	Oid			t[12] = {INT8OID, INT4OID, FLOAT8OID, FLOAT8OID, INT8OID, BOOLOID,
+	BOOLOID, FLOAT8OID, FLOAT8OID, INT8OID, FLOAT8OID, BYTEAOID};
+	Datum		v[12];
+	char		n[12];
 	double		vl = 0,
 				vm = 0;
 	int64		vr = 0;
@@ -368,7 +367,8 @@ end_epoch(const MopSubepochTask *task, bytea *state, int64 dataset_id,
 		v[7] = v[8] = v[9] = v[10] = (Datum) 0;
 		n[7] = n[8] = n[9] = n[10] = 'n';
 	}
-	exec_sql(EPOCH_SQL, 11, t, v, n, SPI_OK_UPDATE);
+	v[11] = PointerGetDatum(state);
+	exec_sql(EPOCH_SQL, 12, t, v, n, SPI_OK_UPDATE);
 	if (vr > 0)
 	{
 		res->valid_loss = vl / vr;

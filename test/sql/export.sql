@@ -69,6 +69,6 @@ SELECT jsonb_path_query_array(mop_export(:mi), '$.model.config.layers[*].class_n
 \set VERBOSITY default
 SELECT mop_export(:m, 'onnx');
 SELECT mop_export(987654);
-UPDATE mop.models SET state = NULL WHERE id = :mb;
+UPDATE mop.models SET state = NULL, best_state = NULL WHERE id = :mb;
 SELECT replace(err(format('SELECT mop_export(%s)', :mb)), :'mb', 'N') AS no_state;
 \set VERBOSITY terse

@@ -11,14 +11,15 @@ SELECT mop_train('blobs',
     "optimizer": "adam", "learning_rate": 0.01, "batch_size": 16, "l2": 1e-5, "seed": 1}',
   epochs => 8) AS bm \gset
 SELECT mop_train('digits', '{"model": {"layers": [{"type": "dense", "units": 8, "activation": "gelu"}, {"type": "dropout", "rate": 0.1}, {"type": "dense", "units": 3}]}, "optimizer": "sgd", "learning_rate": 0.1, "momentum": 0.9, "nesterov": true, "seed": 1}', 2) AS dm \gset
-CREATE TEMP TABLE saved AS SELECT id, state FROM mop.models WHERE id = :bm;
-UPDATE mop.models SET state = (SELECT state FROM mop.models WHERE id = :dm) WHERE id = :bm;
+CREATE TEMP TABLE saved AS SELECT id, state, best_state FROM mop.models WHERE id = :bm;
+UPDATE mop.models SET (state, best_state) = (SELECT state, state FROM mop.models WHERE id = :dm) WHERE id = :bm;
 SELECT regexp_replace(err(format('SELECT * FROM mop_evaluate(%s, %L)', :bm, 'blobs')), 'model \d+', 'model N') AS evaluate_refused;
 SELECT regexp_replace(err(format('SELECT mop_predict(%s, ARRAY[1.0, 2.0, 3.0])', :bm)), 'model \d+', 'model N') AS predict_refused;
+SELECT regexp_replace(err(format('SELECT mop_predict(%s, ARRAY[1.0, 2.0, 3.0], %L)', :bm, 'last')), 'model \d+', 'model N') AS predict_last_refused;
 SELECT err(format($q$SELECT mop.train_agg(m.state, b.x, b.y) FROM mop.models m, mop.buffers b
                      WHERE m.id = %s AND b.dataset_id = m.dataset_id AND b.split = 'train'$q$, :bm))
        LIKE '22000: feature buffer of % bytes does not match % rows of % features' AS train_refused;
-UPDATE mop.models m SET state = s.state FROM saved s WHERE m.id = s.id;
+UPDATE mop.models m SET state = s.state, best_state = s.best_state FROM saved s WHERE m.id = s.id;
 SELECT (SELECT rows FROM mop_evaluate(:bm, 'blobs')) > 0 AS evaluates_again;
 
 -- a NULL checkpoint picked up by a worker: the model fails with the reason
