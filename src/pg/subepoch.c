@@ -61,7 +61,9 @@
  * caller's exact sums $8..$11), validation from the evaluation, and the
  * model's best so far: an epoch is better when its validation metric is
  * better in the metric's direction, or equal with a lower validation loss;
- * then its state ($12) becomes the model's best checkpoint.
+ * then its state ($12) becomes the model's best checkpoint (with a carry,
+ * $7, the caller keeps it and writes it once at the end).  Returns whether
+ * the epoch was better.
  */
 #define EPOCH_SQL \
 	"WITH h AS (SELECT pg_catalog.sum(loss OPERATOR(pg_catalog.*) rows) " \
@@ -84,10 +86,10 @@
 	"  best_epoch = CASE WHEN b.better THEN $2 ELSE m.best_epoch END, " \
 	"  best_valid_loss = CASE WHEN b.better THEN $3 ELSE m.best_valid_loss END, " \
 	"  best_valid_metric = CASE WHEN b.better THEN $4 ELSE m.best_valid_metric END, " \
-	"  best_state = CASE WHEN b.better THEN $12 ELSE m.best_state END, " \
+	"  best_state = CASE WHEN b.better AND NOT $7 THEN $12 ELSE m.best_state END, " \
 	"  status = CASE WHEN $6 THEN 'done' ELSE m.status END, " \
 	"  updated_at = pg_catalog.clock_timestamp() " \
-	"FROM b WHERE m.id OPERATOR(pg_catalog.=) $1"
+	"FROM b WHERE m.id OPERATOR(pg_catalog.=) $1 RETURNING b.better"
 
 /* What the waist returned for the sub-epoch. */
 typedef struct Trained
@@ -368,12 +370,43 @@ end_epoch(const MopSubepochTask *task, bytea *state, int64 dataset_id,
 		n[7] = n[8] = n[9] = n[10] = 'n';
 	}
 	v[11] = PointerGetDatum(state);
-	exec_sql(EPOCH_SQL, 12, t, v, n, SPI_OK_UPDATE);
+	if (carry)
+		n[11] = 'n';
+	exec_sql(EPOCH_SQL, 12, t, v, n, SPI_OK_UPDATE_RETURNING);
+	if (carry && SPI_processed == 1 && DatumGetBool(col(1, &isnull)) && !isnull)
+	{
+		MemoryContext old = MemoryContextSwitchTo(carry->cxt);
+
+		if (carry->best != NULL)
+			pfree(carry->best);
+		carry->best = DatumGetByteaPCopy(PointerGetDatum(state));
+		carry->best_epoch = task->epoch;
+		MemoryContextSwitchTo(old);
+	}
 	if (vr > 0)
 	{
 		res->valid_loss = vl / vr;
 		res->valid_metric = vm / vr;
 	}
+}
+
+/*
+ * With a carry, the best epoch's state is written once, beside the model's
+ * last state (of epoch saved_epoch): NULL when they are the same, since then
+ * the latest serves as the best.
+ */
+static void
+carry_save_best(const MopSubepochTask *task, int32 saved_epoch)
+{
+	MopSubepochCarry *carry = task->carry;
+	Oid			t[2] = {INT8OID, BYTEAOID};
+	Datum		v[2] = {Int64GetDatum(task->model_id), PointerGetDatum(carry->best)};
+	char		n[2] = {' ', carry->best_epoch == saved_epoch ? 'n' : ' '};
+
+	if (carry->best == NULL)
+		return;
+	exec_sql("UPDATE mop.models SET best_state = $2 WHERE id OPERATOR(pg_catalog.=) $1",
+			 2, t, v, n, SPI_OK_UPDATE);
 }
 
 /* Replace the carried state by a copy of state (in the carry's context). */
@@ -456,6 +489,8 @@ mop_subepoch(const MopSubepochTask *task, MopSubepochResult *res)
 		if (tr.diverged)
 		{
 			mark_diverged(task);
+			if (carry)
+				carry_save_best(task, task->epoch - 1);
 			outcome = MOP_SUBEPOCH_DIVERGED;
 			goto done;
 		}
@@ -480,7 +515,11 @@ mop_subepoch(const MopSubepochTask *task, MopSubepochResult *res)
 	{
 		end_epoch(task, state, dataset_id, res);
 		if (carry)
+		{
 			carry_keep(carry);
+			if (task->final_epoch)
+				carry_save_best(task, task->epoch);
+		}
 	}
 
 done:

@@ -74,6 +74,9 @@ typedef struct MopSubepochCarry
 	bytea	   *state;			/* in: the state to train; out: the state after it */
 	bytea	   *kept;			/* the state after the last whole epoch (NULL: the
 								 * one mop.models holds) */
+	bytea	   *best;			/* the state of the best epoch so far (NULL: none);
+								 * written to mop.models once, with the last state */
+	int32		best_epoch;
 	/* the current epoch, reset by mop_subepoch_carry_begin_epoch */
 	TimestampTz epoch_started;
 	double		loss_sum;

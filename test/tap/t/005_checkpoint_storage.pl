@@ -6,12 +6,14 @@
 # sub-epochs (2.5 GB of states) while this test samples the size of
 # mop.models (heap, TOAST table and indexes) and the WAL position:
 #   1. blocking mop_grid_search by an ordinary role: the largest size seen
-#      stays <= 3 x the live states (it grew without bound before), and the
-#      WAL per sub-epoch is about one state (<= 1.5 x);
+#      stays <= 3 x the live states (each model's latest and best
+#      checkpoints; it grew without bound before), and the WAL is about one
+#      state per state written (<= 1.5 x): one per sub-epoch, and one more
+#      per epoch that beat its model's best (its best checkpoint);
 #   2. the same with wait => false and another session blocked in mop_wait
 #      for the whole run: the same bound;
 #   3. mop_train over 30 epochs (one transaction) stores two states (the
-#      first and the last), not 31.
+#      first and the last) and the best when it is not the last, not 31.
 # autovacuum is off in this server: the bound must come from mop itself.
 # The checks print the measured numbers.  MOP_STORAGE_EPOCHS (default 40)
 # sets the epochs of the searches.
@@ -104,22 +106,41 @@ sub mb { return sprintf('%.1f MB', $_[0] / 1048576); }
 sub check
 {
 	my ($label, $db, $run, $lsn0, $max, $secs) = @_;
-	my ($hops, $live, $n, $done, $wal) = split /\|/, $node->safe_psql($db, qq{
+	my ($hops, $live, $live_best, $n, $done, $wal) = split /\|/, $node->safe_psql($db, qq{
 SELECT (SELECT count(*) FROM mop.hops WHERE run_id = $run),
        (SELECT sum(pg_column_size(state)) FROM mop.models WHERE run_id = $run),
+       (SELECT coalesce(sum(pg_column_size(best_state)), 0) FROM mop.models WHERE run_id = $run),
        (SELECT count(*) FROM mop.models WHERE run_id = $run),
        (SELECT bool_and(status = 'done') FROM mop.models WHERE run_id = $run),
        pg_wal_lsn_diff(pg_current_wal_lsn(), '$lsn0')::bigint});
 	is($hops, $epochs * 16, "$label: run $run trained every sub-epoch ($hops in $secs s)");
 	is($done, 't', "$label: every model of run $run done");
 	my $st = $live / $n;
+	# the epochs that wrote a best checkpoint: better than every earlier
+	# epoch of the model (accuracy: higher), or as good with a lower loss
+	my $bests = 0;
+	my %best;
+	for my $row (split /\n/, $node->safe_psql($db,
+		"SELECT e.model_id, e.valid_metric, e.valid_loss FROM mop.epochs e JOIN mop.models m ON m.id = e.model_id "
+		  . "WHERE m.run_id = $run ORDER BY e.model_id, e.epoch"))
+	{
+		my ($m, $vm, $vl) = split /\|/, $row;
+		next if $vm eq '';
+		if (!defined $best{$m} || $vm > $best{$m}[0] || ($vm == $best{$m}[0] && $vl < $best{$m}[1]))
+		{
+			$best{$m} = [ $vm, $vl ];
+			$bests++;
+		}
+	}
+	$live += $live_best;
 	my $ratio = $max / $live;
-	my $wph = $wal / $hops / $st;
+	my $wps = $wal / ($hops + $bests) / $st;
 	cmp_ok($ratio, '<=', 3,
-		sprintf('%s: %s of states written; live states %s, mop.models at most %s = %.2f x live (bound: 3 x live)',
-			$label, mb($hops * $st), mb($live), mb($max), $ratio));
-	cmp_ok($wph, '<=', 1.5,
-		sprintf('%s: WAL %s per sub-epoch = %.2f states (bound: 1.5)', $label, mb($wal / $hops), $wph));
+		sprintf('%s: %s of states written; live states (latest and best) %s, mop.models at most %s = %.2f x live (bound: 3 x live)',
+			$label, mb(($hops + $bests) * $st), mb($live), mb($max), $ratio));
+	cmp_ok($wps, '<=', 1.5,
+		sprintf('%s: WAL %s per sub-epoch = %.2f states for %d sub-epochs and %d best checkpoints = %.2f per state written (bound: 1.5)',
+			$label, mb($wal / $hops), $wal / $hops / $st, $hops, $bests, $wps));
 }
 
 # 1. a blocking search, as the role that owns it
@@ -155,11 +176,11 @@ SELECT (SELECT count(*) FROM mop.hops WHERE run_id = $run),
 	my $before = size('st3');
 	my $id = $node->safe_psql('st3',
 		qq(SET ROLE trainer; SELECT mop_train('t', '{"model": $model, "optimizer": "adam"}', 30)));
-	my ($st, $grew) = split /\|/, $node->safe_psql('st3',
-		"SELECT pg_column_size(state), pg_total_relation_size('mop.models') - $before FROM mop.models WHERE id = $id");
-	cmp_ok($grew, '<=', 2.5 * $st,
-		sprintf('mop_train, 30 epochs: mop.models grew by %s = %.2f states of %s (the first and the last; bound: 2.5 states)',
-			mb($grew), $grew / $st, mb($st)));
+	my ($st, $has_best, $grew) = split /\|/, $node->safe_psql('st3',
+		"SELECT pg_column_size(state), (best_state IS NOT NULL)::int, pg_total_relation_size('mop.models') - $before FROM mop.models WHERE id = $id");
+	cmp_ok($grew, '<=', (2.5 + $has_best) * $st,
+		sprintf('mop_train, 30 epochs: mop.models grew by %s = %.2f states of %s (the first, the last%s; bound: %.1f states)',
+			mb($grew), $grew / $st, mb($st), $has_best ? ' and the best' : '', 2.5 + $has_best));
 }
 
 $node->stop;
