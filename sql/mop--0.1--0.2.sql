@@ -756,8 +756,32 @@ END
 $$;
 COMMENT ON FUNCTION mop.plot_run(bigint) IS 'the dataset of a run the caller may see (an error otherwise)';
 
+CREATE FUNCTION mop.plot_trials(run_id bigint)
+	RETURNS TABLE (model_id bigint, t float8, v float8, best float8, status text)
+	LANGUAGE sql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+	WITH r AS (SELECT r.started_at AS t0 FROM mop.runs r WHERE r.id OPERATOR(pg_catalog.=) $1),
+	     d AS (SELECT bool_or(m.higher_is_better) AS higher FROM mop.models m
+	            WHERE m.run_id OPERATOR(pg_catalog.=) $1),
+	     tr AS (SELECT m.id, extract(epoch FROM coalesce(
+	                   (SELECT max(e.finished_at) FROM mop.epochs e WHERE e.model_id OPERATOR(pg_catalog.=) m.id),
+	                   m.updated_at) OPERATOR(pg_catalog.-) r.t0)::float8 AS t,
+	                   m.best_valid_metric AS v, m.status
+	              FROM mop.models m, r
+	             WHERE m.run_id OPERATOR(pg_catalog.=) $1 AND m.best_valid_metric IS NOT NULL
+	               AND m.best_valid_metric OPERATOR(pg_catalog.<>) ALL ('{NaN,Infinity,-Infinity}'::float8[])
+	               AND abs(m.best_valid_metric) OPERATOR(pg_catalog.<) 1e300
+	               AND m.status OPERATOR(pg_catalog.=) ANY ('{done,stopped,diverged}'::text[]))
+	SELECT tr.id, tr.t, tr.v,
+	       CASE WHEN d.higher THEN max(tr.v) OVER w ELSE min(tr.v) OVER w END, tr.status
+	  FROM tr, d WINDOW w AS (ORDER BY tr.t, tr.id)
+$$;
+COMMENT ON FUNCTION mop.plot_trials(bigint)
+	IS 'the finished trials of a run: seconds from the start to their last epoch, best validation metric, best so far';
+
 CREATE FUNCTION @extschema@.mop_plot_history(run_id bigint) RETURNS text
-	LANGUAGE plpgsql VOLATILE
+	LANGUAGE plpgsql STABLE
 	SET search_path = pg_catalog, pg_temp
 	SET client_min_messages = warning
 	AS $$
@@ -771,12 +795,10 @@ DECLARE
 	pw constant int := w_total - left_m - right_m;
 	h constant int := top_m + ph + bottom_m;
 	ds text;
-	t0 timestamptz;
 	xhi float8;
 	ylo float8;
 	yhi float8;
 	n int;
-	higher boolean;
 	metric text;
 	dots xml;
 	stair xml;
@@ -785,25 +807,10 @@ DECLARE
 	title text;
 BEGIN
 	ds := mop.plot_run(mop_plot_history.run_id);
-	SELECT r.started_at INTO t0 FROM mop.runs r WHERE r.id OPERATOR(pg_catalog.=) mop_plot_history.run_id;
-	CREATE TEMP TABLE IF NOT EXISTS pg_temp.mop_plot_trials (model_id bigint, t float8, v float8, best float8, status text) ON COMMIT DROP;
-	DELETE FROM pg_temp.mop_plot_trials;
-	INSERT INTO pg_temp.mop_plot_trials
-	SELECT m.id, extract(epoch FROM coalesce(
-	           (SELECT max(e.finished_at) FROM mop.epochs e WHERE e.model_id OPERATOR(pg_catalog.=) m.id), m.updated_at) - t0)::float8,
-	       m.best_valid_metric, NULL, m.status
-	  FROM mop.models m
-	 WHERE m.run_id OPERATOR(pg_catalog.=) mop_plot_history.run_id AND m.best_valid_metric IS NOT NULL
-	   AND m.best_valid_metric OPERATOR(pg_catalog.<>) ALL ('{NaN,Infinity,-Infinity}'::float8[])
-	   AND abs(m.best_valid_metric) OPERATOR(pg_catalog.<) 1e300
-	   AND m.status OPERATOR(pg_catalog.=) ANY ('{done,stopped,diverged}'::text[]);
-	SELECT bool_or(m.higher_is_better), min(m.metric) INTO higher, metric
+	SELECT min(m.metric) INTO metric
 	  FROM mop.models m WHERE m.run_id OPERATOR(pg_catalog.=) mop_plot_history.run_id;
-	UPDATE pg_temp.mop_plot_trials p SET best = s.b
-	  FROM (SELECT model_id, CASE WHEN higher THEN max(v) OVER (ORDER BY t, model_id)
-	                              ELSE min(v) OVER (ORDER BY t, model_id) END AS b FROM pg_temp.mop_plot_trials) s
-	 WHERE s.model_id OPERATOR(pg_catalog.=) p.model_id;
-	SELECT count(*), greatest(max(t), 0.001), min(v), max(v) INTO n, xhi, ylo, yhi FROM pg_temp.mop_plot_trials;
+	SELECT count(*), greatest(max(p.t), 0.001), min(p.v), max(p.v) INTO n, xhi, ylo, yhi
+	  FROM mop.plot_trials(mop_plot_history.run_id) p;
 	IF yhi IS NULL OR yhi OPERATOR(pg_catalog.=) ylo THEN
 		ylo := coalesce(ylo, 0) - greatest(0.5, abs(coalesce(ylo, 0)) * 0.01);
 		yhi := coalesce(yhi, 1) + greatest(0.5, abs(coalesce(yhi, 1)) * 0.01);
@@ -821,7 +828,7 @@ BEGIN
 	                       '0.8' AS opacity),
 	         xmlelement(name title, format('model %s (%s): %s after %s s', model_id, status, mop.plot_num(v),
 	                    mop.plot_num(round(t::numeric, 2)::float8)))) ORDER BY t, model_id)
-	  INTO dots FROM pg_temp.mop_plot_trials;
+	  INTO dots FROM mop.plot_trials(mop_plot_history.run_id);
 	SELECT xmlelement(name polyline, xmlattributes('best-so-far' AS class, 'none' AS fill, '#D55E00' AS stroke,
 	         '2' AS "stroke-width",
 	         string_agg(format('%s,%s %s,%s',
@@ -830,7 +837,8 @@ BEGIN
 	                           round((left_m + pw * t / xhi)::numeric, 2),
 	                           round((top_m + ph - ph * (best - ylo) / (yhi - ylo))::numeric, 2)), ' ' ORDER BY t, model_id) AS points))
 	  INTO stair
-	  FROM (SELECT t, model_id, best, lag(best) OVER (ORDER BY t, model_id) AS prev FROM pg_temp.mop_plot_trials) s;
+	  FROM (SELECT p.t, p.model_id, p.best, lag(p.best) OVER (ORDER BY p.t, p.model_id) AS prev
+	          FROM mop.plot_trials(mop_plot_history.run_id) p) s;
 	SELECT xmlagg(xmlconcat(
 	         xmlelement(name line, xmlattributes(round((left_m + pw * t / xhi)::numeric, 2) AS x1,
 	                    round((left_m + pw * t / xhi)::numeric, 2) AS x2, top_m AS y1, top_m + ph AS y2, '#dddddd' AS stroke)),
@@ -863,8 +871,70 @@ $$;
 COMMENT ON FUNCTION @extschema@.mop_plot_history(bigint)
 	IS 'SVG: every finished trial''s best validation metric against the time it finished, and the best so far';
 
+CREATE FUNCTION mop.plot_settings(run_id bigint)
+	RETURNS TABLE (model_id bigint, key text, num float8, cat text, metric float8)
+	LANGUAGE sql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+	-- the top-level settings that differ between the run's models, and the metric
+	SELECT m.id, c.key,
+	       CASE WHEN jsonb_typeof(c.value) OPERATOR(pg_catalog.=) 'number' THEN (c.value #>> '{}')::float8 END,
+	       CASE WHEN jsonb_typeof(c.value) OPERATOR(pg_catalog.<>) 'number' THEN
+	            CASE WHEN c.key OPERATOR(pg_catalog.=) 'model' THEN 'model ' || left(md5(c.value::text), 6)
+	                 ELSE mop.plot_text(left(c.value #>> '{}', 24)) END END,
+	       m.best_valid_metric
+	  FROM mop.models m, LATERAL jsonb_each(m.config) c
+	 WHERE m.run_id OPERATOR(pg_catalog.=) $1
+	   AND c.key IN (SELECT c2.key FROM mop.models m2, LATERAL jsonb_each(m2.config) c2
+	                  WHERE m2.run_id OPERATOR(pg_catalog.=) $1
+	                  GROUP BY c2.key HAVING count(DISTINCT c2.value) OPERATOR(pg_catalog.>) 1)
+	UNION ALL
+	SELECT m.id, '~' || coalesce((SELECT min(m3.metric) FROM mop.models m3
+	                               WHERE m3.run_id OPERATOR(pg_catalog.=) $1
+	                                 AND m3.best_valid_metric OPERATOR(pg_catalog.<>) ALL ('{NaN,Infinity,-Infinity}'::float8[])),
+	                              'metric'),
+	       m.best_valid_metric, NULL, m.best_valid_metric
+	  FROM mop.models m
+	 WHERE m.run_id OPERATOR(pg_catalog.=) $1
+$$;
+COMMENT ON FUNCTION mop.plot_settings(bigint)
+	IS 'the settings that differ between a run''s models (numbers or categories) and their metric, one row per model and setting';
+
+CREATE FUNCTION mop.plot_axes(run_id bigint, left_m int, pw int, top_m int, ph int)
+	RETURNS TABLE (model_id bigint, key text, ax int, px float8, py float8, label text, metric float8)
+	LANGUAGE sql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+	-- each axis: its position, and each model's place on it (numbers on a
+	-- log scale when they span a factor of 10 or more, categories in order)
+	WITH hp AS (SELECT * FROM mop.plot_settings($1)),
+	     na AS (SELECT count(DISTINCT hp.key) AS n_axes FROM hp),
+	     ax AS (SELECT key, (dense_rank() OVER (ORDER BY key) - 1)::int AS k,
+	                   min(num) AS lo, max(num) AS hi, bool_and(num IS NOT NULL) AS numeric_axis,
+	                   min(num) OPERATOR(pg_catalog.>) 0 AND max(num) OPERATOR(pg_catalog.>=) 10 * min(num) AS logscale
+	              FROM hp GROUP BY key),
+	     cats AS (SELECT key, cat, (dense_rank() OVER (PARTITION BY key ORDER BY cat) - 1)::int AS i,
+	                     count(*) OVER (PARTITION BY key) AS n
+	                FROM (SELECT DISTINCT key, coalesce(cat, num::text) AS cat FROM hp) d)
+	SELECT p.model_id, p.key, ax.k,
+	       $2 + CASE WHEN na.n_axes OPERATOR(pg_catalog.>) 1 THEN $3 * ax.k::float8 / (na.n_axes - 1) ELSE $3 / 2.0 END,
+	       $4 + $5 - $5 * CASE
+	           WHEN ax.numeric_axis AND ax.hi OPERATOR(pg_catalog.>) ax.lo AND ax.logscale
+	               THEN (ln(p.num) - ln(ax.lo)) / (ln(ax.hi) - ln(ax.lo))
+	           WHEN ax.numeric_axis AND ax.hi OPERATOR(pg_catalog.>) ax.lo THEN (p.num - ax.lo) / (ax.hi - ax.lo)
+	           WHEN ax.numeric_axis THEN 0.5
+	           ELSE (cats.i + 0.5) / cats.n END,
+	       coalesce(p.cat, mop.plot_num(p.num)), p.metric
+	  FROM hp p JOIN ax USING (key) CROSS JOIN na
+	  LEFT JOIN (SELECT DISTINCT key, cat, i, n FROM cats) cats
+	    ON cats.key OPERATOR(pg_catalog.=) p.key AND cats.cat OPERATOR(pg_catalog.=) coalesce(p.cat, p.num::text)
+	 WHERE p.num IS NOT NULL OR p.cat IS NOT NULL
+$$;
+COMMENT ON FUNCTION mop.plot_axes(bigint, int, int, int, int)
+	IS 'parallel coordinates of a run: each model''s point on each setting''s axis, in the plot''s pixels';
+
 CREATE FUNCTION @extschema@.mop_plot_parallel(run_id bigint) RETURNS text
-	LANGUAGE plpgsql VOLATILE
+	LANGUAGE plpgsql STABLE
 	SET search_path = pg_catalog, pg_temp
 	SET client_min_messages = warning
 	AS $$
@@ -879,7 +949,6 @@ DECLARE
 	h constant int := top_m + ph + bottom_m;
 	ds text;
 	metric_name text;
-	n_axes int;
 	mlo float8;
 	mhi float8;
 	axes xml;
@@ -887,59 +956,13 @@ DECLARE
 	title text;
 BEGIN
 	ds := mop.plot_run(mop_plot_parallel.run_id);
-	CREATE TEMP TABLE IF NOT EXISTS pg_temp.mop_plot_hp (model_id bigint, key text, num float8, cat text, metric float8) ON COMMIT DROP;
-	DELETE FROM pg_temp.mop_plot_hp;
-	-- the top-level settings that differ between the run's models, and the metric
-	INSERT INTO pg_temp.mop_plot_hp
-	SELECT m.id, c.key,
-	       CASE WHEN jsonb_typeof(c.value) OPERATOR(pg_catalog.=) 'number' THEN (c.value #>> '{}')::float8 END,
-	       CASE WHEN jsonb_typeof(c.value) OPERATOR(pg_catalog.<>) 'number' THEN
-	            CASE WHEN c.key OPERATOR(pg_catalog.=) 'model' THEN 'model ' || left(md5(c.value::text), 6)
-	                 ELSE mop.plot_text(left(c.value #>> '{}', 24)) END END,
-	       m.best_valid_metric
-	  FROM mop.models m, LATERAL jsonb_each(m.config) c
-	 WHERE m.run_id OPERATOR(pg_catalog.=) mop_plot_parallel.run_id
-	   AND c.key IN (SELECT c2.key FROM mop.models m2, LATERAL jsonb_each(m2.config) c2
-	                  WHERE m2.run_id OPERATOR(pg_catalog.=) mop_plot_parallel.run_id
-	                  GROUP BY c2.key HAVING count(DISTINCT c2.value) OPERATOR(pg_catalog.>) 1);
 	SELECT min(m.metric), min(m.best_valid_metric), max(m.best_valid_metric)
 	  INTO metric_name, mlo, mhi FROM mop.models m
 	 WHERE m.run_id OPERATOR(pg_catalog.=) mop_plot_parallel.run_id
 	   AND m.best_valid_metric OPERATOR(pg_catalog.<>) ALL ('{NaN,Infinity,-Infinity}'::float8[]);
-	INSERT INTO pg_temp.mop_plot_hp
-	SELECT m.id, '~' || coalesce(metric_name, 'metric'), m.best_valid_metric, NULL, m.best_valid_metric
-	  FROM mop.models m
-	 WHERE m.run_id OPERATOR(pg_catalog.=) mop_plot_parallel.run_id;
-	SELECT count(DISTINCT key) INTO n_axes FROM pg_temp.mop_plot_hp;
 	title := format('run %s on %s: the settings that differ, coloured by validation %s', mop_plot_parallel.run_id,
 	                ds, coalesce(metric_name, 'metric'));
-	-- each axis: its position, and each model's place on it (numbers on a
-	-- log scale when they span a factor of 10 or more, categories in order)
-	CREATE TEMP TABLE IF NOT EXISTS pg_temp.mop_plot_pos (model_id bigint, key text, ax int, px float8, py float8, label text, metric float8)
-		ON COMMIT DROP;
-	DELETE FROM pg_temp.mop_plot_pos;
-	INSERT INTO pg_temp.mop_plot_pos
-	WITH ax AS (SELECT key, (dense_rank() OVER (ORDER BY key) - 1)::int AS k,
-	                   min(num) AS lo, max(num) AS hi, bool_and(num IS NOT NULL) AS numeric_axis,
-	                   min(num) OPERATOR(pg_catalog.>) 0 AND max(num) OPERATOR(pg_catalog.>=) 10 * min(num) AS logscale
-	              FROM pg_temp.mop_plot_hp GROUP BY key),
-	     cats AS (SELECT key, cat, (dense_rank() OVER (PARTITION BY key ORDER BY cat) - 1)::int AS i,
-	                     count(*) OVER (PARTITION BY key) AS n
-	                FROM (SELECT DISTINCT key, coalesce(cat, num::text) AS cat FROM pg_temp.mop_plot_hp) d)
-	SELECT p.model_id, p.key, ax.k,
-	       left_m + CASE WHEN n_axes OPERATOR(pg_catalog.>) 1 THEN pw * ax.k::float8 / (n_axes - 1) ELSE pw / 2.0 END,
-	       top_m + ph - ph * CASE
-	           WHEN ax.numeric_axis AND ax.hi OPERATOR(pg_catalog.>) ax.lo AND ax.logscale
-	               THEN (ln(p.num) - ln(ax.lo)) / (ln(ax.hi) - ln(ax.lo))
-	           WHEN ax.numeric_axis AND ax.hi OPERATOR(pg_catalog.>) ax.lo THEN (p.num - ax.lo) / (ax.hi - ax.lo)
-	           WHEN ax.numeric_axis THEN 0.5
-	           ELSE (cats.i + 0.5) / cats.n END,
-	       coalesce(p.cat, mop.plot_num(p.num)), p.metric
-	  FROM pg_temp.mop_plot_hp p JOIN ax USING (key)
-	  LEFT JOIN (SELECT DISTINCT key, cat, i, n FROM cats) cats
-	    ON cats.key OPERATOR(pg_catalog.=) p.key AND cats.cat OPERATOR(pg_catalog.=) coalesce(p.cat, p.num::text)
-	 WHERE p.num IS NOT NULL OR p.cat IS NOT NULL;
-
+	WITH pos AS MATERIALIZED (SELECT * FROM mop.plot_axes(mop_plot_parallel.run_id, left_m, pw, top_m, ph))
 	SELECT xmlagg(xmlconcat(
 	         xmlelement(name line, xmlattributes(round(z.px::numeric, 2) AS x1, round(z.px::numeric, 2) AS x2,
 	                    top_m AS y1, top_m + ph AS y2, '#888888' AS stroke)),
@@ -948,10 +971,10 @@ BEGIN
 	         (SELECT xmlagg(xmlelement(name text, xmlattributes(round((z.px + 4)::numeric, 2) AS x,
 	                        round((d.py + 4)::numeric, 2) AS y, '#555555' AS fill, 'font-size: 10px' AS style), d.label)
 	                  ORDER BY d.py)
-	            FROM (SELECT DISTINCT p.py, p.label FROM pg_temp.mop_plot_pos p
+	            FROM (SELECT DISTINCT p.py, p.label FROM pos p
 	                   WHERE p.key OPERATOR(pg_catalog.=) z.key) d)) ORDER BY z.ax)
 	  INTO axes
-	  FROM (SELECT key, ax, min(px) AS px FROM pg_temp.mop_plot_pos GROUP BY key, ax) z;
+	  FROM (SELECT key, ax, min(px) AS px FROM pos GROUP BY key, ax) z;
 	-- colour by the metric: light for the worst, dark blue for the best (in its direction)
 	SELECT xmlagg(xmlelement(name polyline,
 	         xmlattributes('trial' AS class, 'none' AS fill,
@@ -964,7 +987,7 @@ BEGIN
 	  INTO lines
 	  FROM (SELECT model_id, min(metric) AS metric,
 	               string_agg(format('%s,%s', round(px::numeric, 2), round(py::numeric, 2)), ' ' ORDER BY ax) AS pts
-	          FROM pg_temp.mop_plot_pos GROUP BY model_id) s,
+	          FROM mop.plot_axes(mop_plot_parallel.run_id, left_m, pw, top_m, ph) GROUP BY model_id) s,
 	       LATERAL (SELECT bool_or(m.higher_is_better) AS hb FROM mop.models m
 	                 WHERE m.run_id OPERATOR(pg_catalog.=) mop_plot_parallel.run_id) d;
 	RETURN xmlelement(name svg,
@@ -983,7 +1006,7 @@ COMMENT ON FUNCTION @extschema@.mop_plot_parallel(bigint)
 	IS 'SVG: parallel coordinates of the settings that differ between a run''s models, coloured by their validation metric';
 
 CREATE FUNCTION @extschema@.mop_report(run_id bigint) RETURNS text
-	LANGUAGE plpgsql VOLATILE
+	LANGUAGE plpgsql STABLE
 	SET search_path = pg_catalog, pg_temp
 	SET client_min_messages = warning
 	AS $$
@@ -1175,3 +1198,32 @@ CREATE OR REPLACE VIEW mop.leaderboard WITH (security_invoker = true) AS
 		   m.best_epoch, m.epochs_done, m.config
 	  FROM mop.models m WHERE m.run_id IS NOT NULL;
 COMMENT ON VIEW mop.leaderboard IS 'models of every run ranked by their best validation metric in its direction, then validation loss, fewer epochs, id; diverged and failed models last';
+
+-- 12. mop_prepare partitions the data for the workers a run would use ----------
+-- (partitions => NULL, the new default: mop.workers, capped by
+-- max_worker_processes and by the training rows)
+
+CREATE OR REPLACE FUNCTION @extschema@.mop_prepare(
+	source regclass,
+	target text,
+	features text[] DEFAULT NULL,
+	dataset text DEFAULT NULL,
+	partitions int DEFAULT NULL,
+	validation float8 DEFAULT 0.1,
+	buffer_rows int DEFAULT 2048,
+	standardize boolean DEFAULT true,
+	seed int DEFAULT 0,
+	shape int[] DEFAULT NULL,
+	target_kind text DEFAULT 'auto',
+	OUT dataset_id bigint,
+	OUT dataset_name text,
+	OUT train_rows bigint,
+	OUT valid_rows bigint,
+	OUT partitions_used int,
+	OUT buffers int,
+	OUT n_features int,
+	OUT classes int)
+	RETURNS record
+	AS 'MODULE_PATHNAME', 'mop_prepare'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;

@@ -32,6 +32,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
+#include "guc.h"
 #include "mop.h"
 
 PG_FUNCTION_INFO_V1(mop_prepare);
@@ -202,6 +203,7 @@ mop_prepare(PG_FUNCTION_ARGS)
 				seed;
 	double		validation;
 	bool		normalize;
+	bool		partitions_default;
 	ArrayType  *shape;
 	char	   *kindname;
 	MopTargetKind kind;
@@ -228,13 +230,16 @@ mop_prepare(PG_FUNCTION_ARGS)
 	bool		nulls[8] = {0};
 
 	for (int i = 0; i < 11; i++)
-		if (PG_ARGISNULL(i) && i != 2 && i != 3 && i != 9)
+		if (PG_ARGISNULL(i) && i != 2 && i != 3 && i != 4 && i != 9)
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("argument %d of mop_prepare must not be null", i + 1)));
 	relid = PG_GETARG_OID(0);
 	target = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	partitions = PG_GETARG_INT32(4);
+	/* by default, as many partitions as a run would use workers */
+	partitions_default = PG_ARGISNULL(4);
+	partitions = partitions_default ? Max(Min(mop_workers, max_worker_processes - 1), 1) :
+		PG_GETARG_INT32(4);
 	validation = PG_GETARG_FLOAT8(5);
 	buffer_rows = PG_GETARG_INT32(6);
 	normalize = PG_GETARG_BOOL(7);
@@ -339,6 +344,15 @@ mop_prepare(PG_FUNCTION_ARGS)
 	/* shuffle once, split */
 	n_valid = (int64) floor(validation * (double) n + 0.5);
 	n_train = n - n_valid;
+	if (n_train < partitions && partitions_default)
+	{
+		ereport(NOTICE,
+				(errmsg("the dataset has %d partition%s, not %d (mop.workers): it has " INT64_FORMAT " training row%s",
+						(int) Max(n_train, 1), n_train == 1 ? "" : "s", partitions,
+						n_train, n_train == 1 ? "" : "s"),
+				 errdetail("A partition needs at least one training row.")));
+		partitions = (int) Max(n_train, 1);
+	}
 	if (n_train < partitions)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -23,3 +23,12 @@ SELECT DISTINCT run_id FROM mop_grid_search('notice_mix', '{"model": {"layers": 
 SET client_min_messages = warning;
 SELECT mop_wait(run_id) FROM r2;
 RESET mop.workers;
+-- partitions => NULL (the default): as many as a run would use workers
+-- (mop.workers), fewer with a NOTICE when the training rows are fewer
+SET client_min_messages = notice;
+SET mop.workers = 3;
+SELECT dataset_name, partitions_used FROM mop_prepare('notice_mix', 'flag', ARRAY['x'], 'notice_mix_3');
+CREATE TABLE notice_two AS SELECT * FROM notice_mix WHERE x <= 2;
+SELECT dataset_name, train_rows, partitions_used FROM mop_prepare('notice_two', 'flag', ARRAY['x'], validation => 0);
+RESET mop.workers;
+SET client_min_messages = warning;

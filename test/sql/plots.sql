@@ -65,3 +65,11 @@ SELECT report LIKE '<!DOCTYPE html><html lang="en">%' AS html,
        report LIKE '%&lt;b&gt;&amp;"blobs"%' AND report NOT LIKE '%<b>&"blobs"%' AS escaped
   FROM more;
 SELECT err($$SELECT mop_plot_history(-1)$$), err($$SELECT mop_plot_parallel(-1)$$), err($$SELECT mop_report(-1)$$);
+-- charts only read: they work in a read-only transaction (a standby, a
+-- read-only dashboard role) and give the same documents there
+BEGIN TRANSACTION READ ONLY;
+SELECT mop_plot_gantt(:r) IS NOT NULL AS gantt, mop_plot_curves(:r) IS NOT NULL AS curves,
+       mop_plot_history(:r)::xml::text = (SELECT history::text FROM more) AS history_same,
+       mop_plot_parallel(:r)::xml::text = (SELECT parallel::text FROM more) AS parallel_same,
+       mop_report(:r) LIKE '<!DOCTYPE html>%' AS report;
+COMMIT;
