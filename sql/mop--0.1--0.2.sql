@@ -1227,3 +1227,63 @@ CREATE OR REPLACE FUNCTION @extschema@.mop_prepare(
 	AS 'MODULE_PATHNAME', 'mop_prepare'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
+
+-- 13. metrics: the confusion matrix of a model on a table ------------------------
+-- (the metrics themselves -- log_loss, precision, recall, f1, auc, r2 -- are
+-- configuration values the engine computes; no catalog change)
+
+CREATE FUNCTION @extschema@.mop_confusion_matrix(model_id bigint, source regclass,
+	checkpoint text DEFAULT 'best')
+	RETURNS TABLE (actual text, predicted text, rows bigint)
+	LANGUAGE plpgsql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	d mop.datasets;
+	labels text[];
+	feats text;
+	bad text;
+BEGIN
+	SELECT ds.* INTO d FROM mop.models m JOIN mop.datasets ds ON ds.id OPERATOR(pg_catalog.=) m.dataset_id
+	 WHERE m.id OPERATOR(pg_catalog.=) mop_confusion_matrix.model_id;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'model % does not exist', mop_confusion_matrix.model_id
+			USING ERRCODE = 'undefined_object', HINT = 'Models you may see are listed in mop.models.';
+	END IF;
+	IF d.target_kind OPERATOR(pg_catalog.=) 'regression' THEN
+		RAISE EXCEPTION 'model % predicts a number, not a class', mop_confusion_matrix.model_id
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'A confusion matrix needs a class or binary target; mop_evaluate gives the error of a regression model.';
+	END IF;
+	labels := ARRAY(SELECT l.v FROM pg_catalog.jsonb_array_elements_text(d.labels) WITH ORDINALITY l(v, i) ORDER BY l.i);
+	IF d.feature_kind OPERATOR(pg_catalog.=) 'array' THEN
+		feats := format('%I::float8[]', d.features[1]);
+	ELSE
+		feats := format('ARRAY[%s]::float8[]',
+		                (SELECT string_agg(format('%I', f.name), ', ' ORDER BY f.i)
+		                   FROM pg_catalog.unnest(d.features) WITH ORDINALITY f(name, i)));
+	END IF;
+	-- every row's label must be one the model knows
+	EXECUTE format('SELECT coalesce(%1$I::text, ''NULL'') FROM %2$s
+	                 WHERE %1$I IS NULL OR %1$I::text OPERATOR(pg_catalog.<>) ALL ($1) LIMIT 1',
+	               d.target, source)
+	   INTO bad USING labels;
+	IF bad IS NOT NULL THEN
+		RAISE EXCEPTION 'label % in column % of % is not a label of dataset "%"', bad, d.target, source, d.name
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = format('The dataset''s labels are %s.', d.labels::text);
+	END IF;
+	RETURN QUERY EXECUTE format(
+		'WITH p AS (SELECT %1$I::text AS actual, @extschema@.mop_predict($1, %2$s, $2) AS predicted FROM %3$s),
+		      c AS (SELECT p.actual, p.predicted, pg_catalog.count(*) AS n FROM p GROUP BY 1, 2),
+		      l AS (SELECT x.label, x.i FROM pg_catalog.unnest($3) WITH ORDINALITY x(label, i))
+		 SELECT a.label, b.label, coalesce(c.n, 0)
+		   FROM l a CROSS JOIN l b
+		   LEFT JOIN c ON c.actual OPERATOR(pg_catalog.=) a.label AND c.predicted OPERATOR(pg_catalog.=) b.label
+		  ORDER BY a.i, b.i',
+		d.target, feats, source)
+		USING mop_confusion_matrix.model_id, checkpoint, labels;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.mop_confusion_matrix(bigint, regclass, text)
+	IS 'rows of a table by true and predicted label (every pair of the dataset''s labels, zeros included)';

@@ -93,7 +93,9 @@ nn_loss_eval(const nn_spec *spec, int out_dim, const float *z, const float *y,
 								rank++;
 						msum += rank < spec->top_k ? 1.0 : 0.0;
 					}
-					else
+					else if (spec->metric == NN_METRIC_LOG_LOSS)
+						msum += (double) (lse - zr[label]);
+					else if (spec->metric == NN_METRIC_ACCURACY)
 						msum += argmax(zr, out_dim) == label ? 1.0 : 0.0;
 					break;
 				}
@@ -115,7 +117,10 @@ nn_loss_eval(const nn_spec *spec, int out_dim, const float *z, const float *y,
 							dzr[j] = (1.0f / (1.0f + expf(-x)) - yr[j]) * scale;
 					}
 					lsum += rl / out_dim;
-					msum += ra / out_dim;
+					if (spec->metric == NN_METRIC_LOG_LOSS)
+						msum += rl / out_dim;
+					else if (spec->metric == NN_METRIC_ACCURACY)
+						msum += ra / out_dim;
 					break;
 				}
 
@@ -136,7 +141,10 @@ nn_loss_eval(const nn_spec *spec, int out_dim, const float *z, const float *y,
 							dzr[j] = d * scale;
 					}
 					lsum += se / out_dim;
-					msum += spec->metric == NN_METRIC_MAE ? ae / out_dim : se / out_dim;
+					if (spec->metric == NN_METRIC_MAE)
+						msum += ae / out_dim;
+					else if (spec->metric == NN_METRIC_MSE)
+						msum += se / out_dim;
 					break;
 				}
 		}

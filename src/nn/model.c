@@ -105,6 +105,12 @@ model_alloc(const nn_spec *spec, const nn_plan *plan, nn_model **out, nn_error *
 					   (long long) plan->n_params);
 	}
 	layout_workspace(m);
+	if ((s = nn_metric_acc_init(&m->tacc, spec, plan->out_dim, err)) != NN_OK ||
+		(s = nn_metric_acc_init(&m->eacc, spec, plan->out_dim, err)) != NN_OK)
+	{
+		nn_model_free(m);
+		return s;
+	}
 	*out = m;
 	return NN_OK;
 }
@@ -153,6 +159,8 @@ nn_model_free(nn_model *m)
 	free(m->opt);
 	free(m->ws);
 	free(m->perm);
+	nn_metric_acc_free(&m->tacc);
+	nn_metric_acc_free(&m->eacc);
 	free(m);
 }
 
@@ -419,6 +427,13 @@ nn_gradients(nn_model *m, const float *x, const float *y, int nb, double *ls,
 		return nn_fail(err, NN_ERR_INVALID,
 					   "invalid label %g in training row %lld of the batch",
 					   (double) y[bad * m->plan.y_dim], (long long) bad);
+	if (m->streaming)
+	{
+		nn_status	s = nn_metric_acc_add(&m->tacc, z, y, nb, err);
+
+		if (s != NN_OK)
+			return s;
+	}
 	if (!isfinite(*ls))
 	{
 		m->diverged = 1;
@@ -460,6 +475,7 @@ nn_train_begin(nn_model *m, int shuffle, nn_error *err)
 	m->shuffle = shuffle ? 1 : 0;
 	m->fill = 0;
 	memset(&m->acc, 0, sizeof(m->acc));
+	nn_metric_acc_reset(&m->tacc);
 	return NN_OK;
 }
 
@@ -545,6 +561,8 @@ nn_train_end(nn_model *m, nn_result *res, nn_error *err)
 	m->streaming = 0;
 	if (s == NN_OK)
 		m->sub_epochs = nn_counter_add(m->sub_epochs, 1);
+	if (m->tacc.on)
+		m->acc.metric_sum = nn_metric_acc_value(&m->tacc) * (double) m->acc.rows;
 	if (res)
 		*res = m->acc;
 	return s;
@@ -591,9 +609,30 @@ nn_evaluate(nn_model *m, const float *x, const float *y, int64_t n,
 		if (bad >= 0)
 			return nn_fail(err, NN_ERR_INVALID, "invalid label %g in row %lld",
 						   (double) yb[bad * m->plan.y_dim], (long long) (i + bad));
+		if (m->eacc.on)
+		{
+			nn_status	s = nn_metric_acc_add(&m->eacc, z, yb, nb, err);
+
+			if (s != NN_OK)
+				return s;
+		}
 		res->rows += nb;
 	}
 	return NN_OK;
+}
+
+/* Forget the rows gathered for a whole-set metric by nn_evaluate. */
+void
+nn_evaluate_reset(nn_model *m)
+{
+	nn_metric_acc_reset(&m->eacc);
+}
+
+/* The whole-set metric over the rows nn_evaluate saw since the last reset. */
+double
+nn_evaluate_metric(const nn_model *m)
+{
+	return nn_metric_acc_value(&m->eacc);
 }
 
 /* Predictions (probabilities or values) for n rows. */

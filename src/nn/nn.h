@@ -132,7 +132,13 @@ typedef enum nn_metric
 	NN_METRIC_ACCURACY = 1,		/* higher is better */
 	NN_METRIC_TOPK = 2,			/* top-k accuracy, higher is better */
 	NN_METRIC_MSE = 3,			/* lower is better */
-	NN_METRIC_MAE = 4			/* lower is better */
+	NN_METRIC_MAE = 4,			/* lower is better */
+	NN_METRIC_LOG_LOSS = 5,		/* mean cross-entropy without l2; lower is better */
+	NN_METRIC_R2 = 6,			/* coefficient of determination; higher is better */
+	NN_METRIC_PRECISION = 7,	/* binary, or macro over classes; higher is better */
+	NN_METRIC_RECALL = 8,		/* binary, or macro over classes; higher is better */
+	NN_METRIC_F1 = 9,			/* binary, or macro over classes; higher is better */
+	NN_METRIC_AUC = 10			/* ROC AUC: binary, or macro one-vs-rest; higher is better */
 } nn_metric;
 
 typedef enum nn_init
@@ -297,9 +303,20 @@ nn_status	nn_train_end(nn_model *m, nn_result *res, nn_error *err);
 nn_status	nn_train(nn_model *m, const float *x, const float *y, int64_t n,
 					 int shuffle, nn_result *res, nn_error *err);
 
-/* Forward-only loss and metric over n rows, added into *res (no updates). */
+/*
+ * Forward-only loss and metric over n rows, added into *res (no updates).
+ * For a metric over the whole set (nn_metric_whole_set: precision, recall,
+ * f1, r2, auc) nothing is added to res->metric_sum; the rows are gathered
+ * in the model instead, from the last nn_evaluate_reset (or the model's
+ * creation) on, and nn_evaluate_metric gives the metric over all of them.
+ * Training streams do the same by themselves: nn_train_end's metric_sum is
+ * the metric over the stream's rows times its rows.
+ */
 nn_status	nn_evaluate(nn_model *m, const float *x, const float *y, int64_t n,
 						nn_result *res, nn_error *err);
+int			nn_metric_whole_set(nn_metric metric);
+void		nn_evaluate_reset(nn_model *m);
+double		nn_evaluate_metric(const nn_model *m);	/* NaN when undefined */
 
 /*
  * Rows held by a pair of packed buffers for model m: x of xbytes bytes

@@ -86,6 +86,30 @@ typedef struct nn_plan
 	int64_t		ws_total;
 } nn_plan;
 
+/* What a metric over a whole set needs from every row (metrics.c). */
+typedef struct nn_metric_acc
+{
+	int32_t		on;				/* the metric is a whole-set one */
+	int32_t		metric;
+	int32_t		loss;
+	int32_t		out_dim;
+	int64_t		rows;
+	double	   *counts;			/* precision, recall, f1: tp, fp, fn per class */
+	double	   *moments;		/* r2: mean, sum of squares, sse per output */
+	float	   *score;			/* auc: probabilities, rows x (classes or 1) */
+	int32_t    *label;			/* auc: each row's class */
+	int64_t		n_scores;
+	int64_t		cap;			/* rows the score and label arrays hold */
+} nn_metric_acc;
+
+nn_status	nn_metric_acc_init(nn_metric_acc *a, const nn_spec *spec, int out_dim,
+							   nn_error *err);
+void		nn_metric_acc_reset(nn_metric_acc *a);
+void		nn_metric_acc_free(nn_metric_acc *a);
+nn_status	nn_metric_acc_add(nn_metric_acc *a, const float *z, const float *y, int nb,
+							  nn_error *err);
+double		nn_metric_acc_value(const nn_metric_acc *a);
+
 struct nn_model
 {
 	nn_spec		spec;
@@ -116,6 +140,8 @@ struct nn_model
 	int32_t		shuffle;
 	int64_t		fill;			/* rows staged in xb/yb */
 	nn_result	acc;
+	nn_metric_acc tacc;			/* whole-set metric of the training stream */
+	nn_metric_acc eacc;			/* whole-set metric of evaluations */
 
 	int64_t		allocs;
 };

@@ -61,6 +61,18 @@ nn_metric_name(nn_metric metric)
 			return "mse";
 		case NN_METRIC_MAE:
 			return "mae";
+		case NN_METRIC_LOG_LOSS:
+			return "log_loss";
+		case NN_METRIC_R2:
+			return "r2";
+		case NN_METRIC_PRECISION:
+			return "precision";
+		case NN_METRIC_RECALL:
+			return "recall";
+		case NN_METRIC_F1:
+			return "f1";
+		case NN_METRIC_AUC:
+			return "auc";
 	}
 	return "unknown";
 }
@@ -69,7 +81,7 @@ nn_metric_name(nn_metric metric)
 int
 nn_metric_higher_is_better(nn_metric metric)
 {
-	return metric == NN_METRIC_ACCURACY || metric == NN_METRIC_TOPK;
+	return !(metric == NN_METRIC_MSE || metric == NN_METRIC_MAE || metric == NN_METRIC_LOG_LOSS);
 }
 
 /* Floats of optimizer state for n_params parameters. */
@@ -218,9 +230,20 @@ validate_training(const nn_spec *spec, nn_error *err)
 			break;
 		case NN_METRIC_MSE:
 		case NN_METRIC_MAE:
+		case NN_METRIC_R2:
 			if (spec->loss != NN_LOSS_MSE)
 				return nn_fail(err, NN_ERR_INVALID,
 							   "metric %s needs the mse loss", nn_metric_name(spec->metric));
+			break;
+		case NN_METRIC_LOG_LOSS:
+		case NN_METRIC_PRECISION:
+		case NN_METRIC_RECALL:
+		case NN_METRIC_F1:
+		case NN_METRIC_AUC:
+			if (spec->loss == NN_LOSS_MSE)
+				return nn_fail(err, NN_ERR_INVALID,
+							   "metric %s needs a classification loss, not mse",
+							   nn_metric_name(spec->metric));
 			break;
 		default:
 			return nn_fail(err, NN_ERR_INVALID, "unknown metric %d", spec->metric);

@@ -8,6 +8,7 @@
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/array.h"
@@ -170,6 +171,20 @@ mop_dataset_by_id(int64 id)
 }
 
 /*
+ * Does the installed catalog keep best checkpoints (mop.models.best_state,
+ * from 0.2 on)?  The library serves a database still at 0.1 until its
+ * ALTER EXTENSION mop UPDATE; there the latest checkpoint is the only one.
+ */
+bool
+mop_catalog_has_best_state(void)
+{
+	Oid			nsp = get_namespace_oid("mop", true);
+	Oid			rel = OidIsValid(nsp) ? get_relname_relid("models", nsp) : InvalidOid;
+
+	return OidIsValid(rel) && get_attnum(rel, "best_state") != InvalidAttrNumber;
+}
+
+/*
  * The dataset of model model_id, and (if state is not NULL) a copy of one of
  * the model's checkpoints: its best (the checkpoint of its best epoch; the
  * latest while it has none) or, with MOP_CHECKPOINT_LAST, its latest.
@@ -186,10 +201,15 @@ mop_dataset_of_model(int64 model_id, MopCheckpoint which, bytea **state)
 	int			rc;
 
 	SPI_connect();
-	rc = SPI_execute_with_args("SELECT m.dataset_id, "
-							   "CASE WHEN $2 THEN m.state ELSE COALESCE(m.best_state, m.state) END "
-							   "FROM mop.models m WHERE m.id OPERATOR(pg_catalog.=) $1",
-							   2, argtype, arg, NULL, true, 1);
+	if (mop_catalog_has_best_state())
+		rc = SPI_execute_with_args("SELECT m.dataset_id, "
+								   "CASE WHEN $2 THEN m.state ELSE COALESCE(m.best_state, m.state) END "
+								   "FROM mop.models m WHERE m.id OPERATOR(pg_catalog.=) $1",
+								   2, argtype, arg, NULL, true, 1);
+	else
+		rc = SPI_execute_with_args("SELECT m.dataset_id, m.state "
+								   "FROM mop.models m WHERE m.id OPERATOR(pg_catalog.=) $1",
+								   1, argtype, arg, NULL, true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not read mop.models: %s", SPI_result_code_string(rc));
 	if (SPI_processed != 1)

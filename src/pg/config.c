@@ -1137,8 +1137,20 @@ mop_config_to_spec(Jsonb *config, const MopDataset *ds, nn_spec *spec)
 				spec->metric = NN_METRIC_MSE;
 			else if (strcmp(s, "mae") == 0 || strcmp(s, "meanabsoluteerror") == 0)
 				spec->metric = NN_METRIC_MAE;
+			else if (strcmp(s, "logloss") == 0 || strcmp(s, "crossentropy") == 0)
+				spec->metric = NN_METRIC_LOG_LOSS;
+			else if (strcmp(s, "r2") == 0 || strcmp(s, "r2score") == 0)
+				spec->metric = NN_METRIC_R2;
+			else if (strcmp(s, "precision") == 0)
+				spec->metric = NN_METRIC_PRECISION;
+			else if (strcmp(s, "recall") == 0)
+				spec->metric = NN_METRIC_RECALL;
+			else if (strcmp(s, "f1") == 0 || strcmp(s, "f1score") == 0)
+				spec->metric = NN_METRIC_F1;
+			else if (strcmp(s, "auc") == 0 || strcmp(s, "rocauc") == 0)
+				spec->metric = NN_METRIC_AUC;
 			else
-				cfg_error(k, "unknown metric \"%s\" (use accuracy, top_k_accuracy, mse or mae)",
+				cfg_error(k, "unknown metric \"%s\" (use accuracy, top_k_accuracy, log_loss, precision, recall, f1, auc, mse, mae or r2)",
 						  get_string(v, k));
 		}
 		else
@@ -1195,11 +1207,15 @@ mop_config_to_spec(Jsonb *config, const MopDataset *ds, nn_spec *spec)
 	if (spec->loss == NN_LOSS_SIGMOID_BCE && ds->nclasses != 2)
 		cfg_error("loss", "\"binary_crossentropy\" needs a target with two classes, but dataset \"%s\" has %d",
 				  ds->name, ds->nclasses);
-	if ((spec->metric == NN_METRIC_ACCURACY || spec->metric == NN_METRIC_TOPK) &&
+	if ((spec->metric == NN_METRIC_ACCURACY || spec->metric == NN_METRIC_TOPK ||
+		 spec->metric == NN_METRIC_LOG_LOSS || spec->metric == NN_METRIC_PRECISION ||
+		 spec->metric == NN_METRIC_RECALL || spec->metric == NN_METRIC_F1 ||
+		 spec->metric == NN_METRIC_AUC) &&
 		ds->target_kind == MOP_TARGET_REGRESSION)
 		cfg_error("metric", "\"%s\" needs a class target, but dataset \"%s\" has a regression target",
 				  nn_metric_name(spec->metric), ds->name);
-	if ((spec->metric == NN_METRIC_MSE || spec->metric == NN_METRIC_MAE) &&
+	if ((spec->metric == NN_METRIC_MSE || spec->metric == NN_METRIC_MAE ||
+		 spec->metric == NN_METRIC_R2) &&
 		ds->target_kind != MOP_TARGET_REGRESSION)
 		cfg_error("metric", "\"%s\" needs a regression target, but dataset \"%s\" has target kind \"%s\"",
 				  nn_metric_name(spec->metric), ds->name,

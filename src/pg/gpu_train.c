@@ -153,11 +153,19 @@ apply_budget(const mop_gpu_api *api)
 MopGpuAgg *
 mop_gpu_agg_open(nn_model *m, int device, bool training, MemoryContext cxt)
 {
-	MopGpuAgg  *a = MemoryContextAllocZero(cxt, sizeof(MopGpuAgg));
+	MopGpuAgg  *a;
 	mop_gpu_options o;
 	char		msg[512] = "";
 	int			rc;
+	nn_metric	metric = nn_model_spec(m)->metric;
 
+	/* the GPU computes the per-row metrics of its kernels only */
+	if (nn_metric_whole_set(metric) || metric == NN_METRIC_LOG_LOSS)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("metric %s is not computed on the GPU", nn_metric_name(metric)),
+				 errhint("Train with device => 'cpu', or pick accuracy, top_k_accuracy, mse or mae.")));
+	a = MemoryContextAllocZero(cxt, sizeof(MopGpuAgg));
 	a->api = mop_gpu();
 	a->host = m;
 	a->device = device;

@@ -396,8 +396,13 @@ mop_evaluate(PG_FUNCTION_ARGS)
 	MemoryContextSwitchTo(oldcxt);
 	if (res.rows > 0)
 	{
+		/* a metric over the whole table (auc, f1, r2...), or a mean per row */
+		double		metric = nn_metric_whole_set(nn_model_spec(h->model)->metric) ?
+			nn_evaluate_metric(h->model) : res.metric_sum / (double) res.rows;
+
 		values[0] = Float8GetDatum(res.loss_sum / (double) res.rows);
-		values[1] = Float8GetDatum(res.metric_sum / (double) res.rows);
+		values[1] = Float8GetDatum(metric);
+		nulls[1] = !isfinite(metric);	/* e.g. auc of a table with one class */
 	}
 	else
 		nulls[0] = nulls[1] = true;

@@ -48,6 +48,21 @@
 	"  l.best_valid_loss, l.best_epoch, l.epochs_done, l.config " \
 	"FROM mop.leaderboard l WHERE l.run_id OPERATOR(pg_catalog.=) $1 ORDER BY l.rank"
 
+/*
+ * The same for a database whose catalog is still 0.1 (before its ALTER
+ * EXTENSION mop UPDATE; detected by mop.models.best_state, which 0.2 adds):
+ * there ordinary roles may not read mop.leaderboard, and it ranked by the
+ * metric alone, so this is 0.1's own ranking.
+ */
+#define RESULT_SQL_01 \
+	"SELECT m.run_id, m.id, (pg_catalog.row_number() OVER (ORDER BY " \
+	"  (m.status OPERATOR(pg_catalog.=) ANY ('{done,training,stopped}'::text[])) DESC, " \
+	"  CASE WHEN m.higher_is_better THEN OPERATOR(pg_catalog.-) m.best_valid_metric " \
+	"       ELSE m.best_valid_metric END ASC NULLS LAST, m.id))::int AS rank, " \
+	"  m.status, m.metric, m.best_valid_metric, m.best_valid_loss, m.best_epoch, " \
+	"  m.epochs_done, m.config " \
+	"FROM mop.models m WHERE m.run_id OPERATOR(pg_catalog.=) $1 ORDER BY 3"
+
 
 /*
  * A run's coordinator and workers are background workers that connect as
@@ -389,7 +404,8 @@ return_results(FunctionCallInfo fcinfo, int64 run_id)
 	InitMaterializedSRF(fcinfo, 0);
 	SPI_connect();
 	/* read-write mode: a fresh snapshot that sees what the workers committed */
-	if (SPI_execute_with_args(RESULT_SQL, 1, &t, &v, NULL, false, 0) != SPI_OK_SELECT)
+	if (SPI_execute_with_args(mop_catalog_has_best_state() ? RESULT_SQL : RESULT_SQL_01,
+							  1, &t, &v, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the results of run %lld", (long long) run_id);
 	old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);
 	for (uint64 i = 0; i < SPI_processed; i++)

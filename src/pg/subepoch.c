@@ -65,7 +65,7 @@
  * $7, the caller keeps it and writes it once at the end).  Returns whether
  * the epoch was better.
  */
-#define EPOCH_SQL \
+#define EPOCH_SQL(best_state) \
 	"WITH h AS (SELECT pg_catalog.sum(loss OPERATOR(pg_catalog.*) rows) " \
 	"  OPERATOR(pg_catalog./) pg_catalog.sum(rows) AS tl, " \
 	"  pg_catalog.sum(metric OPERATOR(pg_catalog.*) rows) OPERATOR(pg_catalog./) pg_catalog.sum(rows) AS tm, " \
@@ -86,10 +86,14 @@
 	"  best_epoch = CASE WHEN b.better THEN $2 ELSE m.best_epoch END, " \
 	"  best_valid_loss = CASE WHEN b.better THEN $3 ELSE m.best_valid_loss END, " \
 	"  best_valid_metric = CASE WHEN b.better THEN $4 ELSE m.best_valid_metric END, " \
-	"  best_state = CASE WHEN b.better AND NOT $7 THEN $12 ELSE m.best_state END, " \
+	best_state \
 	"  status = CASE WHEN $6 THEN 'done' ELSE m.status END, " \
 	"  updated_at = pg_catalog.clock_timestamp() " \
 	"FROM b WHERE m.id OPERATOR(pg_catalog.=) $1 RETURNING b.better"
+
+/* with the 0.1 catalog (before ALTER EXTENSION mop UPDATE) there is none */
+#define EPOCH_SQL_BEST_STATE \
+	"  best_state = CASE WHEN b.better AND NOT $7 THEN $12 ELSE m.best_state END, "
 
 /* What the waist returned for the sub-epoch. */
 typedef struct Trained
@@ -372,7 +376,10 @@ end_epoch(const MopSubepochTask *task, bytea *state, int64 dataset_id,
 	v[11] = PointerGetDatum(state);
 	if (carry)
 		n[11] = 'n';
-	exec_sql(EPOCH_SQL, 12, t, v, n, SPI_OK_UPDATE_RETURNING);
+	if (mop_catalog_has_best_state())
+		exec_sql(EPOCH_SQL(EPOCH_SQL_BEST_STATE), 12, t, v, n, SPI_OK_UPDATE_RETURNING);
+	else
+		exec_sql(EPOCH_SQL(""), 12, t, v, n, SPI_OK_UPDATE_RETURNING);
 	if (carry && SPI_processed == 1 && DatumGetBool(col(1, &isnull)) && !isnull)
 	{
 		MemoryContext old = MemoryContextSwitchTo(carry->cxt);
@@ -403,7 +410,7 @@ carry_save_best(const MopSubepochTask *task, int32 saved_epoch)
 	Datum		v[2] = {Int64GetDatum(task->model_id), PointerGetDatum(carry->best)};
 	char		n[2] = {' ', carry->best_epoch == saved_epoch ? 'n' : ' '};
 
-	if (carry->best == NULL)
+	if (carry->best == NULL || !mop_catalog_has_best_state())
 		return;
 	exec_sql("UPDATE mop.models SET best_state = $2 WHERE id OPERATOR(pg_catalog.=) $1",
 			 2, t, v, n, SPI_OK_UPDATE);

@@ -400,6 +400,9 @@ mop_eval_agg_final(PG_FUNCTION_ARGS)
 		(void) mop_gpu_agg_finish(s->gpu, NULL);
 		s->gpu = NULL;
 	}
+	/* a metric over the whole set: its value times the rows, so sums divide */
+	if (nn_metric_whole_set(nn_model_spec(s->h->model)->metric))
+		s->res.metric_sum = nn_evaluate_metric(s->h->model) * (double) s->res.rows;
 	values[0] = Float8GetDatum(s->res.loss_sum);
 	values[1] = Float8GetDatum(s->res.metric_sum);
 	values[2] = Int64GetDatum(s->res.rows);

@@ -132,7 +132,7 @@ SELECT cfg('{"model": [{"type": "dense", "units": 3}], "loss": "hinge"}');
 SELECT cfg('{"model": [{"type": "dense", "units": 3}], "loss": "mse"}');
 SELECT cfg('{"model": [{"type": "dense", "units": 1}], "loss": "binary_crossentropy"}');
 SELECT cfg('{"model": [{"type": "dense", "units": 3}], "metric": "mae"}');
-SELECT cfg('{"model": [{"type": "dense", "units": 3}], "metric": "f1"}');
+SELECT cfg('{"model": [{"type": "dense", "units": 3}], "metric": "kappa"}');
 SELECT cfg('{"model": [{"type": "dense", "units": 3}], "metric": "top_k_accuracy", "top_k": 4}');
 SELECT cfg('{"model": [{"type": "dense", "units": 1}], "loss": "categorical_crossentropy"}', 'house');
 SELECT cfg('{"model": [{"type": "dense", "units": 1}], "metric": "accuracy"}', 'house');
