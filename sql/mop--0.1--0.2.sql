@@ -1287,3 +1287,22 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@.mop_confusion_matrix(bigint, regclass, text)
 	IS 'rows of a table by true and predicted label (every pair of the dataset''s labels, zeros included)';
+
+-- 14. progress in every step of a task: validating and committing in -----------
+-- mop.progress, and when each worker last made progress (what
+-- mop.task_timeout watches)
+
+DROP VIEW mop.progress;
+DROP FUNCTION mop.progress_rows();
+CREATE FUNCTION mop.progress_rows()
+	RETURNS TABLE (run_id bigint, worker int, pid int, state text, model_id bigint, epoch int,
+				   partition int, rows_done bigint, rows_total bigint, started_at timestamptz,
+				   progress_at timestamptz)
+	AS 'MODULE_PATHNAME', 'mop_progress_v2'
+	LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION mop.progress_rows() IS 'the rows of mop.progress';
+CREATE VIEW mop.progress WITH (security_invoker = true) AS
+	SELECT * FROM mop.progress_rows();
+COMMENT ON VIEW mop.progress IS 'what each worker of each running run is doing now: starting, idle, loading, training, validating, committing, reporting, exiting; its task while busy, and when it last made progress (a minibatch trained or evaluated, a step) (in the spirit of pg_stat_progress_*)';
+GRANT SELECT ON mop.progress TO PUBLIC;

@@ -56,9 +56,9 @@ typedef struct WorkerInfo
 	bool		busy;
 	mop_task	task;
 	int			restarts;
-	/* the task's progress when last seen changing (worker_hung) */
-	TimestampTz progress_at;
-	int64		progress_rows;
+	/* the slot's heartbeat and when it was last seen changing (worker_hung) */
+	TimestampTz progress_at;	/* 0: not watched yet */
+	uint64		heartbeat;
 } WorkerInfo;
 
 static WorkerInfo workers[MOP_MAX_WORKERS];
@@ -211,29 +211,33 @@ worker_died(mop_sched *s, int w)
 }
 
 /*
- * A worker whose task made no progress (no minibatch trained) for
- * mop.task_timeout -- stopped, hung in a system call -- is given up: told to
- * terminate, and its slot gets a new process (a new generation) that runs
- * the task again unless its sub-epoch committed.  The old process, should
- * it ever run again, sees that its slot has moved on and stops before
- * committing anything.
+ * A worker whose task made no progress for mop.task_timeout -- stopped, hung
+ * in a system call -- is given up: told to terminate, and its slot gets a
+ * new process (a new generation) that runs the task again unless its
+ * sub-epoch committed.  Progress is the slot's heartbeat, which the worker
+ * advances in every step of a task: each minibatch trained, each slice of
+ * validation rows evaluated, and each step it moves on to (training,
+ * validating, committing).  So a worker hung while it loads, trains,
+ * validates or commits is replaced alike.  The old process, should it ever
+ * run again, sees that its slot has moved on and stops before committing
+ * anything.  A worker stopped while it commits holds its model's row lock,
+ * for which its replacement waits in turn (worker.c, run_task); that
+ * replacement is given up too, and after MAX_RESTARTS the run fails
+ * (worker_died) rather than waiting for ever.
  */
 static bool
 worker_hung(int w, const MopSlot *copy)
 {
 	TimestampTz now = GetCurrentTimestamp();
 
-	/* (only while it trains: validating and committing report no minibatches) */
-	if (coord.run->task_timeout_ms <= 0 || copy->state != MOP_SLOT_ASSIGNED || !workers[w].busy ||
-		(copy->rows_total > 0 && copy->rows_done >= copy->rows_total))
+	if (coord.run->task_timeout_ms <= 0 || copy->state != MOP_SLOT_ASSIGNED || !workers[w].busy)
 	{
-		workers[w].progress_at = now;
-		workers[w].progress_rows = -1;
+		workers[w].progress_at = 0;
 		return false;
 	}
-	if (copy->rows_done != workers[w].progress_rows || workers[w].progress_at == 0)
+	if (workers[w].progress_at == 0 || copy->heartbeat != workers[w].heartbeat)
 	{
-		workers[w].progress_rows = copy->rows_done;
+		workers[w].heartbeat = copy->heartbeat;
 		workers[w].progress_at = now;
 		return false;
 	}
@@ -242,10 +246,11 @@ worker_hung(int w, const MopSlot *copy)
 	ereport(LOG,
 			(errmsg("mop run %lld: worker %d (pid %d) made no progress on model %lld for %d ms; replacing it",
 					(long long) coord.run->run_id, w, (int) copy->pid, (long long) copy->model_id,
-					coord.run->task_timeout_ms)));
+					coord.run->task_timeout_ms),
+			 errdetail("It was %s epoch %d on partition %d.", mop_task_step_name(copy->step),
+					   copy->epoch, copy->partition)));
 	TerminateBackgroundWorker(workers[w].handle);
 	workers[w].progress_at = 0;
-	workers[w].progress_rows = -1;
 	return true;
 }
 
@@ -262,6 +267,7 @@ assign(mop_sched *s, int w, Latch *latch)
 		mop_sched_set_priority(s, t.model, MOP_HERMES_NEW_PRIORITY);
 	workers[w].busy = true;
 	workers[w].task = t;
+	workers[w].progress_at = 0;
 	SpinLockAcquire(&coord.run->mutex);
 	coord.run->slots[w].model_index = t.model;
 	coord.run->slots[w].model_id = coord.models[t.model].id;
@@ -269,9 +275,11 @@ assign(mop_sched *s, int w, Latch *latch)
 	coord.run->slots[w].epoch = t.epoch + 1;
 	coord.run->slots[w].last_of_epoch = t.last_of_epoch;
 	coord.run->slots[w].final_epoch = t.last_of_epoch && t.epoch + 1 >= coord.models[t.model].target;
+	coord.run->slots[w].step = MOP_STEP_LOADING;
 	coord.run->slots[w].rows_done = 0;
 	coord.run->slots[w].rows_total = 0;
 	coord.run->slots[w].started_at = GetCurrentTimestamp();
+	coord.run->slots[w].progress_at = coord.run->slots[w].started_at;
 	coord.run->slots[w].state = MOP_SLOT_ASSIGNED;
 	SpinLockRelease(&coord.run->mutex);
 	if (latch)

@@ -287,7 +287,7 @@ mop_gpu_agg_train(MopGpuAgg *a, Datum xd, Datum yd, const float *x, const float 
 			return;
 		if (rc != MOP_GPU_OK)
 			mop_gpu_error(rc, msg, "training on the GPU");
-		mop_train_progress_report(cnt);
+		mop_progress_trained(cnt);
 	}
 	if (a->temp_bytes > TEMP_ROWS_BYTES)
 		free_temps(a);
@@ -308,6 +308,7 @@ mop_gpu_agg_eval(MopGpuAgg *a, Datum xd, Datum yd, const float *x, const float *
 		mop_gpu_error(rc, msg, "evaluating on the GPU");
 	if (a->temp_bytes > TEMP_ROWS_BYTES)
 		free_temps(a);			/* evaluation has waited for the GPU already */
+	mop_progress_evaluated(n);
 }
 
 /*

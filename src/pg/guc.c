@@ -95,7 +95,7 @@ mop_define_gucs(void)
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("mop.task_timeout",
 							"A training worker with no progress for this long is replaced and its sub-epoch run again; 0 = never.",
-							"Progress is a minibatch; taken from the session that starts (or resumes) the run.",
+							"Progress is a minibatch trained, a slice of validation rows evaluated or a step of the task begun; taken from the session that starts (or resumes) the run.",
 							&mop_task_timeout_ms,
 							300000, 0, INT_MAX,
 							PGC_USERSET, GUC_UNIT_MS,

@@ -18,8 +18,9 @@
  * model's row lock for a whole sub-epoch, they would wait for a delete
  * that holds the dataset's or the run's row and waits for that model: a
  * deadlock (40P01).  So:
- *   - a worker reads its model's checkpoint without a lock, trains, and
- *     only then locks the dataset's row and the run's row FOR KEY SHARE and
+ *   - a worker reads its model's checkpoint without a lock, trains (and
+ *     validates, at the end of an epoch), and only then locks the
+ *     dataset's row and the run's row FOR KEY SHARE and
  *     the model's FOR UPDATE (re-reading its status), and writes
  *     (subepoch.c): its locks last milliseconds, not a sub-epoch;
  *   - every coordinator transaction locks the dataset's row and then the

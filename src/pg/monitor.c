@@ -213,10 +213,10 @@ mop_progress(PG_FUNCTION_ARGS)
 }
 
 /*
- * What a worker's slot is doing, in words: starting, idle, loading (a task,
- * its rows not counted yet), training, finishing (validating and
- * committing: its rows are all trained), reporting (done, the coordinator
- * has not taken the result yet), exiting.
+ * What a worker's slot is doing, in words: starting, idle, the step of its
+ * task (loading its checkpoint, training, validating at the end of an
+ * epoch, committing), reporting (done, the coordinator has not taken the
+ * result yet), exiting.
  */
 static const char *
 slot_state_name(const MopSlot *s)
@@ -228,9 +228,7 @@ slot_state_name(const MopSlot *s)
 		case MOP_SLOT_IDLE:
 			return "idle";
 		case MOP_SLOT_ASSIGNED:
-			if (s->rows_total <= 0)
-				return "loading";
-			return s->rows_done < s->rows_total ? "training" : "finishing";
+			return mop_task_step_name(s->step);
 		case MOP_SLOT_DONE:
 			return "reporting";
 		default:
@@ -238,13 +236,17 @@ slot_state_name(const MopSlot *s)
 	}
 }
 
-/* mop_progress_v2's row: a busy worker's task, its row counts once known. */
+/*
+ * mop_progress_v2's row: a busy worker's task, its row counts once known,
+ * and when it last made progress.  (A catalog that declares fewer columns,
+ * as the upgrade script does before its section 13, gets the leading ones.)
+ */
 static void
 progress_v2_row(ReturnSetInfo *rsinfo, int64 run_id, MopRunShared *run, int w,
 				const MopSlot *s)
 {
-	Datum		v[10];
-	bool		nulls[10] = {0};
+	Datum		v[11];
+	bool		nulls[11] = {0};
 	bool		busy = s->state == MOP_SLOT_ASSIGNED || s->state == MOP_SLOT_DONE;
 
 	v[0] = Int64GetDatum(run_id);
@@ -258,7 +260,8 @@ progress_v2_row(ReturnSetInfo *rsinfo, int64 run_id, MopRunShared *run, int w,
 	v[7] = Int64GetDatum(s->rows_done);
 	v[8] = Int64GetDatum(s->rows_total);
 	v[9] = TimestampTzGetDatum(s->started_at);
-	for (int c = 4; c < 10; c++)
+	v[10] = TimestampTzGetDatum(s->progress_at);
+	for (int c = 4; c < 11; c++)
 		nulls[c] = !busy;
 	if (busy && s->rows_total <= 0)
 		nulls[7] = nulls[8] = true;
@@ -267,8 +270,10 @@ progress_v2_row(ReturnSetInfo *rsinfo, int64 run_id, MopRunShared *run, int w,
 
 /*
  * mop.progress_rows() of 0.2: as mop_progress, with the worker's state in
- * words; a busy worker's task is shown whatever its state, and its row
- * counts only once they are known (never 0 of 0).
+ * words; a busy worker's task is shown whatever its state, its row counts
+ * only once they are known (never 0 of 0), and when it last made progress
+ * (a minibatch trained or evaluated, a step; what mop.task_timeout
+ * watches).
  */
 Datum
 mop_progress_v2(PG_FUNCTION_ARGS)

@@ -205,20 +205,53 @@ extern bytea *mop_model_initial_state(Jsonb *config, const MopDataset *ds,
 									  nn_spec *spec);
 
 /*
- * train_agg.c: progress of the training aggregate.  A caller of
- * mop.train_agg installs one for the duration of its query and puts the
- * previous one back afterwards (also on ERROR).
+ * train_agg.c: progress of the aggregates.  A caller of mop.train_agg or
+ * mop.eval_agg installs one for the duration of its query and puts the
+ * previous one back afterwards (also on ERROR).  A sub-epoch (subepoch.h)
+ * also reports through it the steps it moves on to, so that its executor
+ * can show progress -- and be seen alive -- in every step, not only while
+ * it trains.
  */
+typedef enum MopTaskStep
+{
+	MOP_STEP_LOADING = 0,		/* reading the checkpoint */
+	MOP_STEP_TRAINING,			/* mop.train_agg over the partition */
+	MOP_STEP_VALIDATING,		/* mop.eval_agg over the validation split */
+	MOP_STEP_COMMITTING			/* locking the model's rows, writing, committing */
+} MopTaskStep;
+
+/* The step in words, as mop.progress shows it. */
+static inline const char *
+mop_task_step_name(int step)
+{
+	switch (step)
+	{
+		case MOP_STEP_LOADING:
+			return "loading";
+		case MOP_STEP_TRAINING:
+			return "training";
+		case MOP_STEP_VALIDATING:
+			return "validating";
+		default:
+			return "committing";
+	}
+}
+
 typedef struct MopProgress
 {
 	/* training starts: rows_total rows to train (0: not known) */
 	void		(*start) (void *arg, int64 rows_total);
 	/* rows more rows trained, after each minibatch; may ERROR to stop */
 	void		(*rows) (void *arg, int64 rows);
+	/* rows more validation rows evaluated, after each slice; may ERROR */
+	void		(*evaluated) (void *arg, int64 rows);
+	/* the sub-epoch moves on to step (validating, committing); may ERROR */
+	void		(*step) (void *arg, MopTaskStep step);
 	void	   *arg;
 } MopProgress;
-extern const MopProgress *mop_train_progress_install(const MopProgress *p);
-extern void mop_train_progress_report(int64 rows);
+extern const MopProgress *mop_progress_install(const MopProgress *p);
+extern void mop_progress_trained(int64 rows);
+extern void mop_progress_evaluated(int64 rows);
 
 /* train_agg.c */
 extern void mop_train_rows(nn_model *m, const float *x, const float *y,

@@ -81,10 +81,15 @@ typedef struct MopSlot
 	int32		epoch;			/* 1-based epoch of this sub-epoch */
 	bool		last_of_epoch;	/* validate after training */
 	bool		final_epoch;	/* last epoch of the model's budget */
-	/* progress, written by the worker while it trains */
+	/* progress, written by the worker in every step of its task */
+	int32		step;			/* MopTaskStep (mop.h): loading, training, ... */
 	int64		rows_done;
 	int64		rows_total;
 	TimestampTz started_at;
+	uint64		heartbeat;		/* advanced with every minibatch trained, every
+								 * slice of validation rows evaluated and every
+								 * step: what mop.task_timeout watches */
+	TimestampTz progress_at;	/* when it last advanced (or the task started) */
 	/* result, written by the worker */
 	MopTaskOutcome outcome;
 	double		seconds;

@@ -7,13 +7,21 @@
  *   2. SELECT mop.train_agg(state, x, y) over the partition's training
  *      buffers in buffer order (MOP_TRAIN_SQL), the caller's progress
  *      callback installed for the query;
- *   3. the rows of the dataset, the run and the model locked in the order
+ *   3. at the end of an epoch, unless the loss is NaN or infinite:
+ *      mop.eval_agg over the validation split (MOP_EVAL_SQL), the progress
+ *      callback installed for that query too -- still before any row lock,
+ *      so an executor that hangs while it validates blocks nobody;
+ *   4. the rows of the dataset, the run and the model locked in the order
  *      of lockorder.h, the model's status read again;
- *   4. the mop.hops row;
- *   5. a NaN or infinite loss marks the model diverged (keeping its last
+ *   5. the mop.hops row;
+ *   6. a NaN or infinite loss marks the model diverged (keeping its last
  *      finite checkpoint); otherwise the new checkpoint is stored;
- *   6. at the end of an epoch: mop.eval_agg over the validation split, the
- *      mop.epochs row and the model's best so far.
+ *   7. at the end of an epoch: the mop.epochs row and the model's best so
+ *      far.
+ * The progress callback hears of each step as the sub-epoch moves on to
+ * it (validating, committing), so the executor shows progress in every
+ * step; between step 4 and its caller's commit the sub-epoch holds its
+ * model's row lock and reports nothing more.
  * Everything this file allocates lives in a memory context of its own,
  * deleted when the sub-epoch returns (and with the transaction on ERROR);
  * only a carried state outlives it, in the carry's context.
@@ -41,6 +49,11 @@
 
 #define LOCK_MODEL_SQL \
 	"SELECT status FROM mop.models WHERE id OPERATOR(pg_catalog.=) $1 FOR UPDATE"
+
+/* Has this sub-epoch been committed (read after the model's row is locked)? */
+#define HOP_COMMITTED_SQL \
+	"SELECT 1 FROM mop.hops WHERE model_id OPERATOR(pg_catalog.=) $1 " \
+	"AND epoch OPERATOR(pg_catalog.=) $2 AND partition OPERATOR(pg_catalog.=) $3"
 
 #define HOP_SQL \
 	"INSERT INTO mop.hops (run_id, model_id, epoch, partition, worker, started_at, " \
@@ -184,10 +197,36 @@ load_checkpoint(const MopSubepochTask *task, bytea **state, int64 *dataset_id,
 	return training;
 }
 
+/* The sub-epoch moves on to step: tell the caller's progress callback. */
+static void
+progress_step(const MopSubepochTask *task, MopTaskStep step)
+{
+	if (task->progress != NULL && task->progress->step != NULL)
+		task->progress->step(task->progress->arg, step);
+}
+
 /*
- * One pass of the narrow waist over the partition's training buffers, the
- * caller's progress callback installed for the query and put back after it.
+ * A query of the narrow waist (train_agg or eval_agg), the caller's
+ * progress callback installed for it and put back after it.
  */
+static void
+exec_waist(const MopSubepochTask *task, const char *sql, int nargs, Oid *types,
+		   Datum *vals)
+{
+	const MopProgress *prev = mop_progress_install(task->progress);
+
+	PG_TRY();
+	{
+		exec_sql(sql, nargs, types, vals, NULL, SPI_OK_SELECT);
+	}
+	PG_FINALLY();
+	{
+		(void) mop_progress_install(prev);
+	}
+	PG_END_TRY();
+}
+
+/* One pass of the narrow waist over the partition's training buffers. */
 static void
 train_partition(const MopSubepochTask *task, bytea *state, int64 dataset_id,
 				Trained *out)
@@ -195,19 +234,10 @@ train_partition(const MopSubepochTask *task, bytea *state, int64 dataset_id,
 	Oid			t[3] = {BYTEAOID, INT8OID, INT4OID};
 	Datum		v[3] = {PointerGetDatum(state), Int64GetDatum(dataset_id),
 	Int32GetDatum(task->partition)};
-	const MopProgress *prev = mop_train_progress_install(task->progress);
 	Datum		sd;
 	bool		isnull;
 
-	PG_TRY();
-	{
-		exec_sql(MOP_TRAIN_SQL, 3, t, v, NULL, SPI_OK_SELECT);
-	}
-	PG_FINALLY();
-	{
-		(void) mop_train_progress_install(prev);
-	}
-	PG_END_TRY();
+	exec_waist(task, MOP_TRAIN_SQL, 3, t, v);
 	if (SPI_processed != 1)
 		elog(ERROR, "mop sub-epoch: training query returned %d rows", (int) SPI_processed);
 	memset(out, 0, sizeof(*out));
@@ -224,23 +254,37 @@ train_partition(const MopSubepochTask *task, bytea *state, int64 dataset_id,
 	SPI_freetuptable(SPI_tuptable);
 }
 
+/* What lock_model found once it held the model's row. */
+typedef enum Locked
+{
+	LOCKED_TRAINING,			/* the model trains: write the sub-epoch */
+	LOCKED_STOPPED,				/* the model stopped training meanwhile */
+	LOCKED_COMMITTED			/* another process committed this sub-epoch meanwhile */
+} Locked;
+
 /*
  * Lock order (lockorder.h): the dataset's row and the run's (FOR KEY SHARE,
  * as the foreign keys of the writes that follow would take them, the
  * model's second update of an epoch included), then the model's (FOR
  * UPDATE), all only now that the training is done: a delete, which locks
  * in the same order, waits for these writes at most, and nothing waits for
- * a lock while holding one of a lower level.  Returns false if the model
- * stopped training while this sub-epoch trained.
+ * a lock while holding one of a lower level.  Then, the model's row held,
+ * whether it still trains, and whether this very sub-epoch was committed
+ * meanwhile: by a process the coordinator gave up (mop.task_timeout) while
+ * it committed, holding this row, and that finished its commit once it ran
+ * again (each statement reads with a new snapshot: what committed while
+ * this one waited for the row is seen).
  */
-static bool
+static Locked
 lock_model(const MopSubepochTask *task)
 {
 	MemoryContext cxt = CurrentMemoryContext;
-	Oid			t[1] = {INT8OID};
-	Datum		v[1] = {Int64GetDatum(task->model_id)};
+	Oid			t[3] = {INT8OID, INT4OID, INT4OID};
+	Datum		v[3] = {Int64GetDatum(task->model_id), Int32GetDatum(task->epoch),
+	Int32GetDatum(task->partition)};
 	bool		isnull;
 	bool		training;
+	bool		committed;
 
 	if (!mop_lock_dataset_of_run(task->run_id) || !mop_lock_run_row(task->run_id))
 		ereport(ERROR,
@@ -252,7 +296,12 @@ lock_model(const MopSubepochTask *task)
 		model_not_visible(task->model_id);
 	training = strcmp(TextDatumGetCString(col(1, &isnull)), "training") == 0;
 	SPI_freetuptable(SPI_tuptable);
-	return training;
+	if (!training)
+		return LOCKED_STOPPED;
+	exec_sql(HOP_COMMITTED_SQL, 3, t, v, NULL, SPI_OK_SELECT);
+	committed = SPI_processed > 0;
+	SPI_freetuptable(SPI_tuptable);
+	return committed ? LOCKED_COMMITTED : LOCKED_TRAINING;
 }
 
 /* The mop.hops row, with the sub-epoch's mean loss and metric. */
@@ -316,12 +365,47 @@ save_checkpoint(int64 model_id, bytea *state)
 	exec_sql(SAVE_SQL, 2, t, v, NULL, SPI_OK_UPDATE);
 }
 
+/* What the evaluation of an epoch's state on the validation split returned. */
+typedef struct Validated
+{
+	double		loss_sum;
+	double		metric_sum;
+	int64		rows;			/* 0: no validation rows */
+} Validated;
+
 /*
- * The end of an epoch: evaluate state on the validation split, record the
- * epoch and the model's best so far; the validation means go to *res.
+ * Evaluate state on the validation split, through the narrow waist with
+ * the caller's progress callback installed; takes no row lock.
  */
 static void
-end_epoch(const MopSubepochTask *task, bytea *state, int64 dataset_id,
+validate(const MopSubepochTask *task, bytea *state, int64 dataset_id, Validated *out)
+{
+	Oid			t[2] = {BYTEAOID, INT8OID};
+	Datum		v[2] = {PointerGetDatum(state), Int64GetDatum(dataset_id)};
+	bool		isnull;
+
+	memset(out, 0, sizeof(*out));
+	exec_waist(task, MOP_EVAL_SQL, 2, t, v);
+	if (SPI_processed == 1)
+	{
+		(void) col(1, &isnull);
+		if (!isnull)
+		{
+			out->loss_sum = DatumGetFloat8(col(1, &isnull));
+			out->metric_sum = DatumGetFloat8(col(2, &isnull));
+			out->rows = DatumGetInt64(col(3, &isnull));
+		}
+	}
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/*
+ * The end of an epoch: record the epoch with its validation (evaluated
+ * before the locks were taken) and the model's best so far; the validation
+ * means go to *res.
+ */
+static void
+end_epoch(const MopSubepochTask *task, bytea *state, const Validated *val,
 		  MopSubepochResult *res)
 {
 	MopSubepochCarry *carry = task->carry;
@@ -329,29 +413,10 @@ end_epoch(const MopSubepochTask *task, bytea *state, int64 dataset_id,
 	BOOLOID, FLOAT8OID, FLOAT8OID, INT8OID, FLOAT8OID, BYTEAOID};
 	Datum		v[12];
 	char		n[12];
-	double		vl = 0,
-				vm = 0;
-	int64		vr = 0;
+	double		vl = val->loss_sum,
+				vm = val->metric_sum;
+	int64		vr = val->rows;
 	bool		isnull;
-
-	v[0] = PointerGetDatum(state);
-	v[1] = Int64GetDatum(dataset_id);
-	{
-		Oid			et[2] = {BYTEAOID, INT8OID};
-
-		exec_sql(MOP_EVAL_SQL, 2, et, v, NULL, SPI_OK_SELECT);
-	}
-	if (SPI_processed == 1)
-	{
-		(void) col(1, &isnull);
-		if (!isnull)
-		{
-			vl = DatumGetFloat8(col(1, &isnull));
-			vm = DatumGetFloat8(col(2, &isnull));
-			vr = DatumGetInt64(col(3, &isnull));
-		}
-	}
-	SPI_freetuptable(SPI_tuptable);
 
 	memset(n, ' ', sizeof(n));
 	v[0] = Int64GetDatum(task->model_id);
@@ -451,6 +516,7 @@ mop_subepoch(const MopSubepochTask *task, MopSubepochResult *res)
 	int64		dataset_id;
 	int64		rows_total = 0;
 	Trained		tr;
+	Validated	val;
 
 	memset(res, 0, sizeof(*res));
 	res->valid_loss = NAN;
@@ -481,14 +547,35 @@ mop_subepoch(const MopSubepochTask *task, MopSubepochResult *res)
 				 errmsg("partition %d of the dataset has no training buffers",
 						task->partition)));
 
-	/* 3. the locks, now that training is done */
-	if (!carry && !lock_model(task))
+	/*
+	 * 3. the validation at the end of an epoch, before any lock: a worker
+	 * stopped or hung here holds no row its replacement needs
+	 */
+	memset(&val, 0, sizeof(val));
+	if (task->last_of_epoch && !(tr.state != NULL && tr.diverged))
 	{
-		outcome = MOP_SUBEPOCH_STOPPED;
-		goto done;
+		progress_step(task, MOP_STEP_VALIDATING);
+		validate(task, tr.state != NULL ? tr.state : state, dataset_id, &val);
 	}
 
-	/* 4. and 5.: the hop, then divergence or the new checkpoint */
+	/* 4. the locks, now that training and validation are done */
+	progress_step(task, MOP_STEP_COMMITTING);
+	if (!carry)
+	{
+		switch (lock_model(task))
+		{
+			case LOCKED_TRAINING:
+				break;
+			case LOCKED_STOPPED:
+				outcome = MOP_SUBEPOCH_STOPPED;
+				goto done;
+			case LOCKED_COMMITTED:
+				outcome = MOP_SUBEPOCH_COMMITTED;
+				goto done;
+		}
+	}
+
+	/* 5. and 6.: the hop, then divergence or the new checkpoint */
 	if (tr.state != NULL)
 	{
 		if (!(carry && tr.diverged))
@@ -517,10 +604,10 @@ mop_subepoch(const MopSubepochTask *task, MopSubepochResult *res)
 	if (!carry || (task->last_of_epoch && task->final_epoch))
 		save_checkpoint(task->model_id, state);
 
-	/* 6. the end of an epoch */
+	/* 7. the end of an epoch */
 	if (task->last_of_epoch)
 	{
-		end_epoch(task, state, dataset_id, res);
+		end_epoch(task, state, &val, res);
 		if (carry)
 		{
 			carry_keep(carry);

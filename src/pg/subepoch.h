@@ -12,12 +12,13 @@
  *     the state the caller carries (MopSubepochCarry);
  *   - the partition's training buffers, through the narrow waist: one
  *     SELECT of mop.train_agg (MOP_TRAIN_SQL), whatever device it trains on;
- *   - at the end of an epoch, the validation buffers (mop.eval_agg).
+ *   - at the end of an epoch, the validation buffers (mop.eval_agg),
+ *     evaluating the new state before any row is locked.
  * Writes
  *   - the dataset's and the run's rows are locked FOR KEY SHARE and the
- *     model's FOR UPDATE only once training is done (lockorder.h), and the
- *     model's status is read again: a model that stopped training meanwhile
- *     gets nothing written;
+ *     model's FOR UPDATE only once training and validation are done
+ *     (lockorder.h), and the model's status is read again: a model that
+ *     stopped training meanwhile gets nothing written;
  *   - the sub-epoch's mop.hops row (its mean loss and metric);
  *   - the new checkpoint (mop.models.state);
  *   - at the end of an epoch (task->last_of_epoch): the mop.epochs row and
@@ -50,7 +51,11 @@
  *
  * Progress goes to task->progress, if any: start() once the checkpoint is
  * read, with the partition's training rows (0 with a carry, which does not
- * read them), then rows() from inside the aggregate after each minibatch.
+ * read them), then rows() from inside the aggregate after each minibatch;
+ * at the end of an epoch step(MOP_STEP_VALIDATING) and evaluated() from
+ * inside mop.eval_agg after each slice of validation rows; and
+ * step(MOP_STEP_COMMITTING) before the row locks are taken.  Any of them
+ * may ERROR to stop the sub-epoch.
  *
  * Any executor that can run SQL on the catalog (a backend, a background
  * worker, later a remote segment or a GPU host) runs sub-epochs through
@@ -102,6 +107,9 @@ typedef enum MopSubepochOutcome
 {
 	MOP_SUBEPOCH_OK = 0,		/* trained and recorded */
 	MOP_SUBEPOCH_DIVERGED,		/* the model is marked diverged */
+	MOP_SUBEPOCH_COMMITTED,		/* another process committed this sub-epoch
+								 * meanwhile (one given up while it committed):
+								 * nothing written */
 	MOP_SUBEPOCH_STOPPED		/* the model is not training (any more): nothing
 								 * written */
 } MopSubepochOutcome;

@@ -19,11 +19,12 @@
  * Each buffer is fed to the engine in slices of batch_size rows with
  * CHECK_FOR_INTERRUPTS() between slices, i.e. once per minibatch.
  *
- * Progress: whoever runs train_agg may install a MopProgress for the
- * duration of its query (mop_train_progress_install); the aggregate reports
- * the rows it has trained to it after every minibatch, and the callback may
- * raise an ERROR to stop training (a worker whose run is gone does).  The
- * aggregate knows nothing else of its caller.
+ * Progress: whoever runs train_agg or eval_agg may install a MopProgress
+ * for the duration of its query (mop_progress_install); train_agg reports
+ * the rows it has trained to it after every minibatch, eval_agg the rows it
+ * has evaluated after every slice, and the callback may raise an ERROR to
+ * stop (a worker whose run is gone, or that was replaced, does).  The
+ * aggregates know nothing else of their caller.
  *
  * On a GPU (mop.device, or the run's choice in a worker) the same
  * aggregates train and evaluate through gpu_train.c: the model is mirrored
@@ -72,29 +73,37 @@ typedef struct MopAggState
 	MopGpuAgg  *gpu;			/* non-NULL: this aggregate runs on a GPU */
 } MopAggState;
 
-/* The progress callback installed by the caller of train_agg (NULL: none). */
-static const MopProgress *train_progress = NULL;
+/* The progress callback installed by the caller of the aggregates (NULL: none). */
+static const MopProgress *agg_progress = NULL;
 
 /*
- * Install p (NULL: none) as the progress callback of the training
- * aggregates of this backend; returns the one it replaces, which the caller
- * puts back when its query is over, also on ERROR.
+ * Install p (NULL: none) as the progress callback of the training and
+ * evaluation aggregates of this backend; returns the one it replaces, which
+ * the caller puts back when its query is over, also on ERROR.
  */
 const MopProgress *
-mop_train_progress_install(const MopProgress *p)
+mop_progress_install(const MopProgress *p)
 {
-	const MopProgress *prev = train_progress;
+	const MopProgress *prev = agg_progress;
 
-	train_progress = p;
+	agg_progress = p;
 	return prev;
 }
 
 /* rows more rows trained: tell the installed callback, if any (may ERROR). */
 void
-mop_train_progress_report(int64 rows)
+mop_progress_trained(int64 rows)
 {
-	if (train_progress != NULL && train_progress->rows != NULL)
-		train_progress->rows(train_progress->arg, rows);
+	if (agg_progress != NULL && agg_progress->rows != NULL)
+		agg_progress->rows(agg_progress->arg, rows);
+}
+
+/* rows more rows evaluated: tell the installed callback, if any (may ERROR). */
+void
+mop_progress_evaluated(int64 rows)
+{
+	if (agg_progress != NULL && agg_progress->evaluated != NULL)
+		agg_progress->evaluated(agg_progress->arg, rows);
 }
 
 /*
@@ -238,7 +247,7 @@ mop_train_rows(nn_model *m, const float *x, const float *y, int64 n,
 		}
 		if (st != NN_OK)
 			mop_nn_error(st, &err, "training failed");
-		mop_train_progress_report(cnt);
+		mop_progress_trained(cnt);
 	}
 }
 
@@ -375,6 +384,7 @@ mop_eval_agg_step(PG_FUNCTION_ARGS)
 		st = nn_evaluate(s->h->model, xs + off * in_dim, ys + off, cnt, &s->res, &err);
 		if (st != NN_OK && st != NN_DIVERGED)
 			mop_nn_error(st, &err, "evaluation failed");
+		mop_progress_evaluated(cnt);
 	}
 	s->buffers++;
 	PG_RETURN_POINTER(s);

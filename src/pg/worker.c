@@ -8,7 +8,10 @@
  * report, until told to exit.  A task is one sub-epoch of one model
  * (mop_subepoch, subepoch.h: checkpoint, narrow waist, hop row, new
  * checkpoint, validation at the end of an epoch), run in a transaction of
- * its own, its progress going to the worker's slot for mop.progress.
+ * its own, its progress going to the worker's slot for mop.progress and
+ * for the coordinator's mop.task_timeout: every minibatch trained, every
+ * slice of validation rows evaluated and every step (training, validating,
+ * committing) advances the slot's heartbeat.
  *
  * The commit makes the sub-epoch durable: a crash or a cancel loses at most
  * the sub-epochs in flight.  An ERROR in a task marks only that model failed
@@ -18,7 +21,8 @@
  * transaction aborts and nothing of the sub-epoch is written.  So does a
  * coordinator that has gone, or has given this worker's slot to another
  * process (mop.task_timeout): the progress callback checks once per
- * minibatch, and once more before the commit.
+ * minibatch trained or slice evaluated and at every step, and once more
+ * before the commit.
  */
 #include "postgres.h"
 
@@ -141,34 +145,70 @@ record_orphaned_run(void)
 	CommitTransactionCommand();
 }
 
-/* A task's progress, shown by mop.progress: the slot's rows and start. */
+/* A task's progress, shown by mop.progress and watched by the coordinator. */
 typedef struct TaskProgress
 {
 	MopSlot    *slot;
 	TimestampTz started;
 } TaskProgress;
 
-/* Progress callback: the sub-epoch starts on rows_total rows. */
+/*
+ * Record progress in this process's slot and advance its heartbeat: step
+ * (-1: unchanged), the training rows when training starts (rows_total >= 0)
+ * and rows more rows trained.  Then stop if this process was replaced or
+ * its coordinator is gone.  A replaced process writes nothing: the slot is
+ * its replacement's.
+ */
+static void
+record_progress(TaskProgress *p, int step, int64 rows_total, int64 rows)
+{
+	TimestampTz now = GetCurrentTimestamp();
+
+	SpinLockAcquire(&run->mutex);
+	if (!slot_moved_on())
+	{
+		if (step >= 0)
+			p->slot->step = step;
+		if (rows_total >= 0)
+		{
+			p->slot->rows_total = rows_total;
+			p->slot->rows_done = 0;
+			p->slot->started_at = p->started;
+		}
+		p->slot->rows_done += rows;
+		p->slot->heartbeat++;
+		p->slot->progress_at = now;
+	}
+	SpinLockRelease(&run->mutex);
+	check_coordinator();
+}
+
+/* Progress callback: the sub-epoch starts training on rows_total rows. */
 static void
 progress_start(void *arg, int64 rows_total)
 {
-	TaskProgress *p = arg;
-
-	SpinLockAcquire(&run->mutex);
-	p->slot->rows_total = rows_total;
-	p->slot->rows_done = 0;
-	p->slot->started_at = p->started;
-	SpinLockRelease(&run->mutex);
+	record_progress(arg, MOP_STEP_TRAINING, rows_total, 0);
 }
 
 /* Progress callback, once per minibatch: rows more rows trained. */
 static void
 progress_rows(void *arg, int64 rows)
 {
-	TaskProgress *p = arg;
+	record_progress(arg, -1, -1, rows);
+}
 
-	((volatile MopSlot *) p->slot)->rows_done += rows;
-	check_coordinator();
+/* Progress callback, once per slice of validation rows evaluated. */
+static void
+progress_evaluated(void *arg, int64 rows)
+{
+	record_progress(arg, -1, -1, 0);
+}
+
+/* Progress callback: the sub-epoch moves on to validating or committing. */
+static void
+progress_step(void *arg, MopTaskStep step)
+{
+	record_progress(arg, step, -1, 0);
 }
 
 /* Run the task in slot, in one transaction; returns the outcome. */
@@ -176,7 +216,7 @@ static MopTaskOutcome
 run_task(MopSlot *slot, MopSlot *task, double *valid_metric, double *valid_loss)
 {
 	TaskProgress tp = {slot, GetCurrentTimestamp()};
-	MopProgress progress = {progress_start, progress_rows, &tp};
+	MopProgress progress = {progress_start, progress_rows, progress_evaluated, progress_step, &tp};
 	MopSubepochTask se;
 	MopSubepochResult res;
 	MopSubepochOutcome outcome;
@@ -199,7 +239,24 @@ run_task(MopSlot *slot, MopSlot *task, double *valid_metric, double *valid_loss)
 	outcome = mop_subepoch(&se, &res);
 	SPI_finish();
 	PopActiveSnapshot();
-	/* a process given up while it trained commits nothing */
+
+	/*
+	 * A process given up meanwhile commits nothing.  Since the last step
+	 * (committing) the sub-epoch holds its model's row FOR UPDATE and shows
+	 * no progress: a process stopped here (SIGSTOP, a hung disk) is replaced
+	 * after mop.task_timeout like one stopped in any other step, and its
+	 * replacement, which trains and validates without a lock, waits for
+	 * that row when it goes to commit.  Once continued, the old process
+	 * meets the SIGTERM the coordinator sent it, or this check: it sees its
+	 * slot moved on and rolls back, releasing the row, and the replacement
+	 * commits.  (One stopped inside the commit itself, past this check,
+	 * commits once continued; its replacement then finds the sub-epoch's
+	 * hop under the row lock and writes nothing: MOP_SUBEPOCH_COMMITTED.)
+	 * Should it stay stopped, the replacement shows no progress
+	 * either and is given up in turn, and after a few replacements the
+	 * coordinator fails the run (worker_died), which mop_resume continues:
+	 * nobody waits forever.
+	 */
 	if (outcome != MOP_SUBEPOCH_STOPPED)
 		check_coordinator();
 	CommitTransactionCommand();
@@ -209,6 +266,9 @@ run_task(MopSlot *slot, MopSlot *task, double *valid_metric, double *valid_loss)
 	switch (outcome)
 	{
 		case MOP_SUBEPOCH_OK:
+			return MOP_TASK_OK;
+		case MOP_SUBEPOCH_COMMITTED:
+			/* as when a process dies after its commit: done, validation unknown (NaN) */
 			return MOP_TASK_OK;
 		case MOP_SUBEPOCH_DIVERGED:
 			return MOP_TASK_DIVERGED;

@@ -44,7 +44,7 @@ while (1)
 		$at = time;
 	}
 	$bad_rows += $node->safe_psql('postgres',
-		"SELECT count(*) FROM mop.progress WHERE run_id = $run AND (rows_total = 0 OR (state IN ('loading', 'training', 'finishing', 'reporting') AND model_id IS NULL) OR (state IN ('idle', 'starting') AND model_id IS NOT NULL))");
+		"SELECT count(*) FROM mop.progress WHERE run_id = $run AND (rows_total = 0 OR (state IN ('loading', 'training', 'validating', 'committing', 'reporting') AND (model_id IS NULL OR progress_at IS NULL)) OR (state IN ('idle', 'starting') AND model_id IS NOT NULL))");
 	$states .= $node->safe_psql('postgres', "SELECT string_agg(DISTINCT state, ',') FROM mop.progress WHERE run_id = $run") . ',';
 	$samples++;
 	usleep(100_000);
