@@ -1227,3 +1227,12 @@ CREATE OR REPLACE FUNCTION @extschema@.mop_prepare(
 	AS 'MODULE_PATHNAME', 'mop_prepare'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
+
+-- 13. a PBT exploit records the parent's checkpoint it copied -----------------
+-- (so that mop_replay can copy the same checkpoint again: the parent may be
+-- between two epochs when a member exploits it)
+
+ALTER TABLE mop.decisions ADD COLUMN parent_subepochs int;
+COMMENT ON COLUMN mop.decisions.parent_subepochs
+	IS 'PBT exploit: sub-epochs the copied parent checkpoint had trained (its epochs times the partitions, plus the partitions of its unfinished epoch)';
+GRANT INSERT (parent_subepochs), UPDATE (parent_subepochs) ON mop.decisions TO PUBLIC;
