@@ -1306,3 +1306,12 @@ CREATE VIEW mop.progress WITH (security_invoker = true) AS
 	SELECT * FROM mop.progress_rows();
 COMMENT ON VIEW mop.progress IS 'what each worker of each running run is doing now: starting, idle, loading, training, validating, committing, reporting, exiting; its task while busy, and when it last made progress (a minibatch trained or evaluated, a step) (in the spirit of pg_stat_progress_*)';
 GRANT SELECT ON mop.progress TO PUBLIC;
+
+-- 15. a PBT exploit records the parent's checkpoint it copied -----------------
+-- (so that mop_replay can copy the same checkpoint again: the parent may be
+-- between two epochs when a member exploits it)
+
+ALTER TABLE mop.decisions ADD COLUMN parent_subepochs int;
+COMMENT ON COLUMN mop.decisions.parent_subepochs
+	IS 'PBT exploit: sub-epochs the copied parent checkpoint had trained (its epochs times the partitions, plus the partitions of its unfinished epoch)';
+GRANT INSERT (parent_subepochs), UPDATE (parent_subepochs) ON mop.decisions TO PUBLIC;

@@ -171,12 +171,13 @@ mop_dataset_by_id(int64 id)
 }
 
 /*
- * Does the installed catalog keep best checkpoints (mop.models.best_state,
- * from 0.2 on)?  The library serves a database still at 0.1 until its
- * ALTER EXTENSION mop UPDATE; there the latest checkpoint is the only one.
+ * Is the installed catalog 0.2's (detected by mop.models.best_state, which
+ * 0.2 adds)?  The library serves a database still at 0.1 until its ALTER
+ * EXTENSION mop UPDATE: there the latest checkpoint is the only one, and
+ * decisions have no parent_subepochs.
  */
 bool
-mop_catalog_has_best_state(void)
+mop_catalog_is_02(void)
 {
 	Oid			nsp = get_namespace_oid("mop", true);
 	Oid			rel = OidIsValid(nsp) ? get_relname_relid("models", nsp) : InvalidOid;
@@ -201,7 +202,7 @@ mop_dataset_of_model(int64 model_id, MopCheckpoint which, bytea **state)
 	int			rc;
 
 	SPI_connect();
-	if (mop_catalog_has_best_state())
+	if (mop_catalog_is_02())
 		rc = SPI_execute_with_args("SELECT m.dataset_id, "
 								   "CASE WHEN $2 THEN m.state ELSE COALESCE(m.best_state, m.state) END "
 								   "FROM mop.models m WHERE m.id OPERATOR(pg_catalog.=) $1",

@@ -300,21 +300,23 @@ coord_final_status(char **error)
 
 /*
  * Record a decision in mop.decisions, inside the caller's transaction: the
- * one writer of that table.  action and why as the table has them; d's
+ * one writer of that table (through coord_record_decision and
+ * coord_record_exploit).  action and why as the table has them; d's
  * numbers, NULL where not relevant (negative counts and resources, scores
  * that are not finite); to_resource NULL when negative; parent the PBT
- * member whose checkpoint was copied (-1: none); hyperparameters NULL
- * unless the decision set them.
+ * member whose checkpoint was copied (-1: none) and parent_subepochs the
+ * sub-epochs of that checkpoint (-1: none); hyperparameters NULL unless the
+ * decision set them.
  */
-void
-coord_record_decision(const char *action, const char *why, int32 trial,
-					  const mop_decision *d, int32 to_resource, int32 parent,
-					  Jsonb *hyperparameters)
+static void
+record_decision(const char *action, const char *why, int32 trial,
+				const mop_decision *d, int32 to_resource, int32 parent,
+				int32 parent_subepochs, Jsonb *hyperparameters)
 {
-	Oid			t[16] = {INT8OID, INT8OID, TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID,
-	INT4OID, INT4OID, INT4OID, FLOAT8OID, FLOAT8OID, INT4OID, INT4OID, INT8OID, JSONBOID};
-	Datum		v[16];
-	char		n[16];
+	Oid			t[17] = {INT8OID, INT8OID, TEXTOID, TEXTOID, TEXTOID, INT4OID, INT4OID,
+	INT4OID, INT4OID, INT4OID, FLOAT8OID, FLOAT8OID, INT4OID, INT4OID, INT8OID, JSONBOID, INT4OID};
+	Datum		v[17];
+	char		n[17];
 	int32		ints[5] = {d->bracket, d->rung, d->rank, d->rung_size, d->keep};
 
 	memset(n, ' ', sizeof(n));
@@ -340,13 +342,45 @@ coord_record_decision(const char *action, const char *why, int32 trial,
 	n[14] = parent >= 0 ? ' ' : 'n';
 	v[15] = hyperparameters ? JsonbPGetDatum(hyperparameters) : (Datum) 0;
 	n[15] = hyperparameters ? ' ' : 'n';
-	if (SPI_execute_with_args("INSERT INTO mop.decisions (run_id, model_id, action, why, reason, "
+	v[16] = Int32GetDatum(parent_subepochs);
+	n[16] = parent_subepochs < 0 ? 'n' : ' ';
+	/* a 0.1 catalog has no parent_subepochs ($17 goes unused) */
+	if (SPI_execute_with_args(mop_catalog_is_02() ?
+							  "INSERT INTO mop.decisions (run_id, model_id, action, why, reason, "
+							  "bracket, rung, rank, rung_size, keep, score, cutoff, "
+							  "from_resource, to_resource, parent_model_id, hyperparameters, "
+							  "parent_subepochs) "
+							  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
+							  "$14, $15, $16, $17)" :
+							  "INSERT INTO mop.decisions (run_id, model_id, action, why, reason, "
 							  "bracket, rung, rank, rung_size, keep, score, cutoff, "
 							  "from_resource, to_resource, parent_model_id, hyperparameters) "
 							  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
 							  "$14, $15, $16)",
-							  16, t, v, n, false, 0) != SPI_OK_INSERT)
+							  17, t, v, n, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not record a decision of run %lld", (long long) coord.run_id);
+}
+
+void
+coord_record_decision(const char *action, const char *why, int32 trial,
+					  const mop_decision *d, int32 to_resource, int32 parent,
+					  Jsonb *hyperparameters)
+{
+	record_decision(action, why, trial, d, to_resource, parent, -1, hyperparameters);
+}
+
+/*
+ * Record a PBT exploit of member `trial`, inside the caller's transaction:
+ * d's numbers, the parent's epochs (to_resource) and the sub-epochs of the
+ * parent's checkpoint it copied (parent_subepochs: where mop_replay copies
+ * it again), and the explored configuration.
+ */
+void
+coord_record_exploit(int32 trial, const mop_decision *d, int32 parent, int32 parent_epochs,
+					 int32 parent_subepochs, Jsonb *config)
+{
+	record_decision("exploit", mop_why_name(MOP_WHY_EXPLOIT), trial, d, parent_epochs, parent,
+					parent_subepochs, config);
 }
 
 /*

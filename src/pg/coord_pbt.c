@@ -30,39 +30,43 @@ typedef struct PbtDriver
 } PbtDriver;
 
 /*
- * PBT exploit and explore: member takes the latest committed checkpoint of
- * its parent -- weights and the whole optimizer state -- with the explored
- * hyperparameters; recorded in mop.decisions with its lineage.
+ * Member takes the latest committed checkpoint of parent -- weights and the
+ * whole optimizer state -- with the hyperparameters of config, inside the
+ * caller's transaction.  Sets the epochs the parent had completed and the
+ * sub-epochs its checkpoint had trained (its committed mop.hops, read in
+ * the same snapshot as the checkpoint).
  */
 static void
-exploit_in_tx(const mop_pbt_decision *d, int32 epochs)
+copy_checkpoint(int32 member, int32 parent, Jsonb *config, int32 *parent_epochs,
+				int32 *parent_subepochs)
 {
-	Oid			t[4];
-	Datum		v[4];
+	Oid			t[3];
+	Datum		v[3];
 	bool		isnull;
 	ModelHandle *h;
-	Jsonb	   *config;
 	nn_spec		spec;
 	nn_error	err;
 	nn_status	st;
-	int32		parent_epochs;
 
 	t[0] = INT8OID;
-	v[0] = Int64GetDatum(coord.models[d->parent].id);
-	coord_exec_sql("SELECT state, epochs_done FROM mop.models WHERE id OPERATOR(pg_catalog.=) $1",
-			 1, t, v, SPI_OK_SELECT);
+	v[0] = Int64GetDatum(coord.models[parent].id);
+	coord_exec_sql("SELECT m.state, m.epochs_done, "
+				   "(SELECT pg_catalog.count(*) FROM mop.hops h "
+				   " WHERE h.model_id OPERATOR(pg_catalog.=) m.id)::int "
+				   "FROM mop.models m WHERE m.id OPERATOR(pg_catalog.=) $1",
+				   1, t, v, SPI_OK_SELECT);
 	if (SPI_processed != 1)
-		elog(ERROR, "PBT parent model %lld is gone", (long long) coord.models[d->parent].id);
+		elog(ERROR, "PBT parent model %lld is gone", (long long) coord.models[parent].id);
 	h = mop_model_from_blob(DatumGetByteaPCopy(SPI_getbinval(SPI_tuptable->vals[0],
 															 SPI_tuptable->tupdesc, 1, &isnull)),
 							CurrentMemoryContext);
-	parent_epochs = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	config = mop_space_config(coord.space, d->values);
+	*parent_epochs = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	*parent_subepochs = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
 	mop_config_to_spec(config, coord.ds, &spec);
 	if ((st = nn_model_set_hyper(h->model, &spec, &err)) != NN_OK)
 		mop_nn_error(st, &err, "could not apply the explored hyperparameters");
 	t[0] = INT8OID;
-	v[0] = Int64GetDatum(coord.models[d->member].id);
+	v[0] = Int64GetDatum(coord.models[member].id);
 	t[1] = BYTEAOID;
 	v[1] = PointerGetDatum(mop_model_to_blob(h->model));
 	t[2] = JSONBOID;
@@ -71,19 +75,31 @@ exploit_in_tx(const mop_pbt_decision *d, int32 epochs)
 	coord_exec_sql("UPDATE mop.models SET state = $2, config = $3, "
 			 "updated_at = pg_catalog.clock_timestamp() WHERE id OPERATOR(pg_catalog.=) $1",
 			 3, t, v, SPI_OK_UPDATE);
-	{
-		mop_decision dec;
+}
 
-		mop_decision_init(&dec, MOP_WHY_EXPLOIT, d->member);
-		strlcpy(dec.reason, d->reason, sizeof(dec.reason));
-		dec.rank = d->rank;
-		dec.rung_size = d->n_ranked;
-		dec.score = d->score;
-		dec.cutoff = d->parent_score;
-		dec.from_resource = epochs;
-		coord_record_decision("exploit", mop_why_name(MOP_WHY_EXPLOIT), d->member, &dec,
-							  parent_epochs, d->parent, config);
-	}
+/*
+ * PBT exploit and explore: member takes the latest committed checkpoint of
+ * its parent with the explored hyperparameters; recorded in mop.decisions
+ * with its lineage and the parent checkpoint's sub-epochs (where mop_replay
+ * copies it again).
+ */
+static void
+exploit_in_tx(const mop_pbt_decision *d, int32 epochs)
+{
+	Jsonb	   *config = mop_space_config(coord.space, d->values);
+	int32		parent_epochs,
+				parent_subepochs;
+	mop_decision dec;
+
+	copy_checkpoint(d->member, d->parent, config, &parent_epochs, &parent_subepochs);
+	mop_decision_init(&dec, MOP_WHY_EXPLOIT, d->member);
+	strlcpy(dec.reason, d->reason, sizeof(dec.reason));
+	dec.rank = d->rank;
+	dec.rung_size = d->n_ranked;
+	dec.score = d->score;
+	dec.cutoff = d->parent_score;
+	dec.from_resource = epochs;
+	coord_record_exploit(d->member, &dec, d->parent, parent_epochs, parent_subepochs, config);
 }
 
 /*
@@ -315,6 +331,220 @@ corrupt:
 			 errdetail("Its PBT results and exploits in mop.decisions do not follow from its seed.")));
 }
 
+
+/*
+ * Replaying a PBT run (mop_replay): every member follows its recorded
+ * sub-epochs (coord_load_sequences), and each recorded exploit is made
+ * again when both its member and its parent have trained exactly the
+ * sub-epochs they had when it was made -- the member holds there, and so
+ * does the parent, so that its checkpoint is the one that was copied.  The
+ * exploits are made in their recorded order (one after another, as the run
+ * made them: a parent may have exploited at the same point just before), so
+ * every hold can be reached.  Each is recorded in the replay's mop.decisions
+ * too, with the starting configurations, so the replay has the same lineage
+ * and a resumed replay knows how many it has made.
+ */
+typedef struct ReplayExploit
+{
+	int32		member,
+				parent;
+	int64		member_at,		/* sub-epochs each had trained when it was made */
+				parent_at;
+	Jsonb	   *config;			/* the explored configuration */
+	mop_decision d;				/* its numbers, recorded again */
+} ReplayExploit;
+
+static ReplayExploit *replay_x;
+static int	replay_n,
+			replay_next;
+
+static void not_replayable(int e, const char *detail) pg_attribute_noreturn();
+
+/* ERROR: exploit e (0-based) of the replayed run cannot be made again, because detail. */
+static void
+not_replayable(int e, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DATA_CORRUPTED),
+			 errmsg("the recorded exploits of run %lld do not replay",
+					(long long) coord.run->replay_run_id),
+			 errdetail_internal("Exploit %d of %d: %s.", e + 1, replay_n, detail),
+			 errhint("A replay follows the run's mop.hops and mop.decisions as the run recorded them.")));
+}
+
+/* Hold each model at the point of its next exploit, as member or parent. */
+static void
+replay_hold(mop_sched *s)
+{
+	for (int32 m = 0; m < coord.n_models; m++)
+	{
+		int64		at = -1;
+
+		for (int e = replay_next; e < replay_n && at < 0; e++)
+			if (replay_x[e].member == m)
+				at = replay_x[e].member_at;
+			else if (replay_x[e].parent == m)
+				at = replay_x[e].parent_at;
+		mop_sched_hold(s, m, at);
+	}
+}
+
+/*
+ * Load the recorded exploits of the run being replayed (none: not a PBT
+ * run), skip those this replay has made already (a resumed replay), record
+ * the members' starting configurations once, and hold the models.
+ */
+void
+coord_pbt_replay_load(mop_sched *s)
+{
+	Oid			t[2] = {INT8OID, INT8OID};
+	Datum		v[2];
+	bool		isnull;
+	int			fired;
+
+	if (replay_x)
+		pfree(replay_x);
+	replay_x = NULL;
+	replay_n = replay_next = 0;
+	v[0] = Int64GetDatum(coord.run->replay_run_id);
+	v[1] = Int64GetDatum(coord.run->run_id);
+	coord_begin_tx();
+	/* (a 0.1 catalog has no parent_subepochs: only deterministic runs replay there) */
+	coord_exec_sql(mop_catalog_is_02() ?
+				   "WITH m AS (SELECT id, pg_catalog.row_number() OVER (ORDER BY id) OPERATOR(pg_catalog.-) 1 AS idx "
+				   "FROM mop.models WHERE run_id OPERATOR(pg_catalog.=) $1) "
+				   "SELECT m.idx, pm.idx, d.from_resource, d.to_resource, d.parent_subepochs, "
+				   "d.hyperparameters, d.reason, d.rank, d.rung_size, d.score, d.cutoff, "
+				   "COALESCE((r.options OPERATOR(pg_catalog.->>) 'deterministic')::boolean, false) "
+				   "FROM mop.decisions d JOIN m ON m.id OPERATOR(pg_catalog.=) d.model_id "
+				   "JOIN m pm ON pm.id OPERATOR(pg_catalog.=) d.parent_model_id "
+				   "JOIN mop.runs r ON r.id OPERATOR(pg_catalog.=) d.run_id "
+				   "WHERE d.run_id OPERATOR(pg_catalog.=) $1 "
+				   "AND d.action OPERATOR(pg_catalog.=) 'exploit' ORDER BY d.id" :
+				   "WITH m AS (SELECT id, pg_catalog.row_number() OVER (ORDER BY id) OPERATOR(pg_catalog.-) 1 AS idx "
+				   "FROM mop.models WHERE run_id OPERATOR(pg_catalog.=) $1) "
+				   "SELECT m.idx, pm.idx, d.from_resource, d.to_resource, NULL::int, "
+				   "d.hyperparameters, d.reason, d.rank, d.rung_size, d.score, d.cutoff, "
+				   "COALESCE((r.options OPERATOR(pg_catalog.->>) 'deterministic')::boolean, false) "
+				   "FROM mop.decisions d JOIN m ON m.id OPERATOR(pg_catalog.=) d.model_id "
+				   "JOIN m pm ON pm.id OPERATOR(pg_catalog.=) d.parent_model_id "
+				   "JOIN mop.runs r ON r.id OPERATOR(pg_catalog.=) d.run_id "
+				   "WHERE d.run_id OPERATOR(pg_catalog.=) $1 "
+				   "AND d.action OPERATOR(pg_catalog.=) 'exploit' ORDER BY d.id",
+				   1, t, v, SPI_OK_SELECT);
+	replay_n = (int) SPI_processed;
+	replay_x = MemoryContextAllocZero(TopMemoryContext, sizeof(ReplayExploit) * Max(replay_n, 1));
+	for (int e = 0; e < replay_n; e++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[e];
+		TupleDesc	td = SPI_tuptable->tupdesc;
+		ReplayExploit *x = &replay_x[e];
+		Datum		d;
+
+		x->member = (int32) DatumGetInt64(SPI_getbinval(tup, td, 1, &isnull));
+		x->parent = (int32) DatumGetInt64(SPI_getbinval(tup, td, 2, &isnull));
+		if (x->member < 0 || x->member >= coord.n_models || x->parent < 0 || x->parent >= coord.n_models)
+			not_replayable(e, "its member or parent is not a model of the run");
+		mop_decision_init(&x->d, MOP_WHY_EXPLOIT, x->member);
+		d = SPI_getbinval(tup, td, 3, &isnull);
+		x->d.from_resource = isnull ? -1 : DatumGetInt32(d);
+		x->member_at = (int64) Max(x->d.from_resource, 0) * coord.n_partitions;
+		d = SPI_getbinval(tup, td, 5, &isnull);
+		if (!isnull)
+			x->parent_at = DatumGetInt32(d);
+		else if (DatumGetBool(SPI_getbinval(tup, td, 12, &isnull)))
+		{
+			/* recorded without it: a deterministic run's parents wait at the barrier */
+			d = SPI_getbinval(tup, td, 4, &isnull);
+			x->parent_at = isnull ? -1 : (int64) DatumGetInt32(d) * coord.n_partitions;
+		}
+		else
+			x->parent_at = -1;
+		if (x->d.from_resource < 0 || x->parent_at < 0)
+			not_replayable(e, "the sub-epochs of its member or of its parent's checkpoint were not recorded");
+		d = SPI_getbinval(tup, td, 6, &isnull);
+		if (isnull)
+			not_replayable(e, "its configuration was not recorded");
+		{
+			MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+			x->config = DatumGetJsonbPCopy(d);
+			MemoryContextSwitchTo(old);
+		}
+		strlcpy(x->d.reason, TextDatumGetCString(SPI_getbinval(tup, td, 7, &isnull)), sizeof(x->d.reason));
+		d = SPI_getbinval(tup, td, 8, &isnull);
+		x->d.rank = isnull ? -1 : DatumGetInt32(d);
+		d = SPI_getbinval(tup, td, 9, &isnull);
+		x->d.rung_size = isnull ? -1 : DatumGetInt32(d);
+		d = SPI_getbinval(tup, td, 10, &isnull);
+		x->d.score = isnull ? NAN : DatumGetFloat8(d);
+		d = SPI_getbinval(tup, td, 11, &isnull);
+		x->d.cutoff = isnull ? NAN : DatumGetFloat8(d);
+	}
+	if (replay_n > 0)
+	{
+		coord_exec_sql("SELECT pg_catalog.count(*)::int FROM mop.decisions "
+					   "WHERE run_id OPERATOR(pg_catalog.=) $1 AND action OPERATOR(pg_catalog.=) 'exploit'",
+					   1, &t[1], &v[1], SPI_OK_SELECT);
+		fired = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		if (fired > replay_n)
+			not_replayable(replay_n - 1, "the replay has made more exploits than the run recorded");
+		replay_next = fired;
+		/* the members' starting configurations open the replay's lineage, once */
+		coord_exec_sql("WITH o AS (SELECT id, pg_catalog.row_number() OVER (ORDER BY id) AS rn "
+					   "FROM mop.models WHERE run_id OPERATOR(pg_catalog.=) $1), "
+					   "n AS (SELECT id, pg_catalog.row_number() OVER (ORDER BY id) AS rn "
+					   "FROM mop.models WHERE run_id OPERATOR(pg_catalog.=) $2) "
+					   "INSERT INTO mop.decisions (run_id, model_id, action, why, reason, from_resource, "
+					   "to_resource, hyperparameters) "
+					   "SELECT $2, n.id, d.action, d.why, d.reason, d.from_resource, d.to_resource, d.hyperparameters "
+					   "FROM mop.decisions d JOIN o ON o.id OPERATOR(pg_catalog.=) d.model_id "
+					   "JOIN n ON n.rn OPERATOR(pg_catalog.=) o.rn "
+					   "WHERE d.run_id OPERATOR(pg_catalog.=) $1 AND d.action OPERATOR(pg_catalog.=) 'new' "
+					   "AND d.hyperparameters IS NOT NULL "
+					   "AND NOT EXISTS (SELECT 1 FROM mop.decisions x WHERE x.run_id OPERATOR(pg_catalog.=) $2 "
+					   "AND x.action OPERATOR(pg_catalog.=) 'new') ORDER BY d.id",
+					   2, t, v, SPI_OK_INSERT);
+	}
+	coord_commit_tx();
+	replay_hold(s);
+}
+
+/*
+ * Replaying a PBT run: make the next recorded exploits whose member and
+ * parent both stand where they stood when it was made; ERROR if one can
+ * never be made (a model went past its point, or nothing can train).
+ */
+void
+coord_pbt_replay_exploits(mop_sched *s)
+{
+	while (replay_next < replay_n)
+	{
+		ReplayExploit *x = &replay_x[replay_next];
+		int64		member_at = mop_sched_position(s, x->member),
+					parent_at = mop_sched_position(s, x->parent);
+		int32		parent_epochs,
+					parent_subepochs;
+
+		if (member_at > x->member_at || parent_at > x->parent_at)
+			not_replayable(replay_next, psprintf("member %d or its parent %d (in id order) trained past the point where it was made",
+											x->member + 1, x->parent + 1));
+		if (member_at < x->member_at || parent_at < x->parent_at ||
+			mop_sched_busy(s, x->member) || mop_sched_busy(s, x->parent))
+			break;
+		coord_begin_tx();
+		copy_checkpoint(x->member, x->parent, x->config, &parent_epochs, &parent_subepochs);
+		if (parent_subepochs != x->parent_at)
+			not_replayable(replay_next, psprintf("the parent's checkpoint has %d committed sub-epochs, the recorded one " INT64_FORMAT,
+											parent_subepochs, x->parent_at));
+		coord_record_exploit(x->member, &x->d, x->parent, parent_epochs, parent_subepochs, x->config);
+		coord_commit_tx();
+		replay_next++;
+		replay_hold(s);
+	}
+	if (replay_next < replay_n && mop_sched_active(s) == 0)
+		not_replayable(replay_next, "its member or its parent cannot train to the point where it was made");
+}
 
 /* A member finished an epoch: at the end of an interval, PBT decides. */
 static void

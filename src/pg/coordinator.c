@@ -332,6 +332,9 @@ schedule(mop_sched *s)
 		SpinLockRelease(&coord.run->mutex);
 		if (cancel)
 			return true;
+		/* a replayed PBT run: the exploits whose member and parent are at their point */
+		if (coord.run->replay_run_id)
+			coord_pbt_replay_exploits(s);
 		for (int w = 0; w < coord.n_workers; w++)
 		{
 			MopSlot		copy;
@@ -460,7 +463,10 @@ fill_sched(mop_sched *s, bool replay)
 		for (int i = 0; i < coord.n_models; i++)
 			coord_add_model(s, coord.models[i].target);
 	if (coord.run->replay_run_id)
+	{
 		coord_load_sequences(s);
+		coord_pbt_replay_load(s);
+	}
 }
 
 /* Start the workers; with fewer than asked, the scheduler is rebuilt for them. */

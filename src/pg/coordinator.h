@@ -11,7 +11,8 @@
  *   coord_driver.c   the run's search driver and early-stopping rule
  *                    (src/search/mop_driver.h): creating them, carrying out
  *                    their actions, and the median stopping rule;
- *   coord_pbt.c      population based training as a driver.
+ *   coord_pbt.c      population based training as a driver, and the
+ *                    exploits of a replayed PBT run.
  */
 #ifndef MOP_COORDINATOR_H
 #define MOP_COORDINATOR_H
@@ -73,6 +74,8 @@ extern const char *coord_final_status(char **error);
 extern void coord_record_decision(const char *action, const char *why, int32 trial,
 								  const mop_decision *d, int32 to_resource,
 								  int32 parent, Jsonb *hyperparameters);
+extern void coord_record_exploit(int32 trial, const mop_decision *d, int32 parent,
+								 int32 parent_epochs, int32 parent_subepochs, Jsonb *config);
 extern void coord_record_report(int32 trial, int32 resource, double score, const char *reason);
 extern void coord_set_status(int32 trial, const char *status, const char *error);
 
@@ -98,5 +101,7 @@ extern void coord_stop_model(mop_sched *s, int32 i, const mop_decision *d);
 
 /* coord_pbt.c */
 extern mop_driver *coord_pbt_driver_new(void);
+extern void coord_pbt_replay_load(mop_sched *s);
+extern void coord_pbt_replay_exploits(mop_sched *s);
 
 #endif							/* MOP_COORDINATOR_H */

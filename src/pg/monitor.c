@@ -239,7 +239,7 @@ slot_state_name(const MopSlot *s)
 /*
  * mop_progress_v2's row: a busy worker's task, its row counts once known,
  * and when it last made progress.  (A catalog that declares fewer columns,
- * as the upgrade script does before its section 13, gets the leading ones.)
+ * as the upgrade script does before its section 14, gets the leading ones.)
  */
 static void
 progress_v2_row(ReturnSetInfo *rsinfo, int64 run_id, MopRunShared *run, int w,

@@ -106,7 +106,7 @@ typedef enum MopCheckpoint
 } MopCheckpoint;
 
 extern MopDataset *mop_dataset_of_model(int64 model_id, MopCheckpoint which, bytea **state);
-extern bool mop_catalog_has_best_state(void);
+extern bool mop_catalog_is_02(void);
 
 /* predict.c */
 extern MopCheckpoint mop_checkpoint_arg(FunctionCallInfo fcinfo, int argno);

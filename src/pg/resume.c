@@ -148,7 +148,9 @@ mop_resume_body(PG_FUNCTION_ARGS)
 /*
  * mop_replay(run_id bigint, workers int, wait bool): train the configurations
  * of a finished run again, each model visiting the partitions in exactly the
- * order recorded in mop.hops; the new models are bit-identical to the old.
+ * order recorded in mop.hops (a PBT member from its starting configuration,
+ * making its recorded exploits again where they were made:
+ * coord_pbt_replay_exploits); the new models are bit-identical to the old.
  */
 static Datum
 mop_replay_body(PG_FUNCTION_ARGS)
@@ -174,7 +176,35 @@ mop_replay_body(PG_FUNCTION_ARGS)
 				 errmsg("run %lld is %s; only a finished run can be replayed", (long long) run_id, status),
 				 errhint("Finish it first with mop_resume(%lld).", (long long) run_id)));
 	SPI_connect();
-	if (SPI_execute_with_args("SELECT m.config, r.epochs, r.space FROM mop.models m "
+	/*
+	 * A PBT run's exploits are made again from the points where they were
+	 * made: an asynchronous run's parent may have been between two epochs,
+	 * and a run recorded without that point cannot be followed.
+	 */
+	if (SPI_execute_with_args(mop_catalog_is_02() ?
+							  "SELECT 1 FROM mop.decisions d JOIN mop.runs r ON r.id OPERATOR(pg_catalog.=) d.run_id "
+							  "WHERE d.run_id OPERATOR(pg_catalog.=) $1 AND d.action OPERATOR(pg_catalog.=) 'exploit' "
+							  "AND d.parent_subepochs IS NULL "
+							  "AND NOT COALESCE((r.options OPERATOR(pg_catalog.->>) 'deterministic')::boolean, false) "
+							  "LIMIT 1" :
+							  /* a 0.1 catalog records no parent_subepochs */
+							  "SELECT 1 FROM mop.decisions d JOIN mop.runs r ON r.id OPERATOR(pg_catalog.=) d.run_id "
+							  "WHERE d.run_id OPERATOR(pg_catalog.=) $1 AND d.action OPERATOR(pg_catalog.=) 'exploit' "
+							  "AND NOT COALESCE((r.options OPERATOR(pg_catalog.->>) 'deterministic')::boolean, false) "
+							  "LIMIT 1",
+							  1, &t, &v, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the decisions of run %lld", (long long) run_id);
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("run %lld cannot be replayed bit for bit", (long long) run_id),
+				 errdetail("Its PBT exploits were recorded without the sub-epochs of the parent checkpoints they copied (mop.decisions.parent_subepochs)."),
+				 errhint("PBT runs with deterministic => true, and runs that recorded parent_subepochs, can be replayed.")));
+	/* each model from its starting configuration (a PBT member's 'new' decision) */
+	if (SPI_execute_with_args("SELECT COALESCE((SELECT d.hyperparameters FROM mop.decisions d "
+							  " WHERE d.model_id OPERATOR(pg_catalog.=) m.id AND d.action OPERATOR(pg_catalog.=) 'new' "
+							  " AND d.hyperparameters IS NOT NULL ORDER BY d.id LIMIT 1), m.config), "
+							  "r.epochs, r.space FROM mop.models m "
 							  "JOIN mop.runs r ON r.id OPERATOR(pg_catalog.=) m.run_id "
 							  "WHERE m.run_id OPERATOR(pg_catalog.=) $1 ORDER BY m.id",
 							  1, &t, &v, NULL, false, 0) != SPI_OK_SELECT)

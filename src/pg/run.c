@@ -404,7 +404,7 @@ return_results(FunctionCallInfo fcinfo, int64 run_id)
 	InitMaterializedSRF(fcinfo, 0);
 	SPI_connect();
 	/* read-write mode: a fresh snapshot that sees what the workers committed */
-	if (SPI_execute_with_args(mop_catalog_has_best_state() ? RESULT_SQL : RESULT_SQL_01,
+	if (SPI_execute_with_args(mop_catalog_is_02() ? RESULT_SQL : RESULT_SQL_01,
 							  1, &t, &v, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the results of run %lld", (long long) run_id);
 	old = MemoryContextSwitchTo(rsinfo->econtext->ecxt_per_query_memory);

@@ -441,7 +441,7 @@ end_epoch(const MopSubepochTask *task, bytea *state, const Validated *val,
 	v[11] = PointerGetDatum(state);
 	if (carry)
 		n[11] = 'n';
-	if (mop_catalog_has_best_state())
+	if (mop_catalog_is_02())
 		exec_sql(EPOCH_SQL(EPOCH_SQL_BEST_STATE), 12, t, v, n, SPI_OK_UPDATE_RETURNING);
 	else
 		exec_sql(EPOCH_SQL(""), 12, t, v, n, SPI_OK_UPDATE_RETURNING);
@@ -475,7 +475,7 @@ carry_save_best(const MopSubepochTask *task, int32 saved_epoch)
 	Datum		v[2] = {Int64GetDatum(task->model_id), PointerGetDatum(carry->best)};
 	char		n[2] = {' ', carry->best_epoch == saved_epoch ? 'n' : ' '};
 
-	if (carry->best == NULL || !mop_catalog_has_best_state())
+	if (carry->best == NULL || !mop_catalog_is_02())
 		return;
 	exec_sql("UPDATE mop.models SET best_state = $2 WHERE id OPERATOR(pg_catalog.=) $1",
 			 2, t, v, n, SPI_OK_UPDATE);

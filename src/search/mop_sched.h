@@ -91,6 +91,18 @@ void		mop_sched_stop(mop_sched *s, int32_t model);
 int			mop_sched_set_sequence(mop_sched *s, int32_t model, const int32_t *seq,
 								   int32_t len);
 
+/*
+ * Hold a model once it has trained `subepochs` sub-epochs in all (epochs
+ * times partitions, plus the partitions of its unfinished epoch): it gets
+ * no further task, and counts as having no work left, until the hold is
+ * moved or released (-1) -- replaying a PBT exploit at the point where it
+ * was made.
+ */
+void		mop_sched_hold(mop_sched *s, int32_t model, int64_t subepochs);
+
+/* Sub-epochs a model has trained in all. */
+int64_t		mop_sched_position(const mop_sched *s, int32_t model);
+
 /* Set a model's priority (MOP_PICK_PRIORITY). */
 void		mop_sched_set_priority(mop_sched *s, int32_t model, double priority);
 

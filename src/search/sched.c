@@ -31,6 +31,7 @@ typedef struct model_state
 	uint8_t    *visited;		/* [P] */
 	int32_t    *seq;			/* fixed visiting sequence (replay), or NULL */
 	int32_t		seq_len;
+	int64_t		hold;			/* trains no sub-epoch past this many (-1: no hold) */
 } model_state;
 
 struct mop_sched
@@ -135,6 +136,7 @@ mop_sched_add_model(mop_sched *s, int32_t epochs)
 	if (!ms->visited)
 		return -1;
 	ms->target = epochs;
+	ms->hold = -1;
 	return s->n++;
 }
 
@@ -156,6 +158,23 @@ mop_sched_stop(mop_sched *s, int32_t model)
 {
 	if (model >= 0 && model < s->n)
 		s->m[model].stopped = 1;
+}
+
+/* Hold a model after `subepochs` sub-epochs in all (-1: release it). */
+void
+mop_sched_hold(mop_sched *s, int32_t model, int64_t subepochs)
+{
+	if (model >= 0 && model < s->n)
+		s->m[model].hold = subepochs < 0 ? -1 : subepochs;
+}
+
+/* Sub-epochs a model has trained in all. */
+int64_t
+mop_sched_position(const mop_sched *s, int32_t model)
+{
+	if (model < 0 || model >= s->n)
+		return 0;
+	return (int64_t) s->m[model].done * s->P + s->m[model].n_visited;
 }
 
 /* Fix a model's visiting sequence; returns 0, or -1 on bad input. */
@@ -265,6 +284,13 @@ remaining(const mop_sched *s, const model_state *ms)
 	if (ms->seq)
 	{
 		int64_t		left = ms->seq_len - ((int64_t) ms->done * s->P + ms->n_visited);
+
+		if (left < r)
+			r = left > 0 ? left : 0;
+	}
+	if (ms->hold >= 0)
+	{
+		int64_t		left = ms->hold - ((int64_t) ms->done * s->P + ms->n_visited);
 
 		if (left < r)
 			r = left > 0 ? left : 0;

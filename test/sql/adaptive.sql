@@ -136,6 +136,38 @@ SELECT bool_and(s.n >= 1 AND s.last_by = m.id AND s.configs_known AND s.epochs >
                         FROM mop_pbt_schedule(m.id)) s
  WHERE m.run_id = :pbt_run;
 
+-- replay: every member follows its recorded sub-epochs, starts from its
+-- starting configuration and, at each recorded exploit, takes its parent's
+-- checkpoint as it was then: the replayed population is bit-identical --
+-- latest and best checkpoints, configurations, every epoch's validation
+-- metric -- and repeats the lineage
+CREATE FUNCTION pg_temp.same_replay(a bigint, b bigint) RETURNS text LANGUAGE sql AS $$
+  SELECT count(*) || ' models, ' ||
+         CASE WHEN bool_and(md5(x.state) = md5(y.state)) THEN 'same states' ELSE 'different states' END || ', ' ||
+         CASE WHEN bool_and(md5(x.best_state) IS NOT DISTINCT FROM md5(y.best_state)
+                            AND x.best_epoch = y.best_epoch) THEN 'same best states' ELSE 'different best states' END || ', ' ||
+         CASE WHEN bool_and(x.config = y.config AND x.status = y.status AND x.epochs_done = y.epochs_done)
+              THEN 'same configs' ELSE 'different configs' END || ', ' ||
+         CASE WHEN bool_and((SELECT array_agg(e.valid_metric ORDER BY e.epoch) FROM mop.epochs e WHERE e.model_id = x.id)
+                            = (SELECT array_agg(e.valid_metric ORDER BY e.epoch) FROM mop.epochs e WHERE e.model_id = y.id))
+              THEN 'same metrics' ELSE 'different metrics' END || ', ' ||
+         CASE WHEN (SELECT array_agg(ARRAY[m.rn, p.rn] ORDER BY d.id) FROM mop.decisions d
+                      JOIN (SELECT id, row_number() OVER (ORDER BY id) rn FROM mop.models WHERE run_id = a) m ON m.id = d.model_id
+                      JOIN (SELECT id, row_number() OVER (ORDER BY id) rn FROM mop.models WHERE run_id = a) p ON p.id = d.parent_model_id
+                     WHERE d.run_id = a AND d.action = 'exploit')
+                 IS NOT DISTINCT FROM
+                   (SELECT array_agg(ARRAY[m.rn, p.rn] ORDER BY d.id) FROM mop.decisions d
+                      JOIN (SELECT id, row_number() OVER (ORDER BY id) rn FROM mop.models WHERE run_id = b) m ON m.id = d.model_id
+                      JOIN (SELECT id, row_number() OVER (ORDER BY id) rn FROM mop.models WHERE run_id = b) p ON p.id = d.parent_model_id
+                     WHERE d.run_id = b AND d.action = 'exploit')
+              THEN 'same lineage' ELSE 'different lineage' END
+    FROM (SELECT row_number() OVER (ORDER BY id) AS rn, * FROM mop.models WHERE run_id = a) x
+    FULL JOIN (SELECT row_number() OVER (ORDER BY id) AS rn, * FROM mop.models WHERE run_id = b) y USING (rn)
+$$;
+SELECT DISTINCT run_id AS pbt_replay FROM mop_replay(:pbt_run, workers => 2) \gset
+SELECT (SELECT count(*) FROM mop.decisions WHERE run_id = :pbt_run AND action = 'exploit') > 0 AS exploited,
+       pg_temp.same_replay(:pbt_run, :pbt_replay) AS pbt_replay;
+
 -- TPE: random startup proposals, then proposals from the completed results,
 -- at most one trial in flight per worker
 CREATE TEMP TABLE tpe AS
@@ -272,6 +304,9 @@ SELECT (SELECT string_agg(DISTINCT from_resource::text, ',') FROM mop.decisions
           JOIN (SELECT id, row_number() OVER (ORDER BY id) rn FROM mop.models WHERE run_id = :pbt_d2) m ON m.id = d.model_id
           JOIN (SELECT id, row_number() OVER (ORDER BY id) rn FROM mop.models WHERE run_id = :pbt_d2) p ON p.id = d.parent_model_id
          WHERE d.run_id = :pbt_d2 AND d.action = 'exploit') AS same_lineage;
+-- and a deterministic run replays bit for bit as well
+SELECT DISTINCT run_id AS pbt_d3 FROM mop_replay(:pbt_d1) \gset
+SELECT pg_temp.same_replay(:pbt_d1, :pbt_d3) AS pbt_deterministic_replay;
 
 -- errors
 SELECT err($$SELECT * FROM mop_hyperband_plan(0, 3)$$);

@@ -299,6 +299,30 @@ TEST(sched_replays_a_sequence)
 	mop_sched_free(s);
 }
 
+TEST(sched_hold_stops_a_model_mid_epoch)
+{
+	mop_sched  *s = mop_sched_new(1, 3, 1, 0, MOP_PICK_RANDOM);
+	mop_task	t;
+	int			n = 0;
+
+	mop_sched_add_model(s, 2);
+	mop_sched_hold(s, 0, 4);	/* one epoch and one partition of the next */
+	while (mop_sched_next(s, 0, &t) == MOP_ASSIGNED)
+	{
+		mop_sched_complete(s, &t, 1.0);
+		n++;
+	}
+	CHECK(n == 4 && mop_sched_position(s, 0) == 4);
+	CHECK(mop_sched_epochs_done(s, 0) == 1 && mop_sched_visited(s, 0) == 1);
+	CHECK(mop_sched_remaining(s, 0) == 0 && mop_sched_finished(s));
+	mop_sched_hold(s, 0, -1);	/* released: the rest of its budget */
+	CHECK(mop_sched_remaining(s, 0) == 2);
+	while (mop_sched_next(s, 0, &t) == MOP_ASSIGNED)
+		mop_sched_complete(s, &t, 1.0);
+	CHECK(mop_sched_position(s, 0) == 6 && mop_sched_finished(s));
+	mop_sched_free(s);
+}
+
 TEST(sched_active_counts_models_with_work)
 {
 	mop_sched  *s = mop_sched_new(1, 1, 1, 0, MOP_PICK_RANDOM);
