@@ -615,11 +615,16 @@ DECLARE
 	bottom_m constant int := 48;
 	pw constant int := w_total - left_m - right_m;
 	h constant int := top_m + ph + bottom_m;
+	-- the size stays bounded: at most max_lines curves (the best-ranked
+	-- models) and a dot per epoch only up to max_points epochs
+	max_lines constant int := 300;
+	max_points constant int := 3000;
 	xlo float8;
 	xhi float8;
 	ylo float8;
 	yhi float8;
 	n_models int;
+	n_points bigint;
 	best bigint;
 	metric text;
 	title text;
@@ -646,8 +651,8 @@ BEGIN
 			USING ERRCODE = 'undefined_object', HINT = 'Runs you may see are listed in mop.runs.';
 	END IF;
 
-	SELECT min(px), max(px), min(py), max(py), count(DISTINCT model_id)
-	  INTO xlo, xhi, ylo, yhi, n_models FROM mop.plot_points(mop_plot_curves.run_id, y, x);
+	SELECT min(px), max(px), min(py), max(py), count(DISTINCT model_id), count(*)
+	  INTO xlo, xhi, ylo, yhi, n_models, n_points FROM mop.plot_points(mop_plot_curves.run_id, y, x);
 	IF x OPERATOR(pg_catalog.=) 'epoch' THEN
 		xlo := least(coalesce(xlo, 1), 1);
 	ELSE
@@ -668,6 +673,9 @@ BEGIN
 	                       WHEN 'valid_loss' THEN 'validation loss' WHEN 'train_loss' THEN 'training loss'
 	                       ELSE 'training ' || coalesce(metric, 'metric') END,
 	                x, coalesce(n_models, 0), CASE WHEN best IS NULL THEN '' ELSE format(' (best: model %s)', best) END);
+	IF n_models OPERATOR(pg_catalog.>) max_lines THEN
+		title := title || format(', the best %s drawn', max_lines);
+	END IF;
 
 	SELECT xmlagg(xmlelement(name polyline,
 	         xmlattributes('curve' AS class, 'none' AS fill, mop.plot_colour(c) AS stroke,
@@ -679,14 +687,20 @@ BEGIN
 	  FROM (SELECT model_id, c,
 	               string_agg(format('%s,%s', round((left_m + pw * (px - xlo) / (xhi - xlo))::numeric, 2),
 	                                 round((top_m + ph - ph * (py - ylo) / (yhi - ylo))::numeric, 2)), ' ' ORDER BY px) AS pts
-	          FROM mop.plot_points(mop_plot_curves.run_id, y, x) GROUP BY model_id, c) s;
+	          FROM mop.plot_points(mop_plot_curves.run_id, y, x) p
+	         WHERE n_models OPERATOR(pg_catalog.<=) max_lines
+	            OR p.model_id IN (SELECT l.model_id FROM mop.leaderboard l
+	                               WHERE l.run_id OPERATOR(pg_catalog.=) mop_plot_curves.run_id
+	                                 AND l.rank OPERATOR(pg_catalog.<=) max_lines)
+	         GROUP BY model_id, c) s;
 
 	SELECT xmlagg(xmlelement(name circle,
 	         xmlattributes('point' AS class, round((left_m + pw * (px - xlo) / (xhi - xlo))::numeric, 2) AS cx,
 	                       round((top_m + ph - ph * (py - ylo) / (yhi - ylo))::numeric, 2) AS cy, 2.5 AS r,
 	                       mop.plot_colour(c) AS fill),
 	         xmlelement(name title, format('model %s, epoch %s: %s', model_id, epoch, py))))
-	  INTO marks FROM mop.plot_points(mop_plot_curves.run_id, y, x);
+	  INTO marks FROM mop.plot_points(mop_plot_curves.run_id, y, x)
+	 WHERE n_points OPERATOR(pg_catalog.<=) max_points;
 
 	SELECT xmlagg(xmlconcat(
 	         xmlelement(name line, xmlattributes(round((left_m + pw * (t - xlo) / (xhi - xlo))::numeric, 2) AS x1,
@@ -731,7 +745,9 @@ BEGIN
 	                    '#888888' AS stroke)),
 	         lines, marks, legend,
 	         xmlelement(name text, xmlattributes(left_m + pw / 2 AS x, h - 10 AS y, 'middle' AS "text-anchor"),
-	                    CASE x WHEN 'epoch' THEN 'epoch' ELSE 'seconds of training' END))::text;
+	                    CASE x WHEN 'epoch' THEN 'epoch' ELSE 'seconds of training' END
+	                    || CASE WHEN n_points OPERATOR(pg_catalog.>) max_points
+	                            THEN format(' (%s epochs: no dot per epoch)', n_points) ELSE '' END))::text;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.mop_plot_curves(bigint, text, text)

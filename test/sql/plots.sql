@@ -73,3 +73,25 @@ SELECT mop_plot_gantt(:r) IS NOT NULL AS gantt, mop_plot_curves(:r) IS NOT NULL 
        mop_plot_parallel(:r)::xml::text = (SELECT parallel::text FROM more) AS parallel_same,
        mop_report(:r) LIKE '<!DOCTYPE html>%' AS report;
 COMMIT;
+-- a run of 1,000 models of 20 epochs (made by hand): the curves stay
+-- bounded, the best 300 drawn and no dot per epoch; the others draw
+-- every trial
+INSERT INTO mop.runs (kind, dataset_id, space, epochs, workers, seed, status, owner, options, started_at, finished_at)
+SELECT kind, dataset_id, space, 20, workers, seed, 'done', owner, options, started_at, finished_at
+  FROM mop.runs WHERE id = :r RETURNING id AS big \gset
+INSERT INTO mop.models (run_id, dataset_id, config, status, epochs_done, metric, higher_is_better,
+                        best_valid_metric, best_valid_loss, best_epoch)
+SELECT :big, m.dataset_id, jsonb_build_object('learning_rate', i * 1e-4, 'batch_size', 16 << (i % 4)), 'done', 20,
+       m.metric, true, 0.5 + 0.4 * sin(i)::numeric(8, 6), 1, 20
+  FROM generate_series(1, 1000) i, (SELECT * FROM mop.models WHERE run_id = :r LIMIT 1) m;
+INSERT INTO mop.epochs (model_id, epoch, train_loss, train_metric, valid_loss, valid_metric, train_rows, valid_rows, seconds)
+SELECT m.id, e, 1.0 / e, 0.5, 1.0 / e, m.best_valid_metric * e / 20, 100, 10, 0.1
+  FROM mop.models m, generate_series(1, 20) e WHERE m.run_id = :big;
+SELECT octet_length(c) < 1000000 AS curves_bounded,
+       (xpath('count(//s:polyline[@class="curve"])', c::xml, ns))[1]::text AS curves,
+       (xpath('count(//s:circle)', c::xml, ns))[1]::text AS dots,
+       c LIKE '%1000 models (best: model%), the best 300 drawn%' AS says_so,
+       c LIKE '%(20000 epochs: no dot per epoch)%' AS says_no_dots,
+       (xpath('count(//s:circle[@class="trial"])', mop_plot_history(:big)::xml, ns))[1]::text AS history_trials,
+       (xpath('count(//s:polyline[@class="trial"])', mop_plot_parallel(:big)::xml, ns))[1]::text AS parallel_lines
+  FROM (SELECT mop_plot_curves(:big) AS c, ARRAY[ARRAY['s', 'http://www.w3.org/2000/svg']] AS ns) x;
