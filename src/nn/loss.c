@@ -30,6 +30,7 @@ argmax(const float *z, int n)
  * the gradient of the mean batch loss.  Returns -1, or the first row whose
  * label is invalid (nothing is added then).
  */
+/* Long because it is one switch over the losses, each with its label check, loss, metric and gradient in one pass over a row. */
 int64_t
 nn_loss_eval(const nn_spec *spec, int out_dim, const float *z, const float *y,
 			 int nb, float *dz, double *loss_sum, double *metric_sum)

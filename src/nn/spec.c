@@ -296,6 +296,7 @@ plan_window(const nn_layer_spec *ls, int i, const char *nm, const char *size_wor
 }
 
 /* Compile one user layer into plan entries; *h,*w,*c is the running shape. */
+/* Long because it is one switch over the layer types, each case a few checks and the shapes it produces. */
 static nn_status
 plan_layer(const nn_spec *spec, int i, nn_plan *p, int *h, int *w, int *c,
 		   nn_error *err)

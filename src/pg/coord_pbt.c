@@ -410,27 +410,17 @@ coord_pbt_replay_load(mop_sched *s)
 	v[1] = Int64GetDatum(coord.run->run_id);
 	coord_begin_tx();
 	/* (a 0.1 catalog has no parent_subepochs: only deterministic runs replay there) */
-	coord_exec_sql(mop_catalog_is_02() ?
-				   "WITH m AS (SELECT id, pg_catalog.row_number() OVER (ORDER BY id) OPERATOR(pg_catalog.-) 1 AS idx "
-				   "FROM mop.models WHERE run_id OPERATOR(pg_catalog.=) $1) "
-				   "SELECT m.idx, pm.idx, d.from_resource, d.to_resource, d.parent_subepochs, "
-				   "d.hyperparameters, d.reason, d.rank, d.rung_size, d.score, d.cutoff, "
-				   "COALESCE((r.options OPERATOR(pg_catalog.->>) 'deterministic')::boolean, false) "
-				   "FROM mop.decisions d JOIN m ON m.id OPERATOR(pg_catalog.=) d.model_id "
-				   "JOIN m pm ON pm.id OPERATOR(pg_catalog.=) d.parent_model_id "
-				   "JOIN mop.runs r ON r.id OPERATOR(pg_catalog.=) d.run_id "
-				   "WHERE d.run_id OPERATOR(pg_catalog.=) $1 "
-				   "AND d.action OPERATOR(pg_catalog.=) 'exploit' ORDER BY d.id" :
-				   "WITH m AS (SELECT id, pg_catalog.row_number() OVER (ORDER BY id) OPERATOR(pg_catalog.-) 1 AS idx "
-				   "FROM mop.models WHERE run_id OPERATOR(pg_catalog.=) $1) "
-				   "SELECT m.idx, pm.idx, d.from_resource, d.to_resource, NULL::int, "
-				   "d.hyperparameters, d.reason, d.rank, d.rung_size, d.score, d.cutoff, "
-				   "COALESCE((r.options OPERATOR(pg_catalog.->>) 'deterministic')::boolean, false) "
-				   "FROM mop.decisions d JOIN m ON m.id OPERATOR(pg_catalog.=) d.model_id "
-				   "JOIN m pm ON pm.id OPERATOR(pg_catalog.=) d.parent_model_id "
-				   "JOIN mop.runs r ON r.id OPERATOR(pg_catalog.=) d.run_id "
-				   "WHERE d.run_id OPERATOR(pg_catalog.=) $1 "
-				   "AND d.action OPERATOR(pg_catalog.=) 'exploit' ORDER BY d.id",
+	coord_exec_sql(psprintf("WITH m AS (SELECT id, pg_catalog.row_number() OVER (ORDER BY id) OPERATOR(pg_catalog.-) 1 AS idx "
+							"FROM mop.models WHERE run_id OPERATOR(pg_catalog.=) $1) "
+							"SELECT m.idx, pm.idx, d.from_resource, d.to_resource, %s, "
+							"d.hyperparameters, d.reason, d.rank, d.rung_size, d.score, d.cutoff, "
+							"COALESCE((r.options OPERATOR(pg_catalog.->>) 'deterministic')::boolean, false) "
+							"FROM mop.decisions d JOIN m ON m.id OPERATOR(pg_catalog.=) d.model_id "
+							"JOIN m pm ON pm.id OPERATOR(pg_catalog.=) d.parent_model_id "
+							"JOIN mop.runs r ON r.id OPERATOR(pg_catalog.=) d.run_id "
+							"WHERE d.run_id OPERATOR(pg_catalog.=) $1 "
+							"AND d.action OPERATOR(pg_catalog.=) 'exploit' ORDER BY d.id",
+							mop_catalog_is_02() ? "d.parent_subepochs" : "NULL::int"),
 				   1, t, v, SPI_OK_SELECT);
 	replay_n = (int) SPI_processed;
 	replay_x = MemoryContextAllocZero(TopMemoryContext, sizeof(ReplayExploit) * Max(replay_n, 1));

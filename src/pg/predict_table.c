@@ -89,6 +89,7 @@ target_type_of(const MopDataset *ds)
 	return typ;
 }
 
+/* Long because one cursor loop reads, predicts and writes each batch inside a single SPI connection and memory context. */
 Datum
 mop_predict_table(PG_FUNCTION_ARGS)
 {

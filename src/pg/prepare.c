@@ -190,6 +190,7 @@ write_split(SPIPlanPtr plan, int64 dataset_id, const char *split,
  *             partitions int, validation float8, buffer_rows int,
  *             normalize bool, seed int, shape int[], target_kind text)
  */
+/* Long because its steps (checks, read, shuffle and split, statistics, catalog rows) share one memory context and most of its locals. */
 Datum
 mop_prepare(PG_FUNCTION_ARGS)
 {

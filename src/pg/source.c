@@ -80,6 +80,7 @@ column_attnum(MopSource *src, const char *name)
  * NULL = every numeric column except the target or, if there is none, the
  * only numeric array column).  Checks types, not data.
  */
+/* Long because it resolves the target, the default and the named feature columns in one pass over the relation's attributes. */
 void
 mop_source_open(MopSource *src, Oid relid, const char *target,
 				char **featcols, int nfeatcols)
@@ -342,6 +343,7 @@ rows_reserve(MopRows *rows, int64 *cap, int64 need)
  * not in the list is an error), regression as the value.  nfeatures is the
  * expected floats per row, or -1 to take it from the first row (arrays).
  */
+/* Long because one cursor loop decodes every kind of feature and target column and counts nulls and non-finite values as it goes. */
 void
 mop_source_read(MopSource *src, MopTargetKind kind, char **labels, int nlabels,
 				int nfeatures, MopRows *rows)
