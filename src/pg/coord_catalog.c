@@ -95,11 +95,11 @@ coord_insert_model(int64 run_id, int i, int32 target)
 	v[2] = JsonbPGetDatum(config);
 	t[3] = BYTEAOID;
 	v[3] = PointerGetDatum(mop_model_initial_state(config, coord.ds, &spec));
-	if (coord.run->warm_start_run_id)
+	if (coord.run->opts.warm_start)
 	{
 		/* warm start: the latest checkpoint of the same configuration */
 		Oid			wt[2] = {INT8OID, JSONBOID};
-		Datum		wv[2] = {Int64GetDatum(coord.run->warm_start_run_id), JsonbPGetDatum(config)};
+		Datum		wv[2] = {Int64GetDatum(coord.run->opts.warm_start), JsonbPGetDatum(config)};
 
 		coord_exec_sql("SELECT state FROM mop.models WHERE run_id OPERATOR(pg_catalog.=) $1 "
 				 "AND config OPERATOR(pg_catalog.=) $2 AND state IS NOT NULL "
@@ -137,7 +137,7 @@ coord_create_run(void)
 	Datum		v[8];
 	bool		isnull;
 	int64		run_id;
-	char		opts[512];
+	MopRunOptions opts = coord.run->opts;
 
 	coord_begin_tx();
 	{
@@ -157,35 +157,9 @@ coord_create_run(void)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("dataset \"%s\" was dropped before the run could start", dsname)));
 	coord.n_partitions = ds->partitions;
-	snprintf(opts, sizeof(opts),
-			 "{\"deterministic\": %s, \"scheduler\": \"%s\", \"device\": \"%s\"%s, \"blas_threads\": %d%s%s%s%s}",
-			 coord.run->deterministic ? "true" : "false",
-			 mop_pick_name(coord.run->pick),
-			 coord.run->gpu ? "gpu" : "cpu",
-			 coord.run->gpu ? psprintf(", \"gpu_memory_mb\": %d, \"gpu_tf32\": %s", coord.run->gpu_memory_mb,
-								 coord.run->gpu_tf32 ? "true" : "false") : "",
-			 coord.run->blas_threads,
-			 coord.run->replay_run_id ? ", \"replay_of\": " : "",
-			 coord.run->replay_run_id ? psprintf(INT64_FORMAT, coord.run->replay_run_id) : "",
-			 coord.run->algo == MOP_ALGO_HYPERBAND ?
-			 psprintf(", \"algorithm\": \"hyperband\", \"max_resource\": %d, \"eta\": %d",
-					  coord.run->max_resource, coord.run->eta) :
-			 coord.run->algo == MOP_ALGO_ASHA ?
-			 psprintf(", \"algorithm\": \"asha\", \"max_resource\": %d, \"eta\": %d, "
-					  "\"min_resource\": %d, \"max_trials\": %d",
-					  coord.run->max_resource, coord.run->eta, coord.run->min_resource, coord.run->n_configs) :
-			 coord.run->algo == MOP_ALGO_TPE ?
-			 psprintf(", \"algorithm\": \"tpe\", \"trials\": %d, \"n_startup\": %d, \"gamma\": %s%s",
-					  coord.run->n_configs, coord.run->tpe_startup, float8out_internal(coord.run->tpe_gamma),
-					  coord.run->deterministic ?
-					  psprintf(", \"batch\": %d", Min(coord.run->n_workers, coord.n_partitions)) : "") :
-			 coord.run->algo == MOP_ALGO_PBT ?
-			 psprintf(", \"algorithm\": \"pbt\", \"population\": %d, \"interval\": %d, "
-					  "\"quantile\": %s, \"resample\": %s", coord.run->n_configs, coord.run->pbt_interval,
-					  float8out_internal(coord.run->pbt_quantile), float8out_internal(coord.run->pbt_resample)) : "",
-			 psprintf("%s%s", coord.run->median_stop ? ", \"early_stopping\": \"median\"" : "",
-					  coord.run->warm_start_run_id ?
-					  psprintf(", \"warm_start\": " INT64_FORMAT, coord.run->warm_start_run_id) : ""));
+	/* deterministic TPE proposes a batch of trials per worker that can run */
+	if (opts.kind == MOP_KIND_TPE && opts.deterministic)
+		opts.tpe_batch = Min(coord.run->n_workers, coord.n_partitions);
 	t[0] = TEXTOID;
 	v[0] = CStringGetTextDatum(kind);
 	t[1] = INT8OID;
@@ -193,15 +167,15 @@ coord_create_run(void)
 	t[2] = JSONBOID;
 	v[2] = DirectFunctionCall1(jsonb_in, CStringGetDatum(space));
 	t[3] = INT4OID;
-	v[3] = Int32GetDatum(coord.run->epochs);
+	v[3] = Int32GetDatum(coord.run->opts.epochs);
 	t[4] = INT4OID;
 	v[4] = Int32GetDatum(coord.run->n_workers);
 	t[5] = INT4OID;
-	v[5] = Int32GetDatum(coord.run->seed);
+	v[5] = Int32GetDatum(coord.run->opts.seed);
 	t[6] = INT8OID;
 	v[6] = Int64GetDatum((int64) dsm_segment_handle(coord.seg));
 	t[7] = JSONBOID;
-	v[7] = DirectFunctionCall1(jsonb_in, CStringGetDatum(opts));
+	v[7] = JsonbPGetDatum(mop_run_options_jsonb(&opts));
 	coord_exec_sql("INSERT INTO mop.runs (kind, dataset_id, space, epochs, workers, seed, status, "
 			 "shm_handle, options) VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8) RETURNING id",
 			 8, t, v, SPI_OK_INSERT_RETURNING);
@@ -211,10 +185,10 @@ coord_create_run(void)
 	coord.models = MemoryContextAllocZero(TopMemoryContext,
 										  sizeof(CoordModel) * Max(coord.run->n_configs, 1));
 	coord.n_models = 0;
-	if (coord.run->algo == MOP_ALGO_FIXED || coord.run->algo == MOP_ALGO_PBT)
+	if (coord.run->opts.kind == MOP_KIND_FIXED || coord.run->opts.kind == MOP_KIND_PBT)
 		for (int i = 0; i < coord.run->n_configs; i++)
-			coord_insert_model(run_id, i, coord.run->epochs);
-	if (coord.run->algo == MOP_ALGO_PBT)
+			coord_insert_model(run_id, i, coord.run->opts.epochs);
+	if (coord.run->opts.kind == MOP_KIND_PBT)
 	{
 		/* a PBT member's starting configuration opens its lineage */
 		for (int i = 0; i < coord.n_models; i++)
@@ -438,7 +412,7 @@ coord_set_status(int32 trial, const char *status, const char *error)
 		rv[0] = v[0];
 		rv[1] = Int64GetDatum((int64) dsm_segment_handle(coord.seg));
 		/* a resumed run trains where the resuming session said: record it */
-		rv[2] = CStringGetTextDatum(coord.run->gpu ? "gpu" : "cpu");
+		rv[2] = CStringGetTextDatum(coord.run->opts.gpu ? "gpu" : "cpu");
 		coord_exec_sql("UPDATE mop.models SET status = 'training' WHERE run_id OPERATOR(pg_catalog.=) $1 "
 					   "AND status OPERATOR(pg_catalog.=) ANY ('{cancelled,interrupted}'::pg_catalog.text[])",
 					   1, rt, rv, SPI_OK_UPDATE);

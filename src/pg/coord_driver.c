@@ -40,26 +40,26 @@ coord_drivers_create(void)
 
 	if (coord.tpe_batch <= 0)
 		coord.tpe_batch = coord.n_workers;
-	switch ((MopAlgo) run->algo)
+	switch ((MopRunKind) run->opts.kind)
 	{
-		case MOP_ALGO_FIXED:
+		case MOP_KIND_FIXED:
 			break;
-		case MOP_ALGO_HYPERBAND:
-			if ((coord.driver = mop_hb_driver_new(run->max_resource, run->eta)) == NULL)
+		case MOP_KIND_HYPERBAND:
+			if ((coord.driver = mop_hb_driver_new(run->opts.max_resource, run->opts.eta)) == NULL)
 				elog(ERROR, "could not create the Hyperband driver (R %d, eta %d)",
-					 run->max_resource, run->eta);
+					 run->opts.max_resource, run->opts.eta);
 			break;
-		case MOP_ALGO_ASHA:
-			if ((coord.driver = mop_asha_driver_new(run->min_resource, run->max_resource,
-													run->eta, run->n_configs)) == NULL)
+		case MOP_KIND_ASHA:
+			if ((coord.driver = mop_asha_driver_new(run->opts.min_resource, run->opts.max_resource,
+													run->opts.eta, run->n_configs)) == NULL)
 				elog(ERROR, "could not create the ASHA driver (r_min %d, R %d, eta %d)",
-					 run->min_resource, run->max_resource, run->eta);
+					 run->opts.min_resource, run->opts.max_resource, run->opts.eta);
 			break;
-		case MOP_ALGO_PBT:
+		case MOP_KIND_PBT:
 			coord.space = run_space();
 			coord.driver = coord_pbt_driver_new();
 			break;
-		case MOP_ALGO_TPE:
+		case MOP_KIND_TPE:
 			{
 				mop_tpe_opts o;
 
@@ -67,11 +67,11 @@ coord_drivers_create(void)
 				coord.proposed = MemoryContextAllocZero(TopMemoryContext,
 														sizeof(Jsonb *) * Max(run->n_configs, 1));
 				mop_tpe_default_opts(&o);
-				o.n_startup = run->tpe_startup;
-				o.gamma = run->tpe_gamma;
+				o.n_startup = run->opts.tpe_startup;
+				o.gamma = run->opts.tpe_gamma;
 				if ((coord.driver = mop_tpe_driver_new(coord.space->params, coord.space->n_params,
-													   &o, (uint64) run->seed, run->n_configs,
-													   run->epochs, run->deterministic,
+													   &o, (uint64) run->opts.seed, run->n_configs,
+													   run->opts.epochs, run->opts.deterministic,
 													   coord.tpe_batch)) == NULL)
 					elog(ERROR, "could not create the TPE sampler");
 				break;
@@ -79,7 +79,7 @@ coord_drivers_create(void)
 	}
 	if (coord.driver)
 		coord.driver->n_workers = coord.n_workers;
-	if (run->median_stop)
+	if (run->opts.median_stop)
 		coord.rule = median_rule_new();
 }
 

@@ -245,7 +245,7 @@ replay_reports(PbtDriver *p, mop_sched *s)
 
 		if (strcmp(action[r], "report") != 0)
 			goto corrupt;
-		if (coord.run->deterministic)
+		if (coord.run->opts.deterministic)
 		{
 			/* a generation: its reports, then its exploits */
 			for (int32 m = 0; m < coord.n_models; m++)
@@ -292,7 +292,7 @@ replay_reports(PbtDriver *p, mop_sched *s)
 	}
 
 	/* deterministic: members that had reached the next barrier wait there again */
-	if (coord.run->deterministic)
+	if (coord.run->opts.deterministic)
 	{
 		coord_begin_tx();
 		for (int32 m = 0; m < coord.n_models; m++)
@@ -302,9 +302,9 @@ replay_reports(PbtDriver *p, mop_sched *s)
 			int32		done = mop_sched_epochs_done(s, m);
 
 			if (mop_sched_remaining(s, m) == 0 || done == gen_epochs ||
-				done % coord.run->pbt_interval != 0)
+				done % coord.run->opts.pbt_interval != 0)
 				continue;
-			if (done != gen_epochs + coord.run->pbt_interval)
+			if (done != gen_epochs + coord.run->opts.pbt_interval)
 				goto corrupt;
 			v[0] = Int64GetDatum(coord.models[m].id);
 			coord_exec_sql("SELECT e.valid_metric FROM mop.epochs e, mop.models m "
@@ -367,7 +367,7 @@ not_replayable(int e, const char *detail)
 	ereport(ERROR,
 			(errcode(ERRCODE_DATA_CORRUPTED),
 			 errmsg("the recorded exploits of run %lld do not replay",
-					(long long) coord.run->replay_run_id),
+					(long long) coord.run->opts.replay_of),
 			 errdetail_internal("Exploit %d of %d: %s.", e + 1, replay_n, detail),
 			 errhint("A replay follows the run's mop.hops and mop.decisions as the run recorded them.")));
 }
@@ -401,12 +401,13 @@ coord_pbt_replay_load(mop_sched *s)
 	Datum		v[2];
 	bool		isnull;
 	int			fired;
+	MopRunOptions recorded;
 
 	if (replay_x)
 		pfree(replay_x);
 	replay_x = NULL;
 	replay_n = replay_next = 0;
-	v[0] = Int64GetDatum(coord.run->replay_run_id);
+	v[0] = Int64GetDatum(coord.run->opts.replay_of);
 	v[1] = Int64GetDatum(coord.run->run_id);
 	coord_begin_tx();
 	/* (a 0.1 catalog has no parent_subepochs: only deterministic runs replay there) */
@@ -414,7 +415,7 @@ coord_pbt_replay_load(mop_sched *s)
 							"FROM mop.models WHERE run_id OPERATOR(pg_catalog.=) $1) "
 							"SELECT m.idx, pm.idx, d.from_resource, d.to_resource, %s, "
 							"d.hyperparameters, d.reason, d.rank, d.rung_size, d.score, d.cutoff, "
-							"COALESCE((r.options OPERATOR(pg_catalog.->>) 'deterministic')::boolean, false) "
+							"r.options "
 							"FROM mop.decisions d JOIN m ON m.id OPERATOR(pg_catalog.=) d.model_id "
 							"JOIN m pm ON pm.id OPERATOR(pg_catalog.=) d.parent_model_id "
 							"JOIN mop.runs r ON r.id OPERATOR(pg_catalog.=) d.run_id "
@@ -424,6 +425,13 @@ coord_pbt_replay_load(mop_sched *s)
 				   1, t, v, SPI_OK_SELECT);
 	replay_n = (int) SPI_processed;
 	replay_x = MemoryContextAllocZero(TopMemoryContext, sizeof(ReplayExploit) * Max(replay_n, 1));
+	if (replay_n > 0)
+	{
+		/* the options of the run being replayed (every row has its run's) */
+		Datum		o = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 12, &isnull);
+
+		mop_run_options_parse(isnull ? NULL : DatumGetJsonbP(o), &recorded);
+	}
 	for (int e = 0; e < replay_n; e++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[e];
@@ -442,7 +450,7 @@ coord_pbt_replay_load(mop_sched *s)
 		d = SPI_getbinval(tup, td, 5, &isnull);
 		if (!isnull)
 			x->parent_at = DatumGetInt32(d);
-		else if (DatumGetBool(SPI_getbinval(tup, td, 12, &isnull)))
+		else if (recorded.deterministic)
 		{
 			/* recorded without it: a deterministic run's parents wait at the barrier */
 			d = SPI_getbinval(tup, td, 4, &isnull);
@@ -543,9 +551,9 @@ pbt_epoch_done(mop_driver *d, mop_sched *s, int32_t trial, int32_t epochs, doubl
 {
 	PbtDriver  *p = (PbtDriver *) d;
 
-	if (target_done || epochs % coord.run->pbt_interval != 0)
+	if (target_done || epochs % coord.run->opts.pbt_interval != 0)
 		return;
-	if (coord.run->deterministic)
+	if (coord.run->opts.deterministic)
 	{
 		/* wait at the generation barrier */
 		p->waiting[trial] = true;
@@ -561,7 +569,7 @@ pbt_epoch_done(mop_driver *d, mop_sched *s, int32_t trial, int32_t epochs, doubl
 static void
 pbt_task_failed(mop_driver *d, mop_sched *s, int32_t trial)
 {
-	if (coord.run->deterministic)
+	if (coord.run->opts.deterministic)
 		barrier((PbtDriver *) d, s);
 }
 
@@ -569,7 +577,7 @@ static void
 pbt_replay(mop_driver *d, mop_sched *s)
 {
 	replay_reports((PbtDriver *) d, s);
-	if (coord.run->deterministic)
+	if (coord.run->opts.deterministic)
 		barrier((PbtDriver *) d, s);
 }
 
@@ -592,12 +600,12 @@ mop_driver *
 coord_pbt_driver_new(void)
 {
 	MopRunShared *run = coord.run;
-	mop_pbt_opts o = {run->pbt_quantile, run->pbt_resample, 0.8, 1.2};
+	mop_pbt_opts o = {run->opts.pbt_quantile, run->opts.pbt_resample, 0.8, 1.2};
 	PbtDriver  *p = MemoryContextAllocZero(TopMemoryContext, sizeof(PbtDriver));
 
 	p->base.ops = &pbt_ops;
 	if ((p->pbt = mop_pbt_new(coord.space->params, coord.space->n_params, run->n_configs,
-							  &o, (uint64) run->seed)) == NULL)
+							  &o, (uint64) run->opts.seed)) == NULL)
 		elog(ERROR, "could not create the PBT population");
 	p->waiting = MemoryContextAllocZero(TopMemoryContext, sizeof(bool) * Max(run->n_configs, 1));
 	p->scores = MemoryContextAllocZero(TopMemoryContext, sizeof(double) * Max(run->n_configs, 1));

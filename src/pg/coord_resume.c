@@ -23,9 +23,8 @@
 #include "lockorder.h"
 
 /*
- * Load an existing run for resumption; fills the scheduler state later.
- * Long because it reads every setting the run was started with from its
- * row (mop.runs.options), one by one, under the run's row lock.
+ * Load an existing run for resumption (its options: mop_run_options_parse,
+ * under the run's row lock); fills the scheduler state later.
  */
 void
 coord_load_run(void)
@@ -40,17 +39,7 @@ coord_load_run(void)
 	v[0] = Int64GetDatum(coord.run->resume_run_id);
 	/* lock order (lockorder.h): the dataset's row before the run's */
 	(void) mop_lock_dataset_of_run(coord.run->resume_run_id);
-	coord_exec_sql("SELECT r.status, d.partitions, r.epochs, r.seed, "
-			 "COALESCE((r.options OPERATOR(pg_catalog.->>) 'deterministic')::boolean, false), "
-			 "COALESCE(r.options OPERATOR(pg_catalog.->>) 'scheduler', 'random'), "
-			 "COALESCE((r.options OPERATOR(pg_catalog.->>) 'replay_of')::bigint, 0), "
-			 "COALESCE(r.options OPERATOR(pg_catalog.->>) 'algorithm', ''), COALESCE((r.options OPERATOR(pg_catalog.->>) 'max_resource')::int, 0), "
-			 "COALESCE((r.options OPERATOR(pg_catalog.->>) 'eta')::int, 0), COALESCE((r.options OPERATOR(pg_catalog.->>) 'min_resource')::int, 1), "
-			 "COALESCE((r.options OPERATOR(pg_catalog.->>) 'n_startup')::int, 10), COALESCE((r.options OPERATOR(pg_catalog.->>) 'gamma')::float8, 0.1), "
-			 "COALESCE((r.options OPERATOR(pg_catalog.->>) 'interval')::int, 1), COALESCE((r.options OPERATOR(pg_catalog.->>) 'quantile')::float8, 0.25), "
-			 "COALESCE((r.options OPERATOR(pg_catalog.->>) 'resample')::float8, 0.25), "
-			 "COALESCE((r.options OPERATOR(pg_catalog.->>) 'batch')::int, 0) "
-			 ", r.shm_handle "
+	coord_exec_sql("SELECT r.status, d.partitions, r.epochs, r.seed, r.options, r.shm_handle "
 			 "FROM mop.runs r JOIN mop.datasets d ON d.id OPERATOR(pg_catalog.=) r.dataset_id "
 			 "WHERE r.id OPERATOR(pg_catalog.=) $1 FOR UPDATE OF r",
 			 1, t, v, SPI_OK_SELECT);
@@ -66,7 +55,7 @@ coord_load_run(void)
 		 * is not taken over -- two coordinators would train every model
 		 * twice.
 		 */
-		Datum		h = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 18, &isnull);
+		Datum		h = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 6, &isnull);
 
 		if (!isnull && strcmp(status, "running") == 0 &&
 			DatumGetInt64(h) != (int64) dsm_segment_handle(coord.seg) &&
@@ -81,45 +70,30 @@ coord_load_run(void)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("run %lld has already finished", (long long) coord.run->resume_run_id)));
 	coord.n_partitions = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	coord.run->epochs = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
-	coord.run->seed = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
-	coord.run->deterministic = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5, &isnull));
-	{
-		char	   *pick = TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
-															 SPI_tuptable->tupdesc, 6, &isnull));
-
-		int			p = mop_pick_parse(pick);
-
-		coord.run->pick = p >= 0 ? (mop_pick) p : MOP_PICK_RANDOM;
-	}
-	/* a resumed replay keeps following the recorded schedule */
-	coord.run->replay_run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 7, &isnull));
 	{
 		HeapTuple	tup = SPI_tuptable->vals[0];
 		TupleDesc	td = SPI_tuptable->tupdesc;
-		char	   *algo = TextDatumGetCString(SPI_getbinval(tup, td, 8, &isnull));
+		Datum		o = SPI_getbinval(tup, td, 5, &isnull);
+		MopRunOptions recorded;
 
-		coord.run->max_resource = DatumGetInt32(SPI_getbinval(tup, td, 9, &isnull));
-		coord.run->eta = DatumGetInt32(SPI_getbinval(tup, td, 10, &isnull));
-		coord.run->min_resource = DatumGetInt32(SPI_getbinval(tup, td, 11, &isnull));
-		coord.run->tpe_startup = DatumGetInt32(SPI_getbinval(tup, td, 12, &isnull));
-		coord.run->tpe_gamma = DatumGetFloat8(SPI_getbinval(tup, td, 13, &isnull));
-		coord.run->pbt_interval = DatumGetInt32(SPI_getbinval(tup, td, 14, &isnull));
-		coord.run->pbt_quantile = DatumGetFloat8(SPI_getbinval(tup, td, 15, &isnull));
-		coord.run->pbt_resample = DatumGetFloat8(SPI_getbinval(tup, td, 16, &isnull));
-		coord.tpe_batch = DatumGetInt32(SPI_getbinval(tup, td, 17, &isnull));
-		if (strcmp(algo, "hyperband") == 0)
-			coord.run->algo = MOP_ALGO_HYPERBAND;
-		else if (strcmp(algo, "asha") == 0)
-			coord.run->algo = MOP_ALGO_ASHA;
-		else if (strcmp(algo, "tpe") == 0)
-			coord.run->algo = MOP_ALGO_TPE;
-		else if (strcmp(algo, "pbt") == 0)
-			coord.run->algo = MOP_ALGO_PBT;
-		else if (algo[0] != '\0')
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("resuming a %s run is not supported", algo)));
+		/* what the run was started with; a key it lacks: its default */
+		mop_run_options_parse(isnull ? NULL : DatumGetJsonbP(o), &recorded);
+		recorded.epochs = DatumGetInt32(SPI_getbinval(tup, td, 3, &isnull));
+		recorded.seed = DatumGetInt32(SPI_getbinval(tup, td, 4, &isnull));
+		/* how it trains now is the resuming session's (run.c) */
+		recorded.gpu = coord.run->opts.gpu;
+		recorded.gpu_memory_mb = coord.run->opts.gpu_memory_mb;
+		recorded.gpu_tf32 = coord.run->opts.gpu_tf32;
+		recorded.blas_threads = coord.run->opts.blas_threads;
+		/*
+		 * A resumed run starts neither its median rule nor its warm start
+		 * again: the rule's history and the starting checkpoints belong to
+		 * the first start.
+		 */
+		recorded.median_stop = false;
+		recorded.warm_start = 0;
+		coord.run->opts = recorded;
+		coord.tpe_batch = recorded.tpe_batch;
 	}
 	coord_set_status(-1, "running", NULL);
 	{
@@ -128,13 +102,13 @@ coord_load_run(void)
 		coord.ds = mop_dataset_lookup(coord_payload_str(1), false);
 		MemoryContextSwitchTo(old);
 	}
-	if (coord.run->n_configs > 0 && coord.run->algo == MOP_ALGO_FIXED)
+	if (coord.run->n_configs > 0 && coord.run->opts.kind == MOP_KIND_FIXED)
 	{
 		/* configurations added to the run: new models, trained from scratch */
 		coord.models = MemoryContextAllocZero(TopMemoryContext,
 											  sizeof(CoordModel) * coord.run->n_configs);
 		for (int i = 0; i < coord.run->n_configs; i++)
-			coord_insert_model(coord.run->resume_run_id, i, coord.run->epochs);
+			coord_insert_model(coord.run->resume_run_id, i, coord.run->opts.epochs);
 		coord.n_models = 0;			/* restore_models reloads them all */
 	}
 	coord_commit_tx();
@@ -174,7 +148,7 @@ coord_restore_models(mop_sched *s)
 		int32		idx;
 
 		coord.models[i].id = DatumGetInt64(SPI_getbinval(tup, td, 1, &isnull));
-		coord.models[i].target = strcmp(status, "training") == 0 ? coord.run->epochs : done;
+		coord.models[i].target = strcmp(status, "training") == 0 ? coord.run->opts.epochs : done;
 		idx = coord_add_model(s, coord.models[i].target);
 		if (i == 0)
 			coord.run->higher_is_better = DatumGetBool(SPI_getbinval(tup, td, 4, &isnull));
@@ -208,7 +182,7 @@ coord_load_sequences(mop_sched *s)
 	bool		isnull;
 
 	coord_begin_tx();
-	v[0] = Int64GetDatum(coord.run->replay_run_id);
+	v[0] = Int64GetDatum(coord.run->opts.replay_of);
 	coord_exec_sql("SELECT (SELECT pg_catalog.array_agg(h.partition ORDER BY h.epoch, h.started_at, h.id) "
 			 "FROM mop.hops h WHERE h.model_id OPERATOR(pg_catalog.=) m.id) "
 			 "FROM mop.models m WHERE m.run_id OPERATOR(pg_catalog.=) $1 ORDER BY m.id",
@@ -217,7 +191,7 @@ coord_load_sequences(mop_sched *s)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("run %lld has %d models, its replay %d",
-						(long long) coord.run->replay_run_id, (int) SPI_processed, coord.n_models)));
+						(long long) coord.run->opts.replay_of, (int) SPI_processed, coord.n_models)));
 	for (int i = 0; i < coord.n_models; i++)
 	{
 		Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
@@ -234,7 +208,7 @@ coord_load_sequences(mop_sched *s)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("recorded schedule of run %lld does not fit its dataset",
-							(long long) coord.run->replay_run_id)));
+							(long long) coord.run->opts.replay_of)));
 	}
 	coord_commit_tx();
 }

@@ -76,7 +76,7 @@ coord_add_model(mop_sched *s, int32 epochs)
 {
 	int32		i = mop_sched_add_model(s, epochs);
 
-	if (i >= 0 && coord.run->pick == MOP_PICK_PRIORITY)
+	if (i >= 0 && coord.run->opts.scheduler == MOP_PICK_PRIORITY)
 		mop_sched_set_priority(s, i, mop_hermes_history_fresh(&coord.hermes));
 	return i;
 }
@@ -154,7 +154,7 @@ task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, doubl
 		 * more typical epoch; see src/search/mop_hermes.h for why the rate
 		 * alone is not used).
 		 */
-		if (coord.run->pick == MOP_PICK_PRIORITY &&
+		if (coord.run->opts.scheduler == MOP_PICK_PRIORITY &&
 			(mop_hermes_history_trained(&coord.hermes, t->model, seconds) != MOP_SEARCH_OK ||
 			 (epoch_done &&
 			  mop_hermes_history_evaluated(&coord.hermes, s, t->model, vl) != MOP_SEARCH_OK)))
@@ -263,7 +263,7 @@ assign(mop_sched *s, int w, Latch *latch)
 	if (mop_sched_next(s, w, &t) != MOP_ASSIGNED)
 		return false;
 	/* convergence-aware: a started model's minimum quantum (fresh_priority) */
-	if (coord.run->pick == MOP_PICK_PRIORITY && mop_hermes_history_evals(&coord.hermes, t.model) == 0)
+	if (coord.run->opts.scheduler == MOP_PICK_PRIORITY && mop_hermes_history_evals(&coord.hermes, t.model) == 0)
 		mop_sched_set_priority(s, t.model, MOP_HERMES_NEW_PRIORITY);
 	workers[w].busy = true;
 	workers[w].task = t;
@@ -333,7 +333,7 @@ schedule(mop_sched *s)
 		if (cancel)
 			return true;
 		/* a replayed PBT run: the exploits whose member and parent are at their point */
-		if (coord.run->replay_run_id)
+		if (coord.run->opts.replay_of)
 			coord_pbt_replay_exploits(s);
 		for (int w = 0; w < coord.n_workers; w++)
 		{
@@ -434,8 +434,8 @@ coordinator_detach(dsm_segment *seg, Datum arg)
 static mop_sched *
 new_sched(void)
 {
-	mop_sched  *s = mop_sched_new(coord.n_workers, coord.n_partitions, (uint64) coord.run->seed,
-								  coord.run->deterministic, (mop_pick) coord.run->pick);
+	mop_sched  *s = mop_sched_new(coord.n_workers, coord.n_partitions, (uint64) coord.run->opts.seed,
+								  coord.run->opts.deterministic, (mop_pick) coord.run->opts.scheduler);
 
 	if (s == NULL)
 		elog(ERROR, "could not create the scheduler (%d workers, %d partitions)",
@@ -462,7 +462,7 @@ fill_sched(mop_sched *s, bool replay)
 	else
 		for (int i = 0; i < coord.n_models; i++)
 			coord_add_model(s, coord.models[i].target);
-	if (coord.run->replay_run_id)
+	if (coord.run->opts.replay_of)
 	{
 		coord_load_sequences(s);
 		coord_pbt_replay_load(s);
@@ -568,7 +568,7 @@ mop_coordinator_main(Datum arg)
 	BackgroundWorkerInitializeConnectionByOid(coord.run->database, coord.run->user, 0);
 	mop_pin_search_path();
 	pgstat_report_appname("mop coordinator");
-	mop_blas_threads = coord.run->blas_threads;
+	mop_blas_threads = coord.run->opts.blas_threads;
 
 	SpinLockAcquire(&coord.run->mutex);
 	coord.run->coordinator_pid = MyProcPid;
@@ -590,7 +590,7 @@ mop_coordinator_main(Datum arg)
 		SpinLockAcquire(&coord.run->mutex);
 		coord.run->n_models = coord.n_models;
 		coord.run->hops_total = (coord.driver && coord.driver->budget > 0 ? coord.driver->budget :
-								 (int64) coord.run->n_configs * coord.run->epochs) * coord.n_partitions;
+								 (int64) coord.run->n_configs * coord.run->opts.epochs) * coord.n_partitions;
 		coord.run->hops_done = coord.resumed_hops;
 		coord.run->phase = MOP_PHASE_RUNNING;
 		coord.run->started_at = GetCurrentTimestamp();

@@ -38,31 +38,25 @@ refuse_live_run(int64 run_id, bool has_handle, int64 handle)
 }
 
 /*
- * An adaptive run's algorithm (*algo, NULL for grid and random runs) and
+ * An adaptive run's kind (*kind, NULL for grid, random and replay runs) and
  * search space (*space, NULL if none), and the configurations its driver
  * draws from, drawn again from the space and seed the run recorded; NIL when
- * it has no algorithm or no space.  The algorithm and space are allocated in
- * cxt.
+ * it has no driver or no space.  The space is allocated in cxt.
  */
 static List *
-adaptive_configs(int64 run_id, MemoryContext cxt, char **algo, Jsonb **space)
+adaptive_configs(int64 run_id, MemoryContext cxt, const char **kind, Jsonb **space)
 {
 	Oid			t = INT8OID;
 	Datum		v = Int64GetDatum(run_id);
 	bool		isnull;
-	int			R = 0,
-				eta = 0,
-				trials = 0,
-				seed = 0;
+	MopRunOptions o;
 	List	   *configs = NIL;
 
-	*algo = NULL;
+	*kind = NULL;
 	*space = NULL;
+	o = mop_run_option_defaults;
 	SPI_connect();
-	SPI_execute_with_args("SELECT options OPERATOR(pg_catalog.->>) 'algorithm', space, (options OPERATOR(pg_catalog.->>) 'max_resource')::int, "
-						  "(options OPERATOR(pg_catalog.->>) 'eta')::int, COALESCE((options OPERATOR(pg_catalog.->>) 'max_trials')::int, "
-						  "(options OPERATOR(pg_catalog.->>) 'trials')::int, (options OPERATOR(pg_catalog.->>) 'population')::int), seed "
-						  "FROM mop.runs WHERE id OPERATOR(pg_catalog.=) $1",
+	SPI_execute_with_args("SELECT options, space, seed FROM mop.runs WHERE id OPERATOR(pg_catalog.=) $1",
 						  1, &t, &v, NULL, false, 1);
 	if (SPI_processed == 1)
 	{
@@ -72,25 +66,22 @@ adaptive_configs(int64 run_id, MemoryContext cxt, char **algo, Jsonb **space)
 		Datum		d;
 
 		d = SPI_getbinval(tup, td, 1, &isnull);
-		*algo = isnull ? NULL : TextDatumGetCString(d);
+		mop_run_options_parse(isnull ? NULL : DatumGetJsonbP(d), &o);
 		d = SPI_getbinval(tup, td, 2, &isnull);
 		*space = isnull ? NULL : DatumGetJsonbPCopy(d);
 		d = SPI_getbinval(tup, td, 3, &isnull);
-		R = isnull ? 0 : DatumGetInt32(d);
-		d = SPI_getbinval(tup, td, 4, &isnull);
-		eta = isnull ? 0 : DatumGetInt32(d);
-		d = SPI_getbinval(tup, td, 5, &isnull);
-		trials = isnull ? 0 : DatumGetInt32(d);
-		d = SPI_getbinval(tup, td, 6, &isnull);
-		seed = isnull ? 0 : DatumGetInt32(d);
+		o.seed = isnull ? 0 : DatumGetInt32(d);
 		MemoryContextSwitchTo(old);
 	}
 	SPI_finish();
-	if (*algo && *space)
+	*kind = mop_run_kind_name(o.kind);
+	if (*kind && *space)
 	{
-		if (strcmp(*algo, "hyperband") == 0)
-			trials += mop_hyperband_trials(R, eta);
-		configs = mop_space_random(*space, trials, (uint64) seed);
+		int32		trials = o.trials;
+
+		if (o.kind == MOP_KIND_HYPERBAND)
+			trials += mop_hyperband_trials(o.max_resource, o.eta);
+		configs = mop_space_random(*space, trials, (uint64) o.seed);
 	}
 	return configs;
 }
@@ -102,8 +93,8 @@ mop_resume_body(PG_FUNCTION_ARGS)
 	int64		run_id = PG_GETARG_INT64(0);
 	bool		adding = PG_NARGS() > 3 && !PG_ARGISNULL(3);
 	char	   *status,
-			   *dataset,
-			   *algo;
+			   *dataset;
+	const char *kind;
 	int			partitions;
 	int64		handle;
 	bool		has_handle;
@@ -120,14 +111,14 @@ mop_resume_body(PG_FUNCTION_ARGS)
 				 errmsg("run %lld has already finished", (long long) run_id),
 				 errhint("Pass add => a search space to train more configurations in it.")));
 	/* adaptive runs: regenerate the configurations the driver draws from */
-	added = adaptive_configs(run_id, fcinfo->flinfo->fn_mcxt, &algo, &space);
-	if (algo && adding)
+	added = adaptive_configs(run_id, fcinfo->flinfo->fn_mcxt, &kind, &space);
+	if (kind && adding)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("configurations cannot be added to a %s run", algo),
+				 errmsg("configurations cannot be added to a %s run", kind),
 				 errhint("add => extends grid and random runs; a %s run decides its configurations itself.",
-						 algo)));
-	if (!(algo && space))
+						 kind)));
+	if (!(kind && space))
 	{
 		space = NULL;
 		if (adding)
@@ -167,6 +158,7 @@ mop_replay_body(PG_FUNCTION_ARGS)
 	Jsonb	   *space = NULL;
 	int			epochs = 0;
 	MemoryContext cxt = CurrentMemoryContext;
+	MopRunOptions recorded;
 	RunRequest	req;
 
 	mop_run_row(run_id, &status, &dataset, &partitions, &handle, &has_handle);
@@ -181,20 +173,28 @@ mop_replay_body(PG_FUNCTION_ARGS)
 	 * made: an asynchronous run's parent may have been between two epochs,
 	 * and a run recorded without that point cannot be followed.
 	 */
-	if (SPI_execute_with_args(mop_catalog_is_02() ?
-							  "SELECT 1 FROM mop.decisions d JOIN mop.runs r ON r.id OPERATOR(pg_catalog.=) d.run_id "
+	if (SPI_execute_with_args("SELECT options FROM mop.runs WHERE id OPERATOR(pg_catalog.=) $1",
+							  1, &t, &v, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read the options of run %lld", (long long) run_id);
+	{
+		bool		isnull;
+		Datum		o = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		mop_run_options_parse(isnull ? NULL : DatumGetJsonbP(o), &recorded);
+	}
+	/* a deterministic run's parents waited at the barrier: nothing to check */
+	if (!recorded.deterministic &&
+		SPI_execute_with_args(mop_catalog_is_02() ?
+							  "SELECT 1 FROM mop.decisions d "
 							  "WHERE d.run_id OPERATOR(pg_catalog.=) $1 AND d.action OPERATOR(pg_catalog.=) 'exploit' "
-							  "AND d.parent_subepochs IS NULL "
-							  "AND NOT COALESCE((r.options OPERATOR(pg_catalog.->>) 'deterministic')::boolean, false) "
-							  "LIMIT 1" :
+							  "AND d.parent_subepochs IS NULL LIMIT 1" :
 							  /* a 0.1 catalog records no parent_subepochs */
-							  "SELECT 1 FROM mop.decisions d JOIN mop.runs r ON r.id OPERATOR(pg_catalog.=) d.run_id "
+							  "SELECT 1 FROM mop.decisions d "
 							  "WHERE d.run_id OPERATOR(pg_catalog.=) $1 AND d.action OPERATOR(pg_catalog.=) 'exploit' "
-							  "AND NOT COALESCE((r.options OPERATOR(pg_catalog.->>) 'deterministic')::boolean, false) "
 							  "LIMIT 1",
 							  1, &t, &v, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the decisions of run %lld", (long long) run_id);
-	if (SPI_processed > 0)
+	if (!recorded.deterministic && SPI_processed > 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("run %lld cannot be replayed bit for bit", (long long) run_id),
@@ -233,7 +233,7 @@ mop_replay_body(PG_FUNCTION_ARGS)
 				 errmsg("run %lld has no models to replay", (long long) run_id)));
 	mop_request_init(&req, fcinfo, "replay", dataset, space, configs,
 					 Max(epochs, 1), partitions, 1, 2);
-	req.replay_run_id = run_id;
+	req.opts.replay_of = run_id;
 	return mop_run_search(fcinfo, &req);
 }
 

@@ -31,6 +31,8 @@
 #include "storage/latch.h"
 #include "storage/spin.h"
 
+#include "run_options.h"
+
 #define MOP_RUN_MAGIC 0x4D4F5052	/* "MOPR" */
 #define MOP_MAX_WORKERS 64
 
@@ -40,15 +42,6 @@ typedef enum MopRunPhase
 	MOP_PHASE_RUNNING,			/* run row committed, training */
 	MOP_PHASE_DONE,				/* finished: see status */
 } MopRunPhase;
-
-typedef enum MopAlgo
-{
-	MOP_ALGO_FIXED = 0,			/* grid, random, replay: every model trains all epochs */
-	MOP_ALGO_HYPERBAND = 1,		/* a driver decides what trains next: Hyperband */
-	MOP_ALGO_ASHA = 2,			/* ... asynchronous successive halving */
-	MOP_ALGO_PBT = 3,			/* population based training (all members from the start) */
-	MOP_ALGO_TPE = 4			/* TPE proposes each new configuration from the results so far */
-} MopAlgo;
 
 typedef enum MopSlotState
 {
@@ -112,29 +105,10 @@ typedef struct MopRunShared
 	/* request */
 	int64		run_id;			/* 0 until the coordinator has created it */
 	int64		resume_run_id;	/* non-zero: resume this run */
-	int64		replay_run_id;	/* non-zero: replay this run's recorded schedule */
 	int32		n_workers;		/* requested (capped) */
-	int32		epochs;
-	int32		seed;
-	bool		deterministic;
-	int32		pick;			/* mop_pick */
-	int32		blas_threads;
 	int32		task_timeout_ms;	/* mop.task_timeout of the starting session; 0 = off */
-	bool		gpu;			/* train on GPUs (mop.device resolved at the start) */
-	int32		gpu_memory_mb;	/* the starting session's mop.gpu_memory */
-	bool		gpu_tf32;		/* and mop.gpu_tf32 */
-	/* adaptive search (driver mode): which algorithm and its parameters */
-	int32		algo;			/* MopAlgo */
-	int32		max_resource;	/* Hyperband/ASHA: R, in epochs */
-	int32		eta;
-	int32		min_resource;	/* ASHA: r_min */
-	bool		median_stop;	/* grid/random: median stopping rule */
-	int64		warm_start_run_id;	/* start models from this run's checkpoints */
-	int32		pbt_interval;	/* PBT: epochs between exploit/explore steps */
-	double		pbt_quantile;
-	double		pbt_resample;
-	int32		tpe_startup;	/* TPE: random trials before the model kicks in */
-	double		tpe_gamma;
+	MopRunOptions opts;			/* what the run is (run_options.h); blas_threads and
+								 * the device are the starting or resuming session's */
 	int32		n_configs;		/* configurations in the payload */
 
 	/* state */

@@ -98,13 +98,6 @@ arg_warm_start(FunctionCallInfo fcinfo, int argno)
 	return id;
 }
 
-/* Optional boolean argument argno (false when absent or NULL). */
-static bool
-arg_bool(FunctionCallInfo fcinfo, int argno)
-{
-	return arg_given(fcinfo, argno) && PG_GETARG_BOOL(argno);
-}
-
 /* The scheduler of argument argno, or mop.scheduler when it is NULL. */
 static mop_pick
 arg_pick(FunctionCallInfo fcinfo, int argno)
@@ -162,11 +155,12 @@ mop_request_init(RunRequest *req, FunctionCallInfo fcinfo, const char *kind,
 			 int partitions, int workers_arg, int wait_arg)
 {
 	memset(req, 0, sizeof(*req));
+	req->opts = mop_run_option_defaults;
 	req->kind = kind;
 	req->dataset = dataset;
 	req->space = space;
 	req->configs = configs;
-	req->epochs = epochs;
+	req->opts.epochs = epochs;
 	req->workers = choose_workers(!arg_given(fcinfo, workers_arg),
 								  mop_arg_int32(fcinfo, workers_arg, 0), partitions);
 	req->wait = !arg_given(fcinfo, wait_arg) || PG_GETARG_BOOL(wait_arg);
@@ -207,7 +201,7 @@ mop_search_args(FunctionCallInfo fcinfo, int first, char **dataset, Jsonb **spac
 				 errmsg("dataset and space must not be null")));
 	*dataset = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	*space = PG_GETARG_JSONB_P(1);
-	*epochs = mop_arg_int32(fcinfo, first, 10);
+	*epochs = mop_arg_int32(fcinfo, first, mop_run_option_defaults.epochs);
 	if (*epochs < 1 || *epochs > 100000)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -282,9 +276,10 @@ mop_search_request(RunRequest *req, FunctionCallInfo fcinfo, const char *kind,
 	mop_validate_configs(configs, ds);
 	mop_request_init(req, fcinfo, kind, ds->name, space, configs, epochs,
 					 ds->partitions, args->workers, args->wait);
-	req->seed = seed;
-	req->deterministic = arg_bool(fcinfo, args->deterministic);
-	req->pick = arg_pick(fcinfo, args->scheduler);
-	req->median_stop = arg_early_stopping(fcinfo, args->early_stopping);
-	req->warm_start = arg_warm_start(fcinfo, args->warm_start);
+	req->opts.seed = seed;
+	if (arg_given(fcinfo, args->deterministic))
+		req->opts.deterministic = PG_GETARG_BOOL(args->deterministic);
+	req->opts.scheduler = arg_pick(fcinfo, args->scheduler);
+	req->opts.median_stop = arg_early_stopping(fcinfo, args->early_stopping);
+	req->opts.warm_start = arg_warm_start(fcinfo, args->warm_start);
 }

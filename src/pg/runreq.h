@@ -31,29 +31,15 @@
  */
 typedef struct RunRequest
 {
-	const char *kind;			/* grid, random, resume, replay, hyperband, ... */
+	const char *kind;			/* mop.runs.kind: grid, random, hyperband, ...,
+								 * replay; or resume */
 	const char *dataset;
 	Jsonb	   *space;			/* NULL: none */
 	List	   *configs;		/* Jsonb configurations */
-	int			epochs;
 	int			workers;
-	int			seed;
-	bool		deterministic;
-	mop_pick	pick;
 	bool		wait;
 	int64		resume_run_id;
-	int64		replay_run_id;
-	int64		warm_start;
-	bool		median_stop;
-	MopAlgo		algo;
-	int			max_resource;	/* Hyperband, ASHA */
-	int			eta;
-	int			min_resource;	/* ASHA */
-	int			pbt_interval;
-	double		pbt_quantile;
-	double		pbt_resample;
-	int			tpe_startup;
-	double		tpe_gamma;
+	MopRunOptions opts;			/* the run's options (defaults: mop_run_option_defaults) */
 } RunRequest;
 
 /*

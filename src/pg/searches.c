@@ -57,7 +57,7 @@ mop_grid_search_body(PG_FUNCTION_ARGS)
 	char	   *dataset;
 	Jsonb	   *space;
 	int			epochs;
-	int			seed = mop_arg_int32(fcinfo, 4, 0);
+	int			seed = mop_arg_int32(fcinfo, 4, mop_run_option_defaults.seed);
 	MopDataset *ds;
 	List	   *configs;
 	RunRequest	req;
@@ -82,7 +82,7 @@ mop_random_search_body(PG_FUNCTION_ARGS)
 	Jsonb	   *space;
 	int			epochs;
 	int			trials = mop_arg_int32(fcinfo, 2, 0);
-	int			seed = mop_arg_int32(fcinfo, 5, 0);
+	int			seed = mop_arg_int32(fcinfo, 5, mop_run_option_defaults.seed);
 	MopDataset *ds;
 	List	   *configs;
 	RunRequest	req;
@@ -148,8 +148,8 @@ mop_hyperband_body(PG_FUNCTION_ARGS)
 	char	   *dataset;
 	Jsonb	   *space;
 	int			R = mop_arg_int32(fcinfo, 2, 0);
-	int			eta = mop_arg_int32(fcinfo, 3, 3);
-	int			seed = mop_arg_int32(fcinfo, 5, 0);
+	int			eta = mop_arg_int32(fcinfo, 3, mop_run_option_defaults.eta);
+	int			seed = mop_arg_int32(fcinfo, 5, mop_run_option_defaults.seed);
 	int32		trials;
 	MopDataset *ds;
 	List	   *configs;
@@ -168,10 +168,11 @@ mop_hyperband_body(PG_FUNCTION_ARGS)
 	configs = mop_space_random(space, trials, (uint64) seed);
 	mop_search_request(&req, fcinfo, "hyperband", &hyperband_args, ds, space, configs,
 					   R, seed);
-	req.algo = MOP_ALGO_HYPERBAND;
-	req.max_resource = R;
-	req.eta = eta;
-	req.min_resource = 1;
+	req.opts.kind = MOP_KIND_HYPERBAND;
+	req.opts.max_resource = R;
+	req.opts.eta = eta;
+	req.opts.min_resource = 1;
+	req.opts.trials = trials;
 	return mop_run_search(fcinfo, &req);
 }
 
@@ -190,10 +191,10 @@ mop_asha_body(PG_FUNCTION_ARGS)
 	char	   *dataset;
 	Jsonb	   *space;
 	int			R = mop_arg_int32(fcinfo, 2, 0);
-	int			eta = mop_arg_int32(fcinfo, 3, 3);
-	int			r_min = mop_arg_int32(fcinfo, 4, 1);
-	int			trials = mop_arg_int32(fcinfo, 5, 20);
-	int			seed = mop_arg_int32(fcinfo, 7, 0);
+	int			eta = mop_arg_int32(fcinfo, 3, mop_run_option_defaults.eta);
+	int			r_min = mop_arg_int32(fcinfo, 4, mop_run_option_defaults.min_resource);
+	int			trials = mop_arg_int32(fcinfo, 5, mop_run_default_trials(MOP_KIND_ASHA));
+	int			seed = mop_arg_int32(fcinfo, 7, mop_run_option_defaults.seed);
 	MopDataset *ds;
 	List	   *configs;
 	RunRequest	req;
@@ -215,10 +216,11 @@ mop_asha_body(PG_FUNCTION_ARGS)
 	configs = mop_space_random(space, trials, (uint64) seed);
 	mop_search_request(&req, fcinfo, "asha", &asha_args, ds, space, configs,
 					   R, seed);
-	req.algo = MOP_ALGO_ASHA;
-	req.max_resource = R;
-	req.eta = eta;
-	req.min_resource = r_min;
+	req.opts.kind = MOP_KIND_ASHA;
+	req.opts.max_resource = R;
+	req.opts.eta = eta;
+	req.opts.min_resource = r_min;
+	req.opts.trials = trials;
 	return mop_run_search(fcinfo, &req);
 }
 
@@ -238,12 +240,12 @@ mop_pbt_sql_body(PG_FUNCTION_ARGS)
 {
 	char	   *dataset;
 	Jsonb	   *space;
-	int			population = mop_arg_int32(fcinfo, 2, 8);
+	int			population = mop_arg_int32(fcinfo, 2, mop_run_default_trials(MOP_KIND_PBT));
 	int			epochs;
-	int			interval = mop_arg_int32(fcinfo, 4, 1);
-	double		quantile = mop_arg_float8(fcinfo, 5, 0.25);
-	double		resample = mop_arg_float8(fcinfo, 6, 0.25);
-	int			seed = mop_arg_int32(fcinfo, 8, 0);
+	int			interval = mop_arg_int32(fcinfo, 4, mop_run_option_defaults.pbt_interval);
+	double		quantile = mop_arg_float8(fcinfo, 5, mop_run_option_defaults.pbt_quantile);
+	double		resample = mop_arg_float8(fcinfo, 6, mop_run_option_defaults.pbt_resample);
+	int			seed = mop_arg_int32(fcinfo, 8, mop_run_option_defaults.seed);
 	MopSpaceDesc *desc;
 	MopDataset *ds;
 	mop_pbt_opts o;
@@ -294,10 +296,11 @@ mop_pbt_sql_body(PG_FUNCTION_ARGS)
 	ds = mop_dataset_lookup(dataset, false);
 	mop_search_request(&req, fcinfo, "pbt", &pbt_args, ds, space, configs,
 					   epochs, seed);
-	req.algo = MOP_ALGO_PBT;
-	req.pbt_interval = interval;
-	req.pbt_quantile = quantile;
-	req.pbt_resample = resample;
+	req.opts.kind = MOP_KIND_PBT;
+	req.opts.trials = population;
+	req.opts.pbt_interval = interval;
+	req.opts.pbt_quantile = quantile;
+	req.opts.pbt_resample = resample;
 	return mop_run_search(fcinfo, &req);
 }
 
@@ -317,9 +320,9 @@ mop_tpe_sql_body(PG_FUNCTION_ARGS)
 	Jsonb	   *space;
 	int			trials = mop_arg_int32(fcinfo, 2, 0);
 	int			epochs;
-	int			n_startup = mop_arg_int32(fcinfo, 4, 10);
-	double		gamma = mop_arg_float8(fcinfo, 5, 0.1);
-	int			seed = mop_arg_int32(fcinfo, 7, 0);
+	int			n_startup = mop_arg_int32(fcinfo, 4, mop_run_option_defaults.tpe_startup);
+	double		gamma = mop_arg_float8(fcinfo, 5, mop_run_option_defaults.tpe_gamma);
+	int			seed = mop_arg_int32(fcinfo, 7, mop_run_option_defaults.seed);
 	MopSpaceDesc *desc;
 	MopDataset *ds;
 	List	   *configs;
@@ -348,15 +351,16 @@ mop_tpe_sql_body(PG_FUNCTION_ARGS)
 	configs = mop_space_random(space, trials, (uint64) seed);
 	mop_search_request(&req, fcinfo, "tpe", &tpe_args, ds, space, configs,
 					   epochs, seed);
-	if (req.median_stop && req.deterministic)
+	if (req.opts.median_stop && req.opts.deterministic)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("early_stopping cannot be combined with deterministic => true"),
 				 errdetail("The median rule compares a trial with the others' results so far, which depends on timing."),
 				 errhint("Drop one of the two.")));
-	req.algo = MOP_ALGO_TPE;
-	req.tpe_startup = n_startup;
-	req.tpe_gamma = gamma;
+	req.opts.kind = MOP_KIND_TPE;
+	req.opts.trials = trials;
+	req.opts.tpe_startup = n_startup;
+	req.opts.tpe_gamma = gamma;
 	return mop_run_search(fcinfo, &req);
 }
 

@@ -419,10 +419,10 @@ mop_worker_main(Datum arg)
 	BackgroundWorkerInitializeConnectionByOid(run->database, run->user, 0);
 	mop_pin_search_path();
 	pgstat_report_appname("mop worker");
-	mop_blas_threads = run->blas_threads;
-	mop_gpu_worker_init(run->gpu, my_index);
-	mop_gpu_memory_mb = run->gpu_memory_mb;	/* the starting session's settings */
-	mop_gpu_tf32 = run->gpu_tf32;
+	mop_blas_threads = run->opts.blas_threads;
+	mop_gpu_worker_init(run->opts.gpu, my_index);
+	mop_gpu_memory_mb = run->opts.gpu_memory_mb;	/* the starting session's settings */
+	mop_gpu_tf32 = run->opts.gpu_tf32;
 	task_cxt = AllocSetContextCreate(TopMemoryContext, "mop task", ALLOCSET_DEFAULT_SIZES);
 
 	SpinLockAcquire(&run->mutex);
