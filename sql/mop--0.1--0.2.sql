@@ -224,13 +224,14 @@ CREATE FUNCTION @extschema@.mop_grid_search(
 	wait boolean DEFAULT true,
 	early_stopping text DEFAULT NULL,
 	warm_start bigint DEFAULT NULL,
-	device text DEFAULT NULL)
+	device text DEFAULT NULL,
+	metric text DEFAULT NULL)
 	RETURNS SETOF mop.search_result
 	AS 'MODULE_PATHNAME', 'mop_grid_search'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.mop_grid_search(text, jsonb, int, int, int, boolean, text, boolean, text, bigint, text)
-	IS 'train every configuration of a grid with model hopper parallelism; ranked results';
+COMMENT ON FUNCTION @extschema@.mop_grid_search(text, jsonb, int, int, int, boolean, text, boolean, text, bigint, text, text)
+	IS 'train every configuration of a grid with model hopper parallelism; ranked results; metric => the configurations'' metric';
 
 DROP FUNCTION @extschema@.mop_random_search(text, jsonb, int, int, int, int, boolean, text, boolean, text, bigint);
 CREATE FUNCTION @extschema@.mop_random_search(
@@ -245,13 +246,14 @@ CREATE FUNCTION @extschema@.mop_random_search(
 	wait boolean DEFAULT true,
 	early_stopping text DEFAULT NULL,
 	warm_start bigint DEFAULT NULL,
-	device text DEFAULT NULL)
+	device text DEFAULT NULL,
+	metric text DEFAULT NULL)
 	RETURNS SETOF mop.search_result
 	AS 'MODULE_PATHNAME', 'mop_random_search'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.mop_random_search(text, jsonb, int, int, int, int, boolean, text, boolean, text, bigint, text)
-	IS 'train configurations sampled from a search space with model hopper parallelism';
+COMMENT ON FUNCTION @extschema@.mop_random_search(text, jsonb, int, int, int, int, boolean, text, boolean, text, bigint, text, text)
+	IS 'train configurations sampled from a search space with model hopper parallelism; metric => the configurations'' metric';
 
 DROP FUNCTION @extschema@.mop_resume(bigint, int, boolean, jsonb);
 CREATE FUNCTION @extschema@.mop_resume(run_id bigint, workers int DEFAULT NULL,
@@ -284,13 +286,14 @@ CREATE FUNCTION @extschema@.mop_hyperband(
 	scheduler text DEFAULT NULL,
 	wait boolean DEFAULT true,
 	deterministic boolean DEFAULT false,
-	device text DEFAULT NULL)
+	device text DEFAULT NULL,
+	metric text DEFAULT NULL)
 	RETURNS SETOF mop.search_result
 	AS 'MODULE_PATHNAME', 'mop_hyperband'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.mop_hyperband(text, jsonb, int, int, int, int, text, boolean, boolean, text)
-	IS 'Hyperband on model hopper parallelism: successive halving brackets, promoted models resume from their checkpoints';
+COMMENT ON FUNCTION @extschema@.mop_hyperband(text, jsonb, int, int, int, int, text, boolean, boolean, text, text)
+	IS 'Hyperband on model hopper parallelism: successive halving brackets, promoted models resume from their checkpoints; metric => the configurations'' metric';
 
 DROP FUNCTION @extschema@.mop_asha(text, jsonb, int, int, int, int, int, int, text, boolean);
 CREATE FUNCTION @extschema@.mop_asha(
@@ -304,13 +307,14 @@ CREATE FUNCTION @extschema@.mop_asha(
 	seed int DEFAULT 0,
 	scheduler text DEFAULT NULL,
 	wait boolean DEFAULT true,
-	device text DEFAULT NULL)
+	device text DEFAULT NULL,
+	metric text DEFAULT NULL)
 	RETURNS SETOF mop.search_result
 	AS 'MODULE_PATHNAME', 'mop_asha'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.mop_asha(text, jsonb, int, int, int, int, int, int, text, boolean, text)
-	IS 'asynchronous successive halving (ASHA) on model hopper parallelism: promotions without barriers';
+COMMENT ON FUNCTION @extschema@.mop_asha(text, jsonb, int, int, int, int, int, int, text, boolean, text, text)
+	IS 'asynchronous successive halving (ASHA) on model hopper parallelism: promotions without barriers; metric => the configurations'' metric';
 
 DROP FUNCTION @extschema@.mop_pbt(text, jsonb, int, int, int, float8, float8, int, int, boolean, boolean);
 CREATE FUNCTION @extschema@.mop_pbt(
@@ -325,13 +329,14 @@ CREATE FUNCTION @extschema@.mop_pbt(
 	seed int DEFAULT 0,
 	wait boolean DEFAULT true,
 	deterministic boolean DEFAULT false,
-	device text DEFAULT NULL)
+	device text DEFAULT NULL,
+	metric text DEFAULT NULL)
 	RETURNS SETOF mop.search_result
 	AS 'MODULE_PATHNAME', 'mop_pbt_sql'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.mop_pbt(text, jsonb, int, int, int, float8, float8, int, int, boolean, boolean, text)
-	IS 'population based training on model hopper parallelism: exploit copies weights and optimizer state, explore perturbs hyperparameters';
+COMMENT ON FUNCTION @extschema@.mop_pbt(text, jsonb, int, int, int, float8, float8, int, int, boolean, boolean, text, text)
+	IS 'population based training on model hopper parallelism: exploit copies weights and optimizer state, explore perturbs hyperparameters; metric => the configurations'' metric';
 
 DROP FUNCTION @extschema@.mop_tpe(text, jsonb, int, int, int, float8, int, int, boolean, boolean, text);
 CREATE FUNCTION @extschema@.mop_tpe(
@@ -346,13 +351,14 @@ CREATE FUNCTION @extschema@.mop_tpe(
 	wait boolean DEFAULT true,
 	deterministic boolean DEFAULT false,
 	early_stopping text DEFAULT NULL,
-	device text DEFAULT NULL)
+	device text DEFAULT NULL,
+	metric text DEFAULT NULL)
 	RETURNS SETOF mop.search_result
 	AS 'MODULE_PATHNAME', 'mop_tpe_sql'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.mop_tpe(text, jsonb, int, int, int, float8, int, int, boolean, boolean, text, text)
-	IS 'Tree-structured Parzen Estimator on model hopper parallelism: proposals from completed results whenever a worker would idle';
+COMMENT ON FUNCTION @extschema@.mop_tpe(text, jsonb, int, int, int, float8, int, int, boolean, boolean, text, text, text)
+	IS 'Tree-structured Parzen Estimator on model hopper parallelism: proposals from completed results whenever a worker would idle; metric => the configurations'' metric';
 
 -- 5. 'interrupted': runs (and their models) that a crash or restart stopped ------
 

@@ -10,6 +10,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/json.h"
 #include "utils/jsonb.h"
 
 #include "runreq.h"
@@ -282,4 +283,41 @@ mop_search_request(RunRequest *req, FunctionCallInfo fcinfo, const char *kind,
 	req->opts.scheduler = arg_pick(fcinfo, args->scheduler);
 	req->opts.median_stop = arg_early_stopping(fcinfo, args->early_stopping);
 	req->opts.warm_start = arg_warm_start(fcinfo, args->warm_start);
+}
+
+/*
+ * A search function's metric => argument (argument argno; NULL: none): the
+ * metric of every configuration, as if the space set "metric" (argument 1
+ * becomes the space with it).  A space that sets another metric is an
+ * error naming both.
+ */
+void
+mop_search_metric_arg(FunctionCallInfo fcinfo, int argno)
+{
+	char	   *metric;
+	Jsonb	   *space;
+	JsonbValue *given;
+	StringInfoData js;
+	Datum		added;
+
+	if (argno >= PG_NARGS() || PG_ARGISNULL(argno) || PG_ARGISNULL(1))
+		return;
+	metric = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	space = PG_GETARG_JSONB_P(1);
+	if (!JB_ROOT_IS_OBJECT(space))
+		return;					/* the space's own check says what is wrong */
+	given = getKeyJsonValueFromContainer(&space->root, "metric", strlen("metric"), NULL);
+	if (given != NULL &&
+		!(given->type == jbvString && given->val.string.len == (int) strlen(metric) &&
+		  memcmp(given->val.string.val, metric, given->val.string.len) == 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("metric => \"%s\" and the space's \"metric\" differ", metric),
+				 errhint("Give the metric once: as metric => or as the space's \"metric\" key.")));
+	initStringInfo(&js);
+	appendStringInfoString(&js, "{\"metric\": ");
+	escape_json(&js, metric);
+	appendStringInfoChar(&js, '}');
+	added = DirectFunctionCall1(jsonb_in, CStringGetDatum(js.data));
+	fcinfo->args[1].value = DirectFunctionCall2(jsonb_concat, JsonbPGetDatum(space), added);
 }

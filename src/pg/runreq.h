@@ -84,18 +84,22 @@ typedef struct MopRunProgress
 } MopRunProgress;
 
 /*
- * A search function taking a device => argument (argument argno): its
- * SQL-callable entry point runs body with mop.device set to that argument
- * (mop_with_device).
+ * A search function taking a device => argument (argument argno) and a
+ * metric => argument after it: its SQL-callable entry point sets the
+ * configurations' metric (mop_search_metric_arg) and runs body with
+ * mop.device set to the device argument (mop_with_device).
  */
 #define MOP_SEARCH_ENTRY(name, argno, body) \
 	PG_FUNCTION_INFO_V1(name); \
 	Datum \
 	name(PG_FUNCTION_ARGS) \
 	{ \
+		mop_search_metric_arg(fcinfo, (argno) + 1); \
 		return mop_with_device(fcinfo, argno, body); \
 	} \
 	extern int	no_such_variable
+
+extern void mop_search_metric_arg(FunctionCallInfo fcinfo, int argno);
 
 /* run_args.c: arguments of the search functions */
 extern void mop_search_args(FunctionCallInfo fcinfo, int first, char **dataset,

@@ -108,6 +108,18 @@ SELECT * FROM mop_grid_search('met_cls', '{"model": {"layers": [{"type": "dense"
 SELECT bool_and(metric = 'log_loss') AS log_loss, bool_and((rank = 1) = (best_valid_metric = (SELECT min(best_valid_metric) FROM met_run))) AS lowest_wins
   FROM met_run;
 
+-- metric => sets every configuration's metric; a space with another is refused
+CREATE TEMP TABLE met_run2 AS
+SELECT * FROM mop_tpe('met_bin', '{"model": {"layers": [{"type": "dense", "units": 4, "activation": "tanh"}, {"type": "dense", "units": 1}]},
+                                   "learning_rate": {"loguniform": [0.001, 0.1]}, "seed": 1}',
+                      trials => 3, epochs => 1, workers => 1, metric => 'auc');
+SELECT count(*) AS models, bool_and(r.metric = 'auc') AS auc, bool_and(m.config->>'metric' = 'auc') AS in_config
+  FROM met_run2 r JOIN mop.models m ON m.id = r.model_id;
+SELECT err($$SELECT * FROM mop_grid_search('met_bin', '{"model": {"layers": [{"type": "dense", "units": 1}]}, "metric": "f1"}',
+                                           epochs => 1, metric => 'auc')$$);
+SELECT err($$SELECT * FROM mop_grid_search('met_bin', '{"model": {"layers": [{"type": "dense", "units": 1}]}}',
+                                           epochs => 1, metric => 'r2')$$);
+
 -- errors
 SELECT err($$SELECT mop_train('met_reg', '{"model": {"layers": [{"type": "dense", "units": 1}]}, "metric": "f1"}', 1)$$);
 SELECT err($$SELECT mop_train('met_cls', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "metric": "r2"}', 1)$$);
