@@ -75,9 +75,9 @@ SELECT err(format('SELECT * FROM mop_grid_search(%L, %L)', 'blobs',
                      'learning_rate', (SELECT jsonb_agg(i * 1e-6) FROM generate_series(1, 100001) i))));
 
 -- search_path in background workers: a database's search_path cannot put
--- another schema's operators in front of pg_catalog's in a run's SQL (the
--- coordinator reads the run's options with ->>, workers record epochs with
--- * and /); a planted operator would run as the role that started the run
+-- another schema's operators in front of pg_catalog's in a run's SQL (its
+-- texts use ->> on jsonb, and * and / when workers record epochs); a
+-- planted operator would run as the role that started the run
 CREATE SCHEMA evil;
 CREATE TABLE evil.calls (op text);
 CREATE FUNCTION evil.get(j jsonb, k text) RETURNS text LANGUAGE sql
