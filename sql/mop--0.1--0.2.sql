@@ -1337,3 +1337,27 @@ ALTER TABLE mop.decisions ADD COLUMN parent_subepochs int;
 COMMENT ON COLUMN mop.decisions.parent_subepochs
 	IS 'PBT exploit: sub-epochs the copied parent checkpoint had trained (its epochs times the partitions, plus the partitions of its unfinished epoch)';
 GRANT INSERT (parent_subepochs), UPDATE (parent_subepochs) ON mop.decisions TO PUBLIC;
+
+-- 16. the planner: what a grid search would cost, before it runs -----------------
+
+CREATE FUNCTION @extschema@.mop_explain(dataset text, space jsonb, epochs int DEFAULT 10,
+	OUT config_no int, OUT config jsonb, OUT model_bytes bigint, OUT working_bytes bigint,
+	OUT fits boolean, OUT step_ms float8, OUT rows_per_s float8, OUT sub_epoch_s float8,
+	OUT epoch_s float8, OUT total_s float8)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'mop_explain'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_explain(text, jsonb, int)
+	IS 'each configuration of a grid: its memory, and its speed profiled on the dataset (step, rows/s, sub-epoch, epoch and total seconds); nothing is trained';
+
+CREATE FUNCTION @extschema@.mop_explain_workers(dataset text, space jsonb, epochs int DEFAULT 10,
+	max_workers int DEFAULT NULL,
+	OUT workers int, OUT makespan_s float8, OUT lower_bound_s float8, OUT speedup float8,
+	OUT efficiency float8, OUT knee boolean)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'mop_explain_workers'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_explain_workers(text, jsonb, int, int)
+	IS 'the predicted time of a grid search for 1..max_workers workers (the scheduler simulated over profiled sub-epochs), and the knee of the speedup';

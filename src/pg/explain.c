@@ -1,0 +1,381 @@
+/*
+ * explain.c -- what a grid search would cost, before it runs.
+ *
+ * mop_explain(dataset, space, epochs) gives one row per configuration of
+ * the grid: its memory (from nn_spec_memory: nothing is allocated for it)
+ * and its speed, from a profile: a throwaway model trains a few minibatches
+ * on the dataset's first training buffer, and evaluates them, on this
+ * backend (one engine thread, as a run's worker).  Configurations with the
+ * same model, optimizer and batch size are profiled once per call.  From
+ * the rows per second follow a sub-epoch's, an epoch's and the
+ * configuration's time.
+ *
+ * mop_explain_workers(dataset, space, epochs, max_workers) runs the MOP
+ * scheduler's simulator (src/search/sim.c) over those sub-epoch times for
+ * 1..max_workers workers: the predicted makespan, its lower bound, the
+ * speedup and efficiency, and the knee (the most workers still at least
+ * 80 % efficient).  The time a hop itself takes (storing and loading a
+ * checkpoint) is not in the profile.
+ */
+#include "postgres.h"
+
+#include <math.h>
+#include <time.h>
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+
+#include "guc.h"
+#include "mop.h"
+#include "run.h"
+#include "space.h"
+#include "search/mop_sim.h"
+
+PG_FUNCTION_INFO_V1(mop_explain);
+PG_FUNCTION_INFO_V1(mop_explain_workers);
+
+/* profile at least this long (seconds), at most this many repetitions */
+#define PROFILE_SECONDS 0.05
+#define PROFILE_REPEATS 50
+/* rows of the first buffer a profile trains on: a few minibatches */
+#define PROFILE_BATCHES 8
+
+typedef struct ConfigCost
+{
+	Jsonb	   *config;
+	nn_memory	mem;
+	bool		fits;			/* within mop.max_model_memory */
+	double		train_rows_s;	/* rows per second, training */
+	double		eval_rows_s;	/* rows per second, forward only */
+	double		step_ms;		/* one training minibatch */
+	double		sub_epoch_s;	/* one partition's training rows */
+	double		epoch_s;		/* all partitions and the validation split */
+} ConfigCost;
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double) ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The dataset's first training buffer (x, y), detoasted into the current context. */
+static void
+first_buffer(const MopDataset *ds, bytea **x, bytea **y)
+{
+	Oid			t = INT8OID;
+	Datum		v = Int64GetDatum(ds->id);
+	bool		isnull;
+	MemoryContext cxt = CurrentMemoryContext,
+				spi;
+
+	SPI_connect();
+	if (SPI_execute_with_args("SELECT b.x, b.y FROM mop.buffers b "
+							  "WHERE b.dataset_id OPERATOR(pg_catalog.=) $1 "
+							  "AND b.split OPERATOR(pg_catalog.=) 'train' "
+							  "ORDER BY b.partition, b.buffer_no LIMIT 1",
+							  1, &t, &v, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_NO_DATA_FOUND),
+				 errmsg("dataset \"%s\" has no training buffers", ds->name)));
+	/* the copies outlive SPI's context */
+	spi = MemoryContextSwitchTo(cxt);
+	*x = DatumGetByteaPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	*y = DatumGetByteaPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	MemoryContextSwitchTo(spi);
+	SPI_finish();
+}
+
+/*
+ * Training and evaluation speed of spec on the buffer: repeat a few
+ * minibatches on a throwaway model until PROFILE_SECONDS have passed.
+ */
+static void
+profile(const nn_spec *spec, bytea *x, bytea *y, ConfigCost *c)
+{
+	ModelHandle *h = mop_model_handle(CurrentMemoryContext);
+	nn_error	err;
+	nn_status	st;
+	int64		rows;
+	double		t0,
+				spent;
+	int			reps;
+	nn_result	res;
+
+	mop_blas_ensure();
+	if ((st = nn_model_create(spec, &h->model, &err)) != NN_OK)
+		mop_nn_error(st, &err, "could not create the model to profile");
+	if ((st = nn_buffer_rows(h->model, VARSIZE_ANY_EXHDR(x), VARSIZE_ANY_EXHDR(y), &rows, &err)) != NN_OK)
+		mop_nn_error(st, &err, "the dataset's first buffer does not fit the model");
+	rows = Min(rows, (int64) spec->batch_size * PROFILE_BATCHES);
+	if (rows < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_NO_DATA_FOUND),
+				 errmsg("the dataset's first training buffer is empty")));
+
+	/* training: one warm-up pass, then timed passes */
+	for (reps = -1, spent = 0, t0 = 0; reps < PROFILE_REPEATS && spent < PROFILE_SECONDS; reps++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (reps == 0)
+			t0 = now_s();
+		st = nn_train(h->model, (const float *) VARDATA_ANY(x), (const float *) VARDATA_ANY(y),
+					  rows, 0, &res, &err);
+		if (st == NN_DIVERGED)
+			break;				/* the speed so far is what counts */
+		if (st != NN_OK)
+			mop_nn_error(st, &err, "profiling failed");
+		if (reps >= 0)
+			spent = now_s() - t0;
+	}
+	reps = Max(reps, 1);
+	spent = Max(spent, 1e-9);
+	c->train_rows_s = (double) rows * reps / spent;
+	c->step_ms = 1000.0 * spent / (reps * ceil((double) rows / spec->batch_size));
+
+	/* evaluation: forward only */
+	for (reps = 0, spent = 0, t0 = now_s(); reps < PROFILE_REPEATS && spent < PROFILE_SECONDS; reps++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		memset(&res, 0, sizeof(res));
+		st = nn_evaluate(h->model, (const float *) VARDATA_ANY(x), (const float *) VARDATA_ANY(y),
+						 rows, &res, &err);
+		if (st != NN_OK && st != NN_DIVERGED)
+			mop_nn_error(st, &err, "profiling failed");
+		spent = now_s() - t0;
+	}
+	c->eval_rows_s = (double) rows * Max(reps, 1) / Max(spent, 1e-9);
+	mop_model_release(h);
+}
+
+/*
+ * What a profile is shared by: the spec without what does not change the
+ * work (the learning rate, regularisation and seed).
+ */
+static nn_spec *
+profile_key(const nn_spec *spec)
+{
+	nn_spec    *k = palloc0(sizeof(nn_spec));
+
+	memcpy(k, spec, sizeof(nn_spec));
+	k->lr = 0;
+	k->l2 = 0;
+	k->seed = 0;
+	return k;
+}
+
+/* Cost every configuration of the grid; returns their number. */
+static int
+cost_grid(const MopDataset *ds, Jsonb *space, ConfigCost **out)
+{
+	List	   *configs = mop_space_grid(space);
+	int			n = list_length(configs);
+	ConfigCost *c = palloc0(sizeof(ConfigCost) * Max(n, 1));
+	nn_spec   **keys = palloc0(sizeof(nn_spec *) * Max(n, 1));
+	bytea	   *x,
+			   *y;
+	int			i = 0;
+	ListCell   *lc;
+	double		part_rows = (double) ds->train_rows / Max(ds->partitions, 1);
+
+	first_buffer(ds, &x, &y);
+	foreach(lc, configs)
+	{
+		nn_spec		spec;
+		nn_error	err;
+		int			save = mop_max_model_memory_mb;
+		int			same = -1;
+
+		c[i].config = (Jsonb *) lfirst(lc);
+		/* a configuration too big for mop.max_model_memory is reported, not refused */
+		mop_max_model_memory_mb = 0;
+		PG_TRY();
+		{
+			mop_config_to_spec(c[i].config, ds, &spec);
+		}
+		PG_FINALLY();
+		{
+			mop_max_model_memory_mb = save;
+		}
+		PG_END_TRY();
+		if (nn_spec_memory(&spec, &c[i].mem, &err) != NN_OK)
+			mop_nn_error(NN_ERR_INVALID, &err, "invalid configuration");
+		c[i].fits = mop_max_model_memory_mb <= 0 ||
+			c[i].mem.total <= (size_t) mop_max_model_memory_mb * 1024 * 1024;
+		keys[i] = profile_key(&spec);
+		for (int j = 0; j < i && same < 0; j++)
+			if (memcmp(keys[j], keys[i], sizeof(nn_spec)) == 0 && c[j].train_rows_s > 0)
+				same = j;
+		if (same >= 0)
+		{
+			c[i].train_rows_s = c[same].train_rows_s;
+			c[i].eval_rows_s = c[same].eval_rows_s;
+			c[i].step_ms = c[same].step_ms;
+		}
+		else if (c[i].fits)
+			profile(&spec, x, y, &c[i]);
+		if (c[i].train_rows_s > 0)
+		{
+			c[i].sub_epoch_s = part_rows / c[i].train_rows_s;
+			c[i].epoch_s = (double) ds->train_rows / c[i].train_rows_s +
+				(double) ds->valid_rows / c[i].eval_rows_s;
+		}
+		i++;
+	}
+	*out = c;
+	return n;
+}
+
+static void
+explain_args(FunctionCallInfo fcinfo, MopDataset **ds, Jsonb **space, int *epochs)
+{
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dataset and space must not be null")));
+	*ds = mop_dataset_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
+	*space = PG_GETARG_JSONB_P(1);
+	*epochs = PG_ARGISNULL(2) ? 10 : PG_GETARG_INT32(2);
+	if (*epochs < 1 || *epochs > 100000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"epochs\": %d", *epochs),
+				 errhint("Train at least 1 epoch.")));
+}
+
+static Datum
+nullable_float(double v, bool *isnull)
+{
+	*isnull = !(v > 0) || !isfinite(v);
+	return Float8GetDatum(*isnull ? 0 : v);
+}
+
+/*
+ * mop_explain(dataset text, space jsonb, epochs int) -> one row per
+ * configuration of the grid.
+ */
+Datum
+mop_explain(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	MopDataset *ds;
+	Jsonb	   *space;
+	int			epochs,
+				n;
+	ConfigCost *c;
+	MemoryContext opcxt,
+				old;
+
+	explain_args(fcinfo, &ds, &space, &epochs);
+	InitMaterializedSRF(fcinfo, 0);
+	opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop_explain", ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(opcxt);
+	n = cost_grid(ds, space, &c);
+	MemoryContextSwitchTo(old);
+	for (int i = 0; i < n; i++)
+	{
+		Datum		v[10];
+		bool		nulls[10] = {0};
+
+		v[0] = Int32GetDatum(i + 1);
+		v[1] = JsonbPGetDatum(c[i].config);
+		v[2] = Int64GetDatum((int64) (c[i].mem.params + c[i].mem.optimizer));
+		v[3] = Int64GetDatum((int64) c[i].mem.total);
+		v[4] = BoolGetDatum(c[i].fits);
+		v[5] = nullable_float(c[i].step_ms, &nulls[5]);
+		v[6] = nullable_float(c[i].train_rows_s, &nulls[6]);
+		v[7] = nullable_float(c[i].sub_epoch_s, &nulls[7]);
+		v[8] = nullable_float(c[i].epoch_s, &nulls[8]);
+		v[9] = nullable_float(c[i].epoch_s * epochs, &nulls[9]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+	}
+	MemoryContextDelete(opcxt);
+	return (Datum) 0;
+}
+
+/*
+ * mop_explain_workers(dataset text, space jsonb, epochs int, max_workers
+ * int) -> the predicted makespan of the grid for 1..max_workers workers.
+ */
+Datum
+mop_explain_workers(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	MopDataset *ds;
+	Jsonb	   *space;
+	int			epochs,
+				n,
+				max_w,
+				m = 0,
+				knee = 1;
+	ConfigCost *c;
+	int32	   *ep;
+	double	   *cost,
+			   *makespan,
+			   *bound;
+	MemoryContext opcxt,
+				old;
+
+	explain_args(fcinfo, &ds, &space, &epochs);
+	max_w = PG_ARGISNULL(3) ? Max(Min(ds->partitions, max_worker_processes - 1), 1) : PG_GETARG_INT32(3);
+	if (max_w < 1 || max_w > MOP_MAX_WORKERS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"max_workers\": %d", max_w),
+				 errhint("Use 1 to %d workers.", MOP_MAX_WORKERS)));
+	InitMaterializedSRF(fcinfo, 0);
+	opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop_explain_workers", ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(opcxt);
+	n = cost_grid(ds, space, &c);
+	ep = palloc(sizeof(int32) * Max(n, 1));
+	cost = palloc(sizeof(double) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+		if (c[i].sub_epoch_s > 0)
+		{
+			ep[m] = epochs;
+			/* a sub-epoch, with its share of the epoch's validation */
+			cost[m] = c[i].epoch_s / Max(ds->partitions, 1);
+			m++;
+		}
+	makespan = palloc0(sizeof(double) * (max_w + 1));
+	bound = palloc0(sizeof(double) * (max_w + 1));
+	for (int w = 1; w <= max_w && m > 0; w++)
+	{
+		mop_sim_result r;
+
+		CHECK_FOR_INTERRUPTS();
+		/* a worker owns a partition: more workers than partitions idle */
+		if (mop_sim_run(Min(w, ds->partitions), ds->partitions, m, ep, cost, NULL, 0, 0,
+						(mop_pick) mop_scheduler, 0, &r) != 0 || r.deadlock)
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("the scheduler's simulation failed for %d workers", w)));
+		makespan[w] = r.makespan;
+		bound[w] = r.lower_bound;
+		if (makespan[1] / makespan[w] / w >= 0.8)
+			knee = w;
+	}
+	MemoryContextSwitchTo(old);
+	for (int w = 1; w <= max_w && m > 0; w++)
+	{
+		Datum		v[6];
+		bool		nulls[6] = {0};
+
+		v[0] = Int32GetDatum(w);
+		v[1] = Float8GetDatum(makespan[w]);
+		v[2] = Float8GetDatum(bound[w]);
+		v[3] = Float8GetDatum(makespan[1] / makespan[w]);
+		v[4] = Float8GetDatum(makespan[1] / makespan[w] / w);
+		v[5] = BoolGetDatum(w == knee);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+	}
+	MemoryContextDelete(opcxt);
+	return (Datum) 0;
+}

@@ -1,0 +1,47 @@
+-- explain: what a grid search would cost before it runs; nothing is trained
+-- (err(q) is defined in install.sql; the tables are its own)
+SET client_min_messages = warning;
+CREATE TABLE xpl AS
+SELECT i AS id, (i % 3)::text AS label,
+       ARRAY(SELECT ((i % 3) * 0.2 + sin(i * 3 + j))::real FROM generate_series(1, 32) j) AS v
+  FROM generate_series(1, 3000) i;
+SELECT count(*) FROM mop_prepare('xpl', 'label', ARRAY['v'], partitions => 4, seed => 1);
+SELECT count(*) AS models_before FROM mop.models \gset
+CREATE TEMP TABLE xe AS
+SELECT * FROM mop_explain('xpl', '{"model": [{"layers": [{"type": "dense", "units": 16, "activation": "relu"}, {"type": "dense", "units": 3}]},
+                                             {"layers": [{"type": "dense", "units": 256, "activation": "relu"}, {"type": "dense", "units": 3}]}],
+                                   "learning_rate": [0.01, 0.001], "batch_size": [32]}', epochs => 5);
+-- one row per configuration, in the grid's order; the wider network is
+-- bigger and slower; configurations differing only in the learning rate
+-- share one profile
+SELECT config_no, config->'learning_rate' AS lr, jsonb_array_length(config->'model'->'layers') AS layers,
+       fits, model_bytes > 0 AS sized, working_bytes > model_bytes AS working,
+       step_ms > 0 AND rows_per_s > 0 AND sub_epoch_s > 0 AND epoch_s > sub_epoch_s AS timed,
+       abs(total_s - 5 * epoch_s) < 1e-9 AS total_is_5_epochs
+  FROM xe ORDER BY config_no;
+SELECT (SELECT model_bytes FROM xe WHERE config_no = 3) > 10 * (SELECT model_bytes FROM xe WHERE config_no = 1) AS wide_is_bigger,
+       (SELECT rows_per_s FROM xe WHERE config_no = 1) = (SELECT rows_per_s FROM xe WHERE config_no = 2) AS one_profile_per_network,
+       (SELECT count(*) FROM mop.models) = :models_before AS nothing_trained;
+-- a configuration over mop.max_model_memory is reported, not refused
+SET mop.max_model_memory = '1MB';
+SELECT config_no, fits, rows_per_s IS NULL AS not_profiled
+  FROM mop_explain('xpl', '{"model": [{"layers": [{"type": "dense", "units": 16, "activation": "relu"}, {"type": "dense", "units": 3}]},
+                                      {"layers": [{"type": "dense", "units": 2048, "activation": "relu"}, {"type": "dense", "units": 3}]}]}')
+ ORDER BY config_no;
+RESET mop.max_model_memory;
+-- the run's time for 1..4 workers (the dataset's partitions), by the
+-- scheduler's simulator: never under its lower bound, one knee
+CREATE TEMP TABLE xw AS
+SELECT * FROM mop_explain_workers('xpl', '{"model": {"layers": [{"type": "dense", "units": 64, "activation": "relu"}, {"type": "dense", "units": 3}]},
+                                           "learning_rate": [0.1, 0.03, 0.01, 0.003, 0.001, 0.0003, 0.0001, 0.00003]}', epochs => 3);
+SELECT workers, speedup > 0 AS ok, makespan_s >= lower_bound_s * 0.999999 AS above_bound, efficiency <= 1.000001 AS efficiency_at_most_1
+  FROM xw ORDER BY workers;
+SELECT count(*) FILTER (WHERE knee) AS knees, (SELECT speedup FROM xw WHERE workers = 1) = 1 AS one_worker_is_1,
+       (SELECT makespan_s FROM xw WHERE workers = 4) < (SELECT makespan_s FROM xw WHERE workers = 1) AS four_faster
+  FROM xw;
+SELECT count(*) AS rows FROM mop_explain_workers('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', max_workers => 2);
+-- errors
+SELECT err($$SELECT * FROM mop_explain('nosuch', '{"model": {"layers": [{"type": "dense", "units": 3}]}}')$$);
+SELECT err($$SELECT * FROM mop_explain('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": {"uniform": [0, 1]}}')$$);
+SELECT err($$SELECT * FROM mop_explain('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 0)$$);
+SELECT err($$SELECT * FROM mop_explain_workers('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', max_workers => 0)$$);
