@@ -60,26 +60,24 @@ coord_commit_tx(void)
 	CommitTransactionCommand();
 }
 
-/* The n-th NUL-separated string of the payload. */
+/* Configuration i of the run's segment (MOP_KEY_CONFIGS), as JSON text. */
 const char *
-coord_payload_str(int n)
+coord_config(int i)
 {
-	const char *p = coord.run->payload;
+	const MopRunConfigs *c = mop_run_configs(coord.seg);
 
-	for (int i = 0; i < n; i++)
-		p += strlen(p) + 1;
-	return p;
+	Assert(i >= 0 && i < c->n_configs);
+	return MOP_RUN_CONFIG(c, i);
 }
 
 /*
- * Insert model i (configuration i of the payload) with a fresh checkpoint,
+ * Insert model i (configuration i of the run's segment) with a fresh checkpoint,
  * to be trained to `target` epochs; inside the caller's transaction.
  */
 void
 coord_insert_model(int64 run_id, int i, int32 target)
 {
-	Jsonb	   *config = (coord.proposed && coord.proposed[i]) ? coord.proposed[i] :
-		DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(coord_payload_str(3 + i))));
+	Jsonb	   *config;
 	nn_spec		spec;
 	Oid			t[6];
 	Datum		v[6];
@@ -87,6 +85,8 @@ coord_insert_model(int64 run_id, int i, int32 target)
 
 	if (i >= coord.run->n_configs)
 		elog(ERROR, "mop run %lld: trial %d has no configuration", (long long) run_id, i);
+	config = (coord.proposed && coord.proposed[i]) ? coord.proposed[i] :
+		DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(coord_config(i))));
 	t[0] = INT8OID;
 	v[0] = Int64GetDatum(run_id);
 	t[1] = INT8OID;
@@ -121,7 +121,11 @@ coord_insert_model(int64 run_id, int i, int32 target)
 											   SPI_tuptable->tupdesc, 1, &isnull));
 	coord.models[i].target = target;
 	if (i == 0)
+	{
+		SpinLockAcquire(&coord.run->mutex);
 		coord.run->higher_is_better = nn_metric_higher_is_better(spec.metric);
+		SpinLockRelease(&coord.run->mutex);
+	}
 	coord.n_models = Max(coord.n_models, i + 1);
 }
 
@@ -129,9 +133,9 @@ coord_insert_model(int64 run_id, int i, int32 target)
 void
 coord_create_run(void)
 {
-	const char *kind = coord_payload_str(0);
-	const char *dsname = coord_payload_str(1);
-	const char *space = coord_payload_str(2);
+	const char *kind = mop_run_string(coord.seg, MOP_KEY_KIND);
+	const char *dsname = mop_run_string(coord.seg, MOP_KEY_DATASET);
+	const char *space = mop_run_string(coord.seg, MOP_KEY_SPACE);
 	MopDataset *ds;
 	Oid			t[8];
 	Datum		v[8];
@@ -200,7 +204,7 @@ coord_create_run(void)
 			strlcpy(d.reason, "PBT member drawn from the space", sizeof(d.reason));
 			coord_record_decision("new", "start", i, &d, 0, -1,
 								  DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
-																	 CStringGetDatum(coord_payload_str(3 + i)))));
+																	 CStringGetDatum(coord_config(i)))));
 		}
 	}
 	coord_commit_tx();

@@ -27,7 +27,7 @@ run_space(void)
 	MopSpaceDesc *space;
 
 	space = mop_space_describe(DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
-																  CStringGetDatum(coord_payload_str(2)))));
+																  CStringGetDatum(mop_run_string(coord.seg, MOP_KEY_SPACE)))));
 	MemoryContextSwitchTo(old);
 	return space;
 }

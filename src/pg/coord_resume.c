@@ -92,14 +92,16 @@ coord_load_run(void)
 		 */
 		recorded.median_stop = false;
 		recorded.warm_start = 0;
+		SpinLockAcquire(&coord.run->mutex);
 		coord.run->opts = recorded;
+		SpinLockRelease(&coord.run->mutex);
 		coord.tpe_batch = recorded.tpe_batch;
 	}
 	coord_set_status(-1, "running", NULL);
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
 
-		coord.ds = mop_dataset_lookup(coord_payload_str(1), false);
+		coord.ds = mop_dataset_lookup(mop_run_string(coord.seg, MOP_KEY_DATASET), false);
 		MemoryContextSwitchTo(old);
 	}
 	if (coord.run->n_configs > 0 && coord.run->opts.kind == MOP_KIND_FIXED)
@@ -151,7 +153,13 @@ coord_restore_models(mop_sched *s)
 		coord.models[i].target = strcmp(status, "training") == 0 ? coord.run->opts.epochs : done;
 		idx = coord_add_model(s, coord.models[i].target);
 		if (i == 0)
-			coord.run->higher_is_better = DatumGetBool(SPI_getbinval(tup, td, 4, &isnull));
+		{
+			bool		hib = DatumGetBool(SPI_getbinval(tup, td, 4, &isnull));
+
+			SpinLockAcquire(&coord.run->mutex);
+			coord.run->higher_is_better = hib;
+			SpinLockRelease(&coord.run->mutex);
+		}
 		if (!no_visits)
 		{
 			ArrayType  *a = DatumGetArrayTypeP(arr);
@@ -167,7 +175,9 @@ coord_restore_models(mop_sched *s)
 		coord.resumed_hops += (int64) done * coord.n_partitions + mop_sched_visited(s, idx);
 	}
 	coord_commit_tx();
+	SpinLockAcquire(&coord.run->mutex);
 	coord.run->n_models = coord.n_models;
+	SpinLockRelease(&coord.run->mutex);
 }
 
 /*

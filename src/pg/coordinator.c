@@ -498,7 +498,9 @@ start_workers(mop_sched *s)
 				 (long long) coord.run->run_id, coord.n_workers);
 			break;
 		}
+	SpinLockAcquire(&coord.run->mutex);
 	coord.run->workers_started = coord.n_workers;
+	SpinLockRelease(&coord.run->mutex);
 	return s;
 }
 
@@ -559,8 +561,8 @@ mop_coordinator_main(Datum arg)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("mop coordinator could not attach to its run's shared memory")));
 	dsm_pin_mapping(coord.seg);
-	coord.run = dsm_segment_address(coord.seg);
-	if (coord.run->magic != MOP_RUN_MAGIC)
+	coord.run = mop_run_shared(coord.seg);
+	if (coord.run == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("mop coordinator found a bad run segment")));
@@ -578,6 +580,8 @@ mop_coordinator_main(Datum arg)
 	mop_hermes_history_init(&coord.hermes);
 	PG_TRY();
 	{
+		Latch	   *caller;
+
 		if (coord.run->resume_run_id)
 			coord_load_run();
 		else
@@ -594,9 +598,10 @@ mop_coordinator_main(Datum arg)
 		coord.run->hops_done = coord.resumed_hops;
 		coord.run->phase = MOP_PHASE_RUNNING;
 		coord.run->started_at = GetCurrentTimestamp();
+		caller = coord.run->caller_latch;
 		SpinLockRelease(&coord.run->mutex);
-		if (coord.run->caller_latch)
-			SetLatch(coord.run->caller_latch);
+		if (caller)
+			SetLatch(caller);
 
 		s = start_workers(s);
 		cancelled = schedule(s);

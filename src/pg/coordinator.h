@@ -66,7 +66,7 @@ extern int32 coord_add_model(mop_sched *s, int32 epochs);
 extern void coord_exec_sql(const char *sql, int nargs, Oid *types, Datum *vals, int expect);
 extern void coord_begin_tx(void);
 extern void coord_commit_tx(void);
-extern const char *coord_payload_str(int n);
+extern const char *coord_config(int i);
 extern void coord_insert_model(int64 run_id, int i, int32 target);
 extern void coord_create_run(void);
 extern bool coord_hop_committed(const mop_task *t);

@@ -72,14 +72,19 @@ mop_run_is_live(int64 run_id, int64 handle)
 			return false;
 		attached = true;
 	}
-	r = dsm_segment_address(seg);
 	/*
-	 * The magic and the run id guard against a recycled handle; a coordinator
-	 * resuming the run sets run_id only once its claim has committed.
+	 * The table of contents' magic and the run id guard against a recycled
+	 * handle; a coordinator resuming the run sets run_id only once its claim
+	 * has committed.
 	 */
-	live = dsm_segment_map_length(seg) >= offsetof(MopRunShared, payload) &&
-		r->magic == MOP_RUN_MAGIC &&
-		(r->run_id == run_id || r->resume_run_id == run_id);
+	r = mop_run_shared(seg);
+	live = false;
+	if (r != NULL)
+	{
+		SpinLockAcquire(&r->mutex);
+		live = r->run_id == run_id || r->resume_run_id == run_id;
+		SpinLockRelease(&r->mutex);
+	}
 	if (attached)
 		dsm_detach(seg);
 	return live;

@@ -67,7 +67,7 @@ wait_or_cancel(int64 run_id, bool cancel)
 		return cstring_to_text(status);
 	}
 	{
-		MopRunShared *run = dsm_segment_address(seg);
+		MopRunShared *run = mop_run_shared(seg);
 		MopRunOutcome o;
 
 		if (cancel)
@@ -159,7 +159,7 @@ progress_rows(FunctionCallInfo fcinfo, bool read_only, bool per_worker,
 
 		if (seg == NULL)
 			continue;
-		run = dsm_segment_address(seg);
+		run = mop_run_shared(seg);
 		if (!per_worker)
 			row(rsinfo, ids[i], run, -1, NULL);
 		for (int w = 0; per_worker && w < slots_started(run); w++)

@@ -27,7 +27,7 @@ refuse_live_run(int64 run_id, bool has_handle, int64 handle)
 
 	if (!has_handle || (seg = mop_run_attach(run_id, handle)) == NULL)
 		return;
-	live = mop_run_phase((MopRunShared *) dsm_segment_address(seg)) != MOP_PHASE_DONE;
+	live = mop_run_phase(mop_run_shared(seg)) != MOP_PHASE_DONE;
 	dsm_detach(seg);
 	if (live)
 		ereport(ERROR,

@@ -33,6 +33,7 @@
 #include "storage/dsm.h"
 #include "storage/latch.h"
 #include "storage/proc.h"
+#include "storage/shm_toc.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/jsonb.h"
@@ -90,18 +91,34 @@ check_role_can_connect(void)
 				 errhint("Give the role LOGIN (ALTER ROLE ... LOGIN), or start the run as a role that has it.")));
 }
 
-/* Create the run segment with the payload and start the coordinator. */
+/* Copy a C string into a new entry of the run segment's table of contents. */
+static void
+toc_put_string(shm_toc *toc, uint64 key, const char *str)
+{
+	Size		len = strlen(str) + 1;
+	char	   *p = shm_toc_allocate(toc, len);
+
+	memcpy(p, str, len);
+	shm_toc_insert(toc, key, p);
+}
+
+/* Create the run segment (run.h) and start the coordinator. */
 static dsm_segment *
 launch(const RunRequest *req, BackgroundWorkerHandle **handle)
 {
 	const char *space = req->space ?
 		JsonbToCString(NULL, &req->space->root, VARSIZE(req->space)) : "null";
-	List	   *configs = NIL;
-	Size		payload = strlen(req->kind) + strlen(req->dataset) + strlen(space) + 3;
+	int			n_configs = list_length(req->configs);
+	char	  **configs = palloc(sizeof(char *) * Max(n_configs, 1));
+	Size		configs_size = add_size(offsetof(MopRunConfigs, offsets),
+										mul_size(sizeof(Size), n_configs));
+	shm_toc_estimator e;
 	ListCell   *lc;
 	dsm_segment *seg;
+	shm_toc    *toc;
 	MopRunShared *run;
-	char	   *p;
+	MopRunConfigs *c;
+	Size		off;
 	BackgroundWorker bgw;
 	pid_t		pid;
 
@@ -111,13 +128,21 @@ launch(const RunRequest *req, BackgroundWorkerHandle **handle)
 		Jsonb	   *j = (Jsonb *) lfirst(lc);
 		char	   *text = JsonbToCString(NULL, &j->root, VARSIZE(j));
 
-		configs = lappend(configs, text);
-		payload += strlen(text) + 1;
+		configs[foreach_current_index(lc)] = text;
+		configs_size = add_size(configs_size, strlen(text) + 1);
 	}
-	seg = dsm_create(offsetof(MopRunShared, payload) + payload, 0);
-	run = dsm_segment_address(seg);
-	memset(run, 0, offsetof(MopRunShared, payload));
-	run->magic = MOP_RUN_MAGIC;
+	shm_toc_initialize_estimator(&e);
+	shm_toc_estimate_chunk(&e, sizeof(MopRunShared));
+	shm_toc_estimate_chunk(&e, strlen(req->kind) + 1);
+	shm_toc_estimate_chunk(&e, strlen(req->dataset) + 1);
+	shm_toc_estimate_chunk(&e, strlen(space) + 1);
+	shm_toc_estimate_chunk(&e, configs_size);
+	shm_toc_estimate_keys(&e, 5);
+	seg = dsm_create(shm_toc_estimate(&e), 0);
+	toc = shm_toc_create(MOP_RUN_MAGIC, dsm_segment_address(seg), shm_toc_estimate(&e));
+
+	run = shm_toc_allocate(toc, sizeof(MopRunShared));
+	memset(run, 0, sizeof(MopRunShared));
 	SpinLockInit(&run->mutex);
 	run->database = MyDatabaseId;
 	run->user = GetUserId();
@@ -131,22 +156,28 @@ launch(const RunRequest *req, BackgroundWorkerHandle **handle)
 	run->opts.gpu_memory_mb = mop_gpu_memory_mb;
 	run->opts.gpu_tf32 = mop_gpu_tf32;
 	run->task_timeout_ms = mop_task_timeout_ms;
-	run->n_models = list_length(configs);
-	run->n_configs = list_length(configs);
+	run->n_models = n_configs;
+	run->n_configs = n_configs;
 	run->best_metric = NAN;
-	run->payload_len = payload;
-	p = run->payload;
-	strcpy(p, req->kind);
-	p += strlen(req->kind) + 1;
-	strcpy(p, req->dataset);
-	p += strlen(req->dataset) + 1;
-	strcpy(p, space);
-	p += strlen(space) + 1;
-	foreach(lc, configs)
+	shm_toc_insert(toc, MOP_KEY_RUN, run);
+
+	toc_put_string(toc, MOP_KEY_KIND, req->kind);
+	toc_put_string(toc, MOP_KEY_DATASET, req->dataset);
+	toc_put_string(toc, MOP_KEY_SPACE, space);
+
+	c = shm_toc_allocate(toc, configs_size);
+	c->n_configs = n_configs;
+	off = offsetof(MopRunConfigs, offsets) + sizeof(Size) * n_configs;
+	for (int i = 0; i < n_configs; i++)
 	{
-		strcpy(p, (char *) lfirst(lc));
-		p += strlen((char *) lfirst(lc)) + 1;
+		Size		len = strlen(configs[i]) + 1;
+
+		c->offsets[i] = off;
+		memcpy((char *) c + off, configs[i], len);
+		off += len;
 	}
+	Assert(off == configs_size);
+	shm_toc_insert(toc, MOP_KEY_CONFIGS, c);
 
 	mop_bgworker_init(&bgw, "mop_coordinator_main", "mop coordinator");
 	bgw.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(seg));
@@ -439,7 +470,7 @@ mop_run_search(FunctionCallInfo fcinfo, const RunRequest *req)
 	(void) mop_device_check();	/* 'gpu' fails here, before anything starts */
 	(void) mop_mark_interrupted_except(req->resume_run_id);
 	seg = launch(req, &handle);
-	run = dsm_segment_address(seg);
+	run = mop_run_shared(seg);
 	run_id = wait_started(run, handle);
 	if (wait)
 	{
@@ -503,6 +534,69 @@ mop_run_row(int64 run_id, char **status, char **dataset, int *partitions, int64 
 	SPI_finish();
 }
 
+/*
+ * The fixed part of a run segment, found through its table of contents; NULL
+ * if seg is not a run's (a recycled handle: another magic, or no such entry).
+ */
+MopRunShared *
+mop_run_shared(dsm_segment *seg)
+{
+	Size		len = dsm_segment_map_length(seg);
+	char	   *base = dsm_segment_address(seg);
+	shm_toc    *toc;
+	char	   *run;
+
+	if (len < sizeof(MopRunShared))
+		return NULL;
+	toc = shm_toc_attach(MOP_RUN_MAGIC, base);
+	if (toc == NULL)
+		return NULL;
+	run = shm_toc_lookup(toc, MOP_KEY_RUN, true);
+	if (run == NULL || run < base || run + sizeof(MopRunShared) > base + len)
+		return NULL;
+	return (MopRunShared *) run;
+}
+
+/* A string entry (MOP_KEY_KIND, _DATASET, _SPACE) of a run segment. */
+const char *
+mop_run_string(dsm_segment *seg, uint64 key)
+{
+	shm_toc    *toc = shm_toc_attach(MOP_RUN_MAGIC, dsm_segment_address(seg));
+
+	Assert(key == MOP_KEY_KIND || key == MOP_KEY_DATASET || key == MOP_KEY_SPACE);
+	return shm_toc_lookup(toc, key, false);
+}
+
+/* The configurations of a run segment. */
+const MopRunConfigs *
+mop_run_configs(dsm_segment *seg)
+{
+	shm_toc    *toc = shm_toc_attach(MOP_RUN_MAGIC, dsm_segment_address(seg));
+
+	return shm_toc_lookup(toc, MOP_KEY_CONFIGS, false);
+}
+
+/* The run's id (0 until its coordinator has committed it), read under its spinlock. */
+int64
+mop_run_id_of(MopRunShared *run)
+{
+	int64		id;
+
+	SpinLockAcquire(&run->mutex);
+	id = run->run_id;
+	SpinLockRelease(&run->mutex);
+	return id;
+}
+
+/* The run's options, copied under its spinlock (a resuming coordinator sets them). */
+void
+mop_run_options_of(MopRunShared *run, MopRunOptions *opts)
+{
+	SpinLockAcquire(&run->mutex);
+	*opts = run->opts;
+	SpinLockRelease(&run->mutex);
+}
+
 /* Attach to a live run's segment, or NULL if it is not running. */
 dsm_segment *
 mop_run_attach(int64 run_id, int64 handle)
@@ -512,19 +606,10 @@ mop_run_attach(int64 run_id, int64 handle)
 
 	if (seg == NULL)
 		return NULL;
-	run = dsm_segment_address(seg);
-	/* the magic (set before the segment is shared) says the spinlock is one */
-	if (dsm_segment_map_length(seg) >= offsetof(MopRunShared, payload) &&
-		run->magic == MOP_RUN_MAGIC)
-	{
-		int64		id;
-
-		SpinLockAcquire(&run->mutex);
-		id = run->run_id;
-		SpinLockRelease(&run->mutex);
-		if (id == run_id)
-			return seg;
-	}
+	/* a table of contents with the run's magic says the spinlock is one */
+	run = mop_run_shared(seg);
+	if (run != NULL && mop_run_id_of(run) == run_id)
+		return seg;
 	dsm_detach(seg);
 	return NULL;
 }

@@ -15,11 +15,29 @@
  *                  one per group of partitions; each task is one sub-epoch
  *                  through the narrow waist (mop.train_agg) and commits the
  *                  model's checkpoint with its mop.hops row.
- * Slots and the run header are protected by the run's spinlock; processes
- * wake each other with SetLatch.  The segment's handle is stored in
- * mop.runs.shm_handle so that other sessions (mop_cancel, mop_wait,
- * mop.progress) can attach to it; the magic and run id guard against a
- * recycled handle.
+ * Processes wake each other with SetLatch.  The segment's handle is stored
+ * in mop.runs.shm_handle so that other sessions (mop_cancel, mop_wait,
+ * mop.progress) can attach to it; the table of contents' magic and the run
+ * id guard against a recycled handle.
+ *
+ * The segment is a shm_toc (storage/shm_toc.h) with magic MOP_RUN_MAGIC;
+ * every process finds its parts by key (mop_run_shared, shm_toc_lookup):
+ *
+ *   MOP_KEY_RUN      MopRunShared, the run's fixed part;
+ *   MOP_KEY_KIND     the kind of search (runreq.h), a C string;
+ *   MOP_KEY_DATASET  the dataset's name, a C string;
+ *   MOP_KEY_SPACE    the search space as JSON text ("null" if none);
+ *   MOP_KEY_CONFIGS  MopRunConfigs: the configurations as JSON text.
+ *
+ * The caller writes all of it before the coordinator starts; after that
+ * only MopRunShared changes.  Locking of MopRunShared:
+ *   - the request (database, user, resume_run_id, n_workers,
+ *     task_timeout_ms, n_configs) and the other keys' entries are fixed once
+ *     the segment is shared, and are read without the lock;
+ *   - every other field, and the slots, are read and written under mutex by
+ *     every process, except that the coordinator, the only writer of the
+ *     run's state and progress (and of opts, when it resumes a run), reads
+ *     its own writes without it.
  */
 #ifndef MOP_RUN_H
 #define MOP_RUN_H
@@ -28,12 +46,21 @@
 
 #include "datatype/timestamp.h"
 #include "nodes/pg_list.h"
+#include "storage/dsm.h"
 #include "storage/latch.h"
+#include "storage/shm_toc.h"
 #include "storage/spin.h"
 
 #include "run_options.h"
 
-#define MOP_RUN_MAGIC 0x4D4F5052	/* "MOPR" */
+#define MOP_RUN_MAGIC 0x4D4F5052	/* "MOPR": the segment's shm_toc magic */
+
+/* Keys of the run segment's table of contents (see above). */
+#define MOP_KEY_RUN			UINT64CONST(0x4D4F500000000001)
+#define MOP_KEY_KIND		UINT64CONST(0x4D4F500000000002)
+#define MOP_KEY_DATASET		UINT64CONST(0x4D4F500000000003)
+#define MOP_KEY_SPACE		UINT64CONST(0x4D4F500000000004)
+#define MOP_KEY_CONFIGS		UINT64CONST(0x4D4F500000000005)
 #define MOP_MAX_WORKERS 64
 
 typedef enum MopRunPhase
@@ -91,10 +118,9 @@ typedef struct MopSlot
 	char		error[256];
 } MopSlot;
 
-/* The run's shared segment. */
+/* The run's fixed part (MOP_KEY_RUN). */
 typedef struct MopRunShared
 {
-	uint32		magic;
 	slock_t		mutex;
 	Oid			database;
 	Oid			user;
@@ -109,7 +135,7 @@ typedef struct MopRunShared
 	int32		task_timeout_ms;	/* mop.task_timeout of the starting session; 0 = off */
 	MopRunOptions opts;			/* what the run is (run_options.h); blas_threads and
 								 * the device are the starting or resuming session's */
-	int32		n_configs;		/* configurations in the payload */
+	int32		n_configs;		/* configurations (MOP_KEY_CONFIGS) */
 
 	/* state */
 	MopRunPhase phase;
@@ -131,11 +157,24 @@ typedef struct MopRunShared
 	TimestampTz started_at;
 
 	MopSlot		slots[MOP_MAX_WORKERS];
-
-	/* request payload: dataset name and configs as JSON text, NUL-separated */
-	Size		payload_len;
-	char		payload[FLEXIBLE_ARRAY_MEMBER];
 } MopRunShared;
+
+/* The run's configurations (MOP_KEY_CONFIGS), in the order given. */
+typedef struct MopRunConfigs
+{
+	int32		n_configs;
+	Size		offsets[FLEXIBLE_ARRAY_MEMBER];	/* of configuration i's JSON text,
+												 * from the struct's start */
+} MopRunConfigs;
+
+#define MOP_RUN_CONFIG(c, i) ((const char *) (c) + (c)->offsets[(i)])
+
+/* run.c: a run segment's parts, and its shared fields read under its lock */
+extern MopRunShared *mop_run_shared(dsm_segment *seg);
+extern const char *mop_run_string(dsm_segment *seg, uint64 key);
+extern const MopRunConfigs *mop_run_configs(dsm_segment *seg);
+extern int64 mop_run_id_of(MopRunShared *run);
+extern void mop_run_options_of(MopRunShared *run, MopRunOptions *opts);
 
 /* coordinator.c / worker.c entry points (bgw_function_name) */
 extern PGDLLEXPORT void mop_coordinator_main(Datum arg);

@@ -99,7 +99,7 @@ check_coordinator(void)
 		ereport(ERROR,
 				(errcode(ERRCODE_ADMIN_SHUTDOWN),
 				 errmsg("mop worker %d of run %lld was replaced after making no progress; it stops without committing",
-						my_index, (long long) run->run_id)));
+						my_index, (long long) mop_run_id_of(run))));
 	}
 	if (coordinator_exited())
 	{
@@ -107,7 +107,7 @@ check_coordinator(void)
 		ereport(ERROR,
 				(errcode(ERRCODE_ADMIN_SHUTDOWN),
 				 errmsg("the coordinator of run %lld exited; the worker stops",
-						(long long) run->run_id)));
+						(long long) mop_run_id_of(run))));
 	}
 }
 
@@ -122,10 +122,11 @@ record_orphaned_run(void)
 {
 	Oid			t[2] = {INT8OID, INT8OID};
 	Datum		v[2];
+	int64		run_id = mop_run_id_of(run);
 
-	if (run->run_id == 0)
+	if (run_id == 0)
 		return;
-	v[0] = Int64GetDatum(run->run_id);
+	v[0] = Int64GetDatum(run_id);
 	/* only while the row is still this run's segment's (not resumed since) */
 	v[1] = Int64GetDatum((int64) DatumGetUInt32(MyBgworkerEntry->bgw_main_arg));
 	SetCurrentStatementStartTimestamp();
@@ -222,7 +223,7 @@ run_task(MopSlot *slot, MopSlot *task, double *valid_metric, double *valid_loss)
 	MopSubepochOutcome outcome;
 
 	memset(&se, 0, sizeof(se));
-	se.run_id = run->run_id;
+	se.run_id = mop_run_id_of(run);
 	se.model_id = task->model_id;
 	se.epoch = task->epoch;
 	se.partition = task->partition;
@@ -312,6 +313,7 @@ do_task(MopSlot *slot, MopSlot *task, MemoryContext task_cxt)
 				vl = NAN;
 	TimestampTz t0 = GetCurrentTimestamp();
 	char		errbuf[256] = "";
+	Latch	   *latch;
 	MemoryContext old = MemoryContextSwitchTo(task_cxt);
 
 	PG_TRY();
@@ -362,9 +364,10 @@ do_task(MopSlot *slot, MopSlot *task, MemoryContext task_cxt)
 	/* an exit ordered meanwhile (the run ended or its coordinator went) stands */
 	if (slot->state != MOP_SLOT_EXIT)
 		slot->state = MOP_SLOT_DONE;
+	latch = run->coordinator_latch;
 	SpinLockRelease(&run->mutex);
-	if (run->coordinator_latch)
-		SetLatch(run->coordinator_latch);
+	if (latch)
+		SetLatch(latch);
 }
 
 /* On exit (also FATAL): tell the coordinator this worker is gone. */
@@ -395,6 +398,8 @@ mop_worker_main(Datum arg)
 {
 	dsm_segment *seg;
 	MopSlot    *slot;
+	MopRunOptions opts;
+	Latch	   *coordinator;
 	MemoryContext task_cxt;
 
 	memcpy(&my_index, MyBgworkerEntry->bgw_extra, sizeof(int));
@@ -408,8 +413,8 @@ mop_worker_main(Datum arg)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("mop worker could not attach to its run's shared memory")));
 	dsm_pin_mapping(seg);
-	run = dsm_segment_address(seg);
-	if (run->magic != MOP_RUN_MAGIC || my_index < 0 || my_index >= MOP_MAX_WORKERS)
+	run = mop_run_shared(seg);
+	if (run == NULL || my_index < 0 || my_index >= MOP_MAX_WORKERS)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("mop worker found a bad run segment")));
@@ -419,10 +424,11 @@ mop_worker_main(Datum arg)
 	BackgroundWorkerInitializeConnectionByOid(run->database, run->user, 0);
 	mop_pin_search_path();
 	pgstat_report_appname("mop worker");
-	mop_blas_threads = run->opts.blas_threads;
-	mop_gpu_worker_init(run->opts.gpu, my_index);
-	mop_gpu_memory_mb = run->opts.gpu_memory_mb;	/* the starting session's settings */
-	mop_gpu_tf32 = run->opts.gpu_tf32;
+	mop_run_options_of(run, &opts);
+	mop_blas_threads = opts.blas_threads;
+	mop_gpu_worker_init(opts.gpu, my_index);
+	mop_gpu_memory_mb = opts.gpu_memory_mb;	/* the starting session's settings */
+	mop_gpu_tf32 = opts.gpu_tf32;
 	task_cxt = AllocSetContextCreate(TopMemoryContext, "mop task", ALLOCSET_DEFAULT_SIZES);
 
 	SpinLockAcquire(&run->mutex);
@@ -432,9 +438,10 @@ mop_worker_main(Datum arg)
 	/* a run that ended while this worker was starting has told it to exit already */
 	if (slot->state != MOP_SLOT_EXIT)
 		slot->state = MOP_SLOT_IDLE;
+	coordinator = run->coordinator_latch;
 	SpinLockRelease(&run->mutex);
-	if (run->coordinator_latch)
-		SetLatch(run->coordinator_latch);
+	if (coordinator)
+		SetLatch(coordinator);
 
 	for (;;)
 	{
