@@ -331,7 +331,7 @@ decode_spec(const void *blob, size_t len, cursor *c, nn_spec *spec, nn_plan *pla
 {
 	nn_status	s;
 	nn_error	inner;
-	uint32_t	version;
+	uint32_t	version = 0;
 
 	if ((s = check_header(blob, len, &version, err)) != NN_OK)
 		return s;
