@@ -151,6 +151,32 @@ typedef enum nn_init
 #define NN_MAX_LAYERS 64
 
 /*
+ * Learning-rate schedules, by epoch.  The epoch index is the model's count
+ * of completed epochs (nn_counters.epochs, carried in its blob), so the
+ * rate of an epoch is a pure function of the spec and that index and a
+ * resumed, moved or copied model continues the schedule exactly.  With
+ * lr_warmup = W > 0, epochs 0..W-1 ramp linearly as PyTorch's
+ * LinearLR(start_factor=1/W, end_factor=1, total_iters=W): lr * (1/W +
+ * (1 - 1/W) * e / W); from epoch W on the schedule runs at index e - W
+ * (PyTorch's SequentialLR with milestones=[W]).  The schedules:
+ *   none:        lr
+ *   step:        lr * gamma^floor(i / step_size)      (StepLR)
+ *   exponential: lr * gamma^i                         (ExponentialLR)
+ *   cosine:      min + (lr - min) * (1 + cos(pi * i / epochs)) / 2
+ *                (CosineAnnealingLR(T_max=epochs, eta_min=min), its closed
+ *                form, which past epochs rises again as PyTorch's does)
+ */
+typedef enum nn_lr_schedule
+{
+	NN_SCHED_NONE = 0,
+	NN_SCHED_STEP = 1,
+	NN_SCHED_EXPONENTIAL = 2,
+	NN_SCHED_COSINE = 3
+} nn_lr_schedule;
+
+#define NN_MAX_SCHED_EPOCHS 1000000	/* step_size, warmup and cosine epochs */
+
+/*
  * A complete model specification: architecture, loss, metric, optimizer and
  * its hyperparameters, batch size and seed.  Plain data, fixed size; fill it
  * with nn_spec_init() defaults then set what you need.
@@ -182,10 +208,21 @@ typedef struct nn_spec
 	int32_t		batch_size;		/* rows per minibatch, > 0 */
 	int32_t		init;			/* nn_init */
 	uint64_t	seed;			/* weights, dropout and shuffle all derive from it */
+
+	/* learning-rate schedule (nn_lr_schedule; all zero: constant lr) */
+	int32_t		lr_schedule;	/* nn_lr_schedule */
+	int32_t		lr_step_size;	/* step: epochs per decay, >= 1 */
+	float		lr_gamma;		/* step, exponential: factor, > 0 */
+	float		lr_min;			/* cosine: final rate, >= 0 */
+	int32_t		lr_epochs;		/* cosine: epochs to anneal over (T_max), >= 1 */
+	int32_t		lr_warmup;		/* linear warmup epochs before the schedule, 0 = none */
 } nn_spec;
 
 /* Fill spec with defaults: no layers, CE loss, accuracy, Adam(1e-3), batch 32. */
 void		nn_spec_init(nn_spec *spec);
+
+/* Learning rate used in the 0-based epoch `epoch` (see nn_lr_schedule). */
+double		nn_lr_at(const nn_spec *spec, int64_t epoch);
 
 /* Check a spec completely (ranges, shapes, loss/metric fit); NN_OK if usable. */
 nn_status	nn_spec_validate(const nn_spec *spec, nn_error *err);
@@ -248,7 +285,9 @@ typedef struct nn_counters
 {
 	int64_t		steps;			/* optimizer steps taken */
 	int64_t		rows_trained;	/* rows seen by training */
-	int64_t		epochs;			/* maintained by callers via nn_model_set_epochs */
+	int64_t		epochs;			/* completed epochs: the schedule's position;
+								 * maintained by callers (nn_model_set_epochs,
+								 * nn_blob_set_epochs) */
 	int64_t		sub_epochs;		/* completed nn_train_end calls */
 	int32_t		diverged;		/* 1 once NaN/Inf was seen */
 } nn_counters;
@@ -351,8 +390,17 @@ nn_status	nn_model_deserialize(const void *blob, size_t len, nn_model **out,
 nn_status	nn_blob_spec(const void *blob, size_t len, nn_spec *spec,
 						 nn_error *err);
 
+/*
+ * Set the completed-epoch counter inside a blob (in place, checksum
+ * renewed) without decoding the model; the blob is checked as
+ * nn_model_deserialize would check its header and spec.
+ */
+nn_status	nn_blob_set_epochs(void *blob, size_t len, int64_t epochs,
+							   nn_error *err);
+
 #define NN_BLOB_MAGIC "MOPMODEL"
-#define NN_BLOB_VERSION 1
+/* 2: the spec ends with the learning-rate schedule (version 1 blobs read as none) */
+#define NN_BLOB_VERSION 2
 
 /* Hard limits that keep a hostile blob or spec from allocating absurdly. */
 #define NN_MAX_DIM 65536		/* any single dimension */

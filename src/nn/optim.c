@@ -31,12 +31,11 @@ clip_gradients(nn_model *m, float clip)
 
 /* SGD with optional momentum / Nesterov on one tensor; returns 1 if a weight is NaN/Inf. */
 static int
-sgd_tensor(const nn_spec *s, float *w, const float *g, float *buf, int64_t n,
-		   float l2)
+sgd_tensor(const nn_spec *s, float lr, float *w, const float *g, float *buf,
+		   int64_t n, float l2)
 {
 	int			bad = 0;
-	float						lr = s->lr,
-				mom = s->momentum;
+	float		mom = s->momentum;
 
 	for (int64_t i = 0; i < n; i++)
 	{
@@ -78,13 +77,12 @@ adam_tensor(const nn_spec *s, float *w, const float *g, float *mo, float *ve,
 
 /* RMSprop (non-centred, optional momentum) on one tensor; returns 1 if a weight is NaN/Inf. */
 static int
-rmsprop_tensor(const nn_spec *s, float *w, const float *g, float *sq, float *buf,
-			   int64_t n, float l2)
+rmsprop_tensor(const nn_spec *s, float lr, float *w, const float *g, float *sq,
+			   float *buf, int64_t n, float l2)
 {
 	int			bad = 0;
-	float						rho = s->rho,
+	float		rho = s->rho,
 				eps = s->eps,
-				lr = s->lr,
 				mom = s->momentum;
 
 	for (int64_t i = 0; i < n; i++)
@@ -113,6 +111,8 @@ nn_optim_step(nn_model *m, nn_error *err)
 	const nn_spec *s = &m->spec;
 	int64_t		P = m->plan.n_params;
 	int64_t		t = m->steps + 1;
+	/* the scheduled rate of the model's current epoch (s->lr without one) */
+	float		lr = (float) nn_lr_at(s, m->epochs);
 	int			bad = 0;
 	float		step_size = 0.0f,
 				bc2_sqrt = 1.0f;
@@ -124,7 +124,7 @@ nn_optim_step(nn_model *m, nn_error *err)
 		double		bc1 = 1.0 - pow((double) s->beta1, (double) t);
 		double		bc2 = 1.0 - pow((double) s->beta2, (double) t);
 
-		step_size = (float) ((double) s->lr / bc1);
+		step_size = (float) ((double) lr / bc1);
 		bc2_sqrt = (float) sqrt(bc2);
 	}
 
@@ -138,7 +138,7 @@ nn_optim_step(nn_model *m, nn_error *err)
 		switch (s->optimizer)
 		{
 			case NN_OPT_SGD:
-				bad |= sgd_tensor(s, w, g, s->momentum > 0 ? m->opt + T->off : NULL,
+				bad |= sgd_tensor(s, lr, w, g, s->momentum > 0 ? m->opt + T->off : NULL,
 									   T->size, l2);
 				break;
 			case NN_OPT_ADAM:
@@ -147,13 +147,13 @@ nn_optim_step(nn_model *m, nn_error *err)
 					float		decay = 1.0f;
 
 					if (s->optimizer == NN_OPT_ADAMW && T->is_kernel)
-						decay = 1.0f - s->lr * s->weight_decay;
+						decay = 1.0f - lr * s->weight_decay;
 					bad |= adam_tensor(s, w, g, m->opt + T->off, m->opt + P + T->off,
 											T->size, l2, decay, step_size, bc2_sqrt);
 					break;
 				}
 			case NN_OPT_RMSPROP:
-				bad |= rmsprop_tensor(s, w, g, m->opt + T->off,
+				bad |= rmsprop_tensor(s, lr, w, g, m->opt + T->off,
 										   s->momentum > 0 ? m->opt + P + T->off : NULL,
 										   T->size, l2);
 				break;

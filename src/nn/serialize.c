@@ -12,7 +12,10 @@
  *    24  u64 checksum of the payload
  *   payload
  *     spec: input shape, layers, loss, metric, optimizer and its
- *           hyperparameters, batch size, initializer, seed
+ *           hyperparameters, batch size, initializer, seed; from version 2
+ *           on the learning-rate schedule (6 four-byte fields: type,
+ *           step_size, gamma, min_lr, epochs, warmup), which a version 1
+ *           blob lacks and is read as none (a constant rate)
  *     counters: steps, rows trained, epochs, sub-epochs, diverged flag
  *     RNG state (4 x u64): dropout masks and shuffles continue exactly
  *     n_params, n_opt (i64), then the weights and the optimizer state
@@ -37,6 +40,7 @@
 
 #define HEADER_SIZE 32
 #define SPEC_FIXED_BYTES 88			/* 20 four-byte fields and the seed */
+#define SCHED_BYTES (6 * 4)			/* the schedule, version 2 on */
 #define LAYER_BYTES (12 * 4)
 #define COUNTER_BYTES (4 * 8 + 4)
 #define RNG_BYTES (4 * 8)
@@ -104,11 +108,11 @@ get(cursor *c, void *v, size_t n)
 #define PUT(c, x) put((c), &(x), sizeof(x))
 #define GET(c, x) get((c), &(x), sizeof(x))
 
-/* Bytes the spec takes in a blob. */
+/* Bytes the spec takes in a blob of the current version. */
 static size_t
 spec_bytes(const nn_spec *s)
 {
-	return SPEC_FIXED_BYTES + (size_t) s->n_layers * LAYER_BYTES;
+	return SPEC_FIXED_BYTES + (size_t) s->n_layers * LAYER_BYTES + SCHED_BYTES;
 }
 
 /* Write the spec fields one by one (the struct layout is not the format). */
@@ -153,11 +157,20 @@ write_spec(cursor *c, const nn_spec *s)
 	PUT(c, s->batch_size);
 	PUT(c, s->init);
 	PUT(c, s->seed);
+	PUT(c, s->lr_schedule);
+	PUT(c, s->lr_step_size);
+	PUT(c, s->lr_gamma);
+	PUT(c, s->lr_min);
+	PUT(c, s->lr_epochs);
+	PUT(c, s->lr_warmup);
 }
 
-/* Read a spec; NN_ERR_CORRUPT if the layer count is impossible. */
+/*
+ * Read a spec of a blob of format version; NN_ERR_CORRUPT if the layer count
+ * is impossible.
+ */
 static nn_status
-read_spec(cursor *c, nn_spec *s, nn_error *err)
+read_spec(cursor *c, uint32_t version, nn_spec *s, nn_error *err)
 {
 	memset(s, 0, sizeof(*s));
 	GET(c, s->in_h);
@@ -201,6 +214,15 @@ read_spec(cursor *c, nn_spec *s, nn_error *err)
 	GET(c, s->batch_size);
 	GET(c, s->init);
 	GET(c, s->seed);
+	if (version >= 2)
+	{
+		GET(c, s->lr_schedule);
+		GET(c, s->lr_step_size);
+		GET(c, s->lr_gamma);
+		GET(c, s->lr_min);
+		GET(c, s->lr_epochs);
+		GET(c, s->lr_warmup);
+	}
 	if (c->overflow)
 		return nn_fail(err, NN_ERR_CORRUPT, "blob ends inside the model specification");
 	return NN_OK;
@@ -259,9 +281,13 @@ nn_model_serialize(const nn_model *m, void *buf, size_t cap, size_t *len,
 	return NN_OK;
 }
 
-/* Check the header and checksum; on success the payload is [32, len). */
+/*
+ * Check the header and checksum; on success the payload is [32, len) and
+ * *version_out its format version.
+ */
 static nn_status
-check_header(const unsigned char *b, size_t len, nn_error *err)
+check_header(const unsigned char *b, size_t len, uint32_t *version_out,
+			 nn_error *err)
 {
 	uint32_t	version,
 				hsize;
@@ -294,6 +320,7 @@ check_header(const unsigned char *b, size_t len, nn_error *err)
 					   (size_t) (len - HEADER_SIZE - plen));
 	if (nn_blob_checksum(b + HEADER_SIZE, plen) != sum)
 		return nn_fail(err, NN_ERR_CHECKSUM, "blob checksum mismatch: the model is corrupted");
+	*version_out = version;
 	return NN_OK;
 }
 
@@ -304,14 +331,15 @@ decode_spec(const void *blob, size_t len, cursor *c, nn_spec *spec, nn_plan *pla
 {
 	nn_status	s;
 	nn_error	inner;
+	uint32_t	version = 0;
 
-	if ((s = check_header(blob, len, err)) != NN_OK)
+	if ((s = check_header(blob, len, &version, err)) != NN_OK)
 		return s;
 	c->p = (unsigned char *) blob;
 	c->len = len;
 	c->pos = HEADER_SIZE;
 	c->overflow = 0;
-	if ((s = read_spec(c, spec, err)) != NN_OK)
+	if ((s = read_spec(c, version, spec, err)) != NN_OK)
 		return s;
 	if (nn_plan_build(spec, plan, &inner) != NN_OK)
 		return nn_fail(err, NN_ERR_CORRUPT, "blob holds an invalid model: %s", inner.msg);
@@ -396,5 +424,35 @@ nn_model_deserialize(const void *blob, size_t len, nn_model **out, nn_error *err
 	m->sub_epochs = subs;
 	m->diverged = diverged;
 	*out = m;
+	return NN_OK;
+}
+
+/* Set the completed-epoch counter of a blob in place and renew its checksum. */
+nn_status
+nn_blob_set_epochs(void *blob, size_t len, int64_t epochs, nn_error *err)
+{
+	cursor		c;
+	nn_spec		spec;
+	nn_plan    *plan = malloc(sizeof(nn_plan));
+	nn_status	s;
+	uint64_t	sum;
+	size_t		at;
+
+	if (!plan)
+		return nn_fail(err, NN_ERR_NOMEM, "out of memory");
+	s = decode_spec(blob, len, &c, &spec, plan, err);
+	free(plan);
+	if (s != NN_OK)
+		return s;
+	if (epochs < 0 || epochs > NN_MAX_COUNTER)
+		return nn_fail(err, NN_ERR_INVALID, "epoch count %lld is out of range",
+					   (long long) epochs);
+	/* the counters follow the spec: steps, rows trained, epochs */
+	at = c.pos + 2 * sizeof(int64_t);
+	if (at + sizeof(int64_t) > len)
+		return nn_fail(err, NN_ERR_CORRUPT, "blob ends inside its counters");
+	memcpy((unsigned char *) blob + at, &epochs, sizeof(epochs));
+	sum = nn_blob_checksum((unsigned char *) blob + HEADER_SIZE, len - HEADER_SIZE);
+	memcpy((unsigned char *) blob + 24, &sum, 8);
 	return NN_OK;
 }

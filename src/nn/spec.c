@@ -177,14 +177,73 @@ conv_axis(int in, int k, int s, int padding, int *out, int *pad)
 }
 
 /* Check the optimizer, loss and metric settings of a spec. */
+/* The learning-rate schedule's fields, as nn_lr_schedule describes them. */
+static nn_status
+validate_schedule(const nn_spec *spec, nn_error *err)
+{
+	if (spec->lr_schedule < NN_SCHED_NONE || spec->lr_schedule > NN_SCHED_COSINE)
+		return nn_fail(err, NN_ERR_INVALID, "unknown learning-rate schedule %d", spec->lr_schedule);
+	if (spec->lr_warmup < 0 || spec->lr_warmup > NN_MAX_SCHED_EPOCHS)
+		return nn_fail(err, NN_ERR_INVALID, "warmup of %d epochs must be in 0..%d",
+					   spec->lr_warmup, NN_MAX_SCHED_EPOCHS);
+	if (spec->lr_schedule == NN_SCHED_STEP &&
+		(spec->lr_step_size < 1 || spec->lr_step_size > NN_MAX_SCHED_EPOCHS))
+		return nn_fail(err, NN_ERR_INVALID, "step_size %d must be in 1..%d",
+					   spec->lr_step_size, NN_MAX_SCHED_EPOCHS);
+	if ((spec->lr_schedule == NN_SCHED_STEP || spec->lr_schedule == NN_SCHED_EXPONENTIAL) &&
+		(!in_range(spec->lr_gamma, 0, 1e6) || spec->lr_gamma <= 0))
+		return nn_fail(err, NN_ERR_INVALID, "schedule gamma %g must be > 0 and finite",
+					   (double) spec->lr_gamma);
+	if (spec->lr_schedule == NN_SCHED_COSINE)
+	{
+		if (spec->lr_epochs < 1 || spec->lr_epochs > NN_MAX_SCHED_EPOCHS)
+			return nn_fail(err, NN_ERR_INVALID, "cosine schedule over %d epochs must be over 1..%d",
+						   spec->lr_epochs, NN_MAX_SCHED_EPOCHS);
+		if (!in_range(spec->lr_min, 0, 1e6))
+			return nn_fail(err, NN_ERR_INVALID, "cosine min_lr %g must be >= 0 and finite",
+						   (double) spec->lr_min);
+	}
+	return NN_OK;
+}
+
+/* Learning rate of 0-based epoch e: warmup, then the schedule at e - warmup. */
+double
+nn_lr_at(const nn_spec *spec, int64_t e)
+{
+	double		base = spec->lr;
+	int64_t		w = spec->lr_warmup;
+
+	if (e < 0)
+		e = 0;
+	if (w > 0 && e < w)
+		return base * (1.0 / (double) w + (1.0 - 1.0 / (double) w) * (double) e / (double) w);
+	e -= w;
+	switch (spec->lr_schedule)
+	{
+		case NN_SCHED_STEP:
+			return base * pow((double) spec->lr_gamma, (double) (e / spec->lr_step_size));
+		case NN_SCHED_EXPONENTIAL:
+			return base * pow((double) spec->lr_gamma, (double) e);
+		case NN_SCHED_COSINE:
+			return (double) spec->lr_min + (base - (double) spec->lr_min) *
+				(1.0 + cos(M_PI * (double) e / (double) spec->lr_epochs)) / 2.0;
+		default:
+			return base;
+	}
+}
+
 static nn_status
 validate_training(const nn_spec *spec, nn_error *err)
 {
+	nn_status	st;
+
 	if (spec->optimizer < NN_OPT_SGD || spec->optimizer > NN_OPT_RMSPROP)
 		return nn_fail(err, NN_ERR_INVALID, "unknown optimizer %d", spec->optimizer);
 	if (!in_range(spec->lr, 0, 1e6) || spec->lr <= 0)
 		return nn_fail(err, NN_ERR_INVALID, "learning rate %g must be > 0 and finite",
 					   (double) spec->lr);
+	if ((st = validate_schedule(spec, err)) != NN_OK)
+		return st;
 	if (!in_range(spec->momentum, 0, 1) || spec->momentum >= 1)
 		return nn_fail(err, NN_ERR_INVALID, "momentum %g must be in [0, 1)",
 					   (double) spec->momentum);

@@ -43,6 +43,7 @@ typedef struct ConfigSeen
 	bool		wd;				/* a weight_decay above 0 */
 	bool		init;
 	bool		l2;
+	JsonbValue *schedule;		/* "lr_schedule", parsed once the rate is known */
 } ConfigSeen;
 
 /* Check a float in [lo, hi) or (lo, ...) per flags, then store it. */
@@ -155,10 +156,116 @@ parse_metric(const JsonbValue *v, const char *k)
 			  cfg_string(v, k));
 }
 
+/*
+ * "lr_schedule": {"type": "step", "step_size": N, "gamma": g},
+ * {"type": "exponential", "gamma": g} or {"type": "cosine", "min_lr": m
+ * [, "epochs": T]}, each with an optional "warmup": W epochs; {"type":
+ * "none"} (a constant rate, with a warmup if given) too.  A cosine schedule
+ * anneals over T epochs, by default the run's epochs (run_epochs; 0: none
+ * known, then "epochs" is required).  Errors name the key's path.
+ */
+static void
+parse_schedule(const JsonbValue *v, int32 run_epochs, nn_spec *spec)
+{
+	JsonItem   *items;
+	int			n;
+	const char *type = NULL;
+	bool		has_step = false,
+				has_gamma = false,
+				has_min = false,
+				has_epochs = false;
+
+	if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+		cfg_error("lr_schedule", "must be a JSON object such as {\"type\": \"step\", \"step_size\": 10, \"gamma\": 0.5}");
+	items = cfg_object_items(v->val.binary.data, "lr_schedule", &n);
+	for (int i = 0; i < n; i++)
+		if (strcmp(items[i].key, "type") == 0)
+			type = cfg_squash(cfg_string(&items[i].val, "lr_schedule.type"));
+	if (type == NULL)
+		cfg_error("lr_schedule.type", "is required: \"step\", \"exponential\", \"cosine\" or \"none\"");
+	if (strcmp(type, "none") == 0 || strcmp(type, "constant") == 0)
+		spec->lr_schedule = NN_SCHED_NONE;
+	else if (strcmp(type, "step") == 0)
+		spec->lr_schedule = NN_SCHED_STEP;
+	else if (strcmp(type, "exponential") == 0)
+		spec->lr_schedule = NN_SCHED_EXPONENTIAL;
+	else if (strcmp(type, "cosine") == 0)
+		spec->lr_schedule = NN_SCHED_COSINE;
+	else
+		cfg_error("lr_schedule.type", "unknown schedule (use \"step\", \"exponential\", \"cosine\" or \"none\")");
+
+	for (int i = 0; i < n; i++)
+	{
+		const char *k = items[i].key;
+		const JsonbValue *iv = &items[i].val;
+		char	   *path = psprintf("lr_schedule.%s", k);
+		bool		ok = true;
+
+		if (strcmp(k, "type") == 0)
+			continue;
+		if (strcmp(k, "warmup") == 0)
+			spec->lr_warmup = (int32) cfg_int(iv, path, 0, NN_MAX_SCHED_EPOCHS);
+		else if (strcmp(k, "step_size") == 0 && (ok = spec->lr_schedule == NN_SCHED_STEP))
+		{
+			spec->lr_step_size = (int32) cfg_int(iv, path, 1, NN_MAX_SCHED_EPOCHS);
+			has_step = true;
+		}
+		else if (strcmp(k, "gamma") == 0 &&
+				 (ok = spec->lr_schedule == NN_SCHED_STEP ||
+				  spec->lr_schedule == NN_SCHED_EXPONENTIAL))
+		{
+			spec->lr_gamma = get_ranged(iv, path, 0, true, 0, false);
+			if (spec->lr_gamma <= 0)
+				cfg_error(path, "must be > 0");
+			has_gamma = true;
+		}
+		else if (strcmp(k, "min_lr") == 0 && (ok = spec->lr_schedule == NN_SCHED_COSINE))
+		{
+			spec->lr_min = get_ranged(iv, path, 0, false, 0, false);
+			has_min = true;
+		}
+		else if (strcmp(k, "epochs") == 0 && (ok = spec->lr_schedule == NN_SCHED_COSINE))
+		{
+			spec->lr_epochs = (int32) cfg_int(iv, path, 1, NN_MAX_SCHED_EPOCHS);
+			has_epochs = true;
+		}
+		else if (!ok)
+			cfg_error(path, "does not apply to a \"%s\" schedule", type);
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("unknown configuration key \"%s\"", path),
+					 errhint("lr_schedule takes type, warmup, and step_size and gamma (step), gamma (exponential), min_lr and epochs (cosine).")));
+	}
+	if (spec->lr_schedule == NN_SCHED_STEP && !has_step)
+		cfg_error("lr_schedule.step_size", "is required by a \"step\" schedule");
+	if ((spec->lr_schedule == NN_SCHED_STEP || spec->lr_schedule == NN_SCHED_EXPONENTIAL) &&
+		!has_gamma)
+		cfg_error("lr_schedule.gamma", "is required by a \"%s\" schedule", type);
+	if (spec->lr_schedule == NN_SCHED_COSINE)
+	{
+		if (!has_min)
+			cfg_error("lr_schedule.min_lr", "is required by a \"cosine\" schedule (0 anneals to zero)");
+		if (!has_epochs)
+		{
+			if (run_epochs < 1)
+				cfg_error("lr_schedule.epochs", "is required here: there is no run whose epochs the cosine schedule could anneal over");
+			spec->lr_epochs = Min(run_epochs, NN_MAX_SCHED_EPOCHS);
+		}
+		if (spec->lr_min >= spec->lr)
+			cfg_error("lr_schedule.min_lr", "must be < learning_rate (%g)", (double) spec->lr);
+	}
+}
+
 /* One top-level key k of the configuration into spec, noting it in seen. */
 static void
 config_key(const char *k, JsonbValue *v, nn_spec *spec, ConfigSeen *seen)
 {
+	if (strcmp(k, "lr_schedule") == 0)
+	{
+		seen->schedule = v;
+		return;
+	}
 	if (strcmp(k, "model") == 0)
 	{
 		cfg_parse_model(v, spec);
@@ -217,7 +324,7 @@ config_key(const char *k, JsonbValue *v, nn_spec *spec, ConfigSeen *seen)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown configuration key \"%s\"", k),
-				 errhint("Valid keys are model, optimizer, learning_rate, momentum, nesterov, beta1, beta2, epsilon, rho, l2, weight_decay, clip_norm, batch_size, loss, metric, top_k, init and seed.")));
+				 errhint("Valid keys are model, optimizer, learning_rate, momentum, nesterov, beta1, beta2, epsilon, rho, l2, weight_decay, clip_norm, lr_schedule, batch_size, loss, metric, top_k, init and seed.")));
 }
 
 /*
@@ -328,11 +435,14 @@ check_output_layer(const nn_spec *spec, const MopDataset *ds)
 }
 
 /*
- * Parse config into spec for dataset ds.  Everything is checked here or by
- * nn_spec_validate(); the result is a spec the engine accepts.
+ * Parse config into spec for dataset ds; run_epochs is the number of epochs
+ * of the run the model trains in (0: no run), over which a cosine
+ * schedule anneals unless it says otherwise.  Everything is checked here
+ * or by nn_spec_validate(); the result is a spec the engine accepts.
  */
 void
-mop_config_to_spec(Jsonb *config, const MopDataset *ds, nn_spec *spec)
+mop_config_to_spec(Jsonb *config, const MopDataset *ds, int32 run_epochs,
+				   nn_spec *spec)
 {
 	JsonItem   *items;
 	int			n;
@@ -359,6 +469,8 @@ mop_config_to_spec(Jsonb *config, const MopDataset *ds, nn_spec *spec)
 	items = cfg_object_items(&config->root, "config", &n);
 	for (int i = 0; i < n; i++)
 		config_key(items[i].key, &items[i].val, spec, &seen);
+	if (seen.schedule)
+		parse_schedule(seen.schedule, run_epochs, spec);
 
 	if (!seen.model)
 		cfg_error("model", "is required, e.g. {\"layers\": [{\"type\": \"dense\", \"units\": 10}]}");

@@ -94,7 +94,7 @@ coord_insert_model(int64 run_id, int i, int32 target)
 	t[2] = JSONBOID;
 	v[2] = JsonbPGetDatum(config);
 	t[3] = BYTEAOID;
-	v[3] = PointerGetDatum(mop_model_initial_state(config, coord.ds, &spec));
+	v[3] = PointerGetDatum(mop_model_initial_state(config, coord.ds, coord.run->opts.epochs, &spec));
 	if (coord.run->opts.warm_start)
 	{
 		/* warm start: the latest checkpoint of the same configuration */

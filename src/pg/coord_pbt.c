@@ -62,7 +62,7 @@ copy_checkpoint(int32 member, int32 parent, Jsonb *config, int32 *parent_epochs,
 							CurrentMemoryContext);
 	*parent_epochs = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 	*parent_subepochs = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
-	mop_config_to_spec(config, coord.ds, &spec);
+	mop_config_to_spec(config, coord.ds, coord.run->opts.epochs, &spec);
 	if ((st = nn_model_set_hyper(h->model, &spec, &err)) != NN_OK)
 		mop_nn_error(st, &err, "could not apply the explored hyperparameters");
 	t[0] = INT8OID;

@@ -165,6 +165,13 @@ mop_gpu_agg_open(nn_model *m, int device, bool training, MemoryContext cxt)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("metric %s is not computed on the GPU", nn_metric_name(metric)),
 				 errhint("Train with device => 'cpu', or pick accuracy, top_k_accuracy, mse or mae.")));
+	/* the GPU engine steps with the spec's constant learning rate */
+	if (training && (nn_model_spec(m)->lr_schedule != NN_SCHED_NONE ||
+					 nn_model_spec(m)->lr_warmup > 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("learning-rate schedules are not supported on the GPU"),
+				 errhint("Train with device => 'cpu', or leave out \"lr_schedule\".")));
 	a = MemoryContextAllocZero(cxt, sizeof(MopGpuAgg));
 	a->api = mop_gpu();
 	a->host = m;

@@ -20,17 +20,19 @@ PG_FUNCTION_INFO_V1(mop_init_model);
 /*
  * The initial state of a model of config for dataset ds, allocated in the
  * current memory context; *spec receives the engine specification the
- * configuration maps to (metric, optimizer, ...).
+ * configuration maps to (metric, optimizer, ...); run_epochs as
+ * mop_config_to_spec takes it.
  */
 bytea *
-mop_model_initial_state(Jsonb *config, const MopDataset *ds, nn_spec *spec)
+mop_model_initial_state(Jsonb *config, const MopDataset *ds, int32 run_epochs,
+						nn_spec *spec)
 {
 	ModelHandle *h;
 	nn_error	err;
 	nn_status	st;
 	bytea	   *blob;
 
-	mop_config_to_spec(config, ds, spec);
+	mop_config_to_spec(config, ds, run_epochs, spec);
 	mop_blas_ensure();
 	h = mop_model_handle(CurrentMemoryContext);
 	st = nn_model_create(spec, &h->model, &err);
@@ -50,5 +52,6 @@ mop_init_model(PG_FUNCTION_ARGS)
 	MopDataset *ds = mop_dataset_lookup(dsname, false);
 	nn_spec		spec;
 
-	PG_RETURN_BYTEA_P(mop_model_initial_state(config, ds, &spec));
+	/* no run: a cosine schedule must give its epochs */
+	PG_RETURN_BYTEA_P(mop_model_initial_state(config, ds, 0, &spec));
 }

@@ -114,7 +114,8 @@ extern ModelHandle *mop_model_of(int64 model_id, MopCheckpoint which, MemoryCont
 								 MopDataset **ds);
 
 /* config.c */
-extern void mop_config_to_spec(Jsonb *config, const MopDataset *ds, nn_spec *spec);
+extern void mop_config_to_spec(Jsonb *config, const MopDataset *ds, int32 run_epochs,
+							   nn_spec *spec);
 /* Is layer i's kernel followed by a ReLU-like activation (He under init "auto")? */
 extern bool mop_relu_like_after(const nn_spec *spec, int i);
 
@@ -202,7 +203,7 @@ extern void mop_wait_release_xmin(void);
 
 /* model_init.c: a model's initial state (its first checkpoint) */
 extern bytea *mop_model_initial_state(Jsonb *config, const MopDataset *ds,
-									  nn_spec *spec);
+									  int32 run_epochs, nn_spec *spec);
 
 /*
  * train_agg.c: progress of the aggregates.  A caller of mop.train_agg or

@@ -127,7 +127,8 @@ mop_resume_body(PG_FUNCTION_ARGS)
 			MopDataset *ds = mop_dataset_lookup(dataset, false);
 
 			added = mop_space_grid(PG_GETARG_JSONB_P(3));
-			mop_validate_configs(added, ds);
+			/* any epoch count validates: the run's own is applied when a model is created */
+			mop_validate_configs(added, ds, 1);
 		}
 	}
 	mop_request_init(&req, fcinfo, "resume", dataset, space, added,

@@ -167,9 +167,12 @@ mop_request_init(RunRequest *req, FunctionCallInfo fcinfo, const char *kind,
 	req->wait = !arg_given(fcinfo, wait_arg) || PG_GETARG_BOOL(wait_arg);
 }
 
-/* Validate every configuration against the dataset; errors name it. */
+/*
+ * Validate every configuration against the dataset for a run of epochs
+ * epochs; errors name it.
+ */
 void
-mop_validate_configs(List *configs, MopDataset *ds)
+mop_validate_configs(List *configs, MopDataset *ds, int32 epochs)
 {
 	ListCell   *lc;
 	int			i = 0;
@@ -182,7 +185,7 @@ mop_validate_configs(List *configs, MopDataset *ds)
 		Jsonb	   *cfg = (Jsonb *) lfirst(lc);
 
 		i++;
-		mop_config_to_spec(cfg, ds, &spec);
+		mop_config_to_spec(cfg, ds, epochs, &spec);
 		if ((st = nn_spec_validate(&spec, &err)) != NN_OK)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -274,7 +277,7 @@ mop_search_request(RunRequest *req, FunctionCallInfo fcinfo, const char *kind,
 				   const MopSearchArgs *args, MopDataset *ds, Jsonb *space,
 				   List *configs, int epochs, int seed)
 {
-	mop_validate_configs(configs, ds);
+	mop_validate_configs(configs, ds, epochs);
 	mop_request_init(req, fcinfo, kind, ds->name, space, configs, epochs,
 					 ds->partitions, args->workers, args->wait);
 	req->opts.seed = seed;

@@ -110,7 +110,7 @@ extern void mop_request_init(RunRequest *req, FunctionCallInfo fcinfo,
 							 const char *kind, const char *dataset, Jsonb *space,
 							 List *configs, int epochs, int partitions,
 							 int workers_arg, int wait_arg);
-extern void mop_validate_configs(List *configs, MopDataset *ds);
+extern void mop_validate_configs(List *configs, MopDataset *ds, int32 epochs);
 extern void mop_search_request(RunRequest *req, FunctionCallInfo fcinfo,
 							   const char *kind, const MopSearchArgs *args,
 							   MopDataset *ds, Jsonb *space, List *configs,

@@ -226,17 +226,38 @@ exec_waist(const MopSubepochTask *task, const char *sql, int nargs, Oid *types,
 	PG_END_TRY();
 }
 
+/*
+ * A copy of state (or state itself, when writable) whose completed-epoch
+ * counter is epochs: the counter is the position of the model's
+ * learning-rate schedule (nn_lr_at), so it is set from the epoch the
+ * scheduler assigns, whatever the state carried (a warm start, a PBT
+ * parent's checkpoint, a blob written before the counter was kept).
+ */
+static bytea *
+state_at_epoch(bytea *state, int32 epochs, bool writable)
+{
+	bytea	   *s = writable ? state : (bytea *) pg_detoast_datum_copy((struct varlena *) state);
+	nn_error	err;
+	nn_status	st;
+
+	st = nn_blob_set_epochs(VARDATA(s), VARSIZE(s) - VARHDRSZ, epochs, &err);
+	if (st != NN_OK)
+		mop_nn_error(st, &err, "invalid model state");
+	return s;
+}
+
 /* One pass of the narrow waist over the partition's training buffers. */
 static void
 train_partition(const MopSubepochTask *task, bytea *state, int64 dataset_id,
 				Trained *out)
 {
 	Oid			t[3] = {BYTEAOID, INT8OID, INT4OID};
-	Datum		v[3] = {PointerGetDatum(state), Int64GetDatum(dataset_id),
-	Int32GetDatum(task->partition)};
+	Datum		v[3] = {0, Int64GetDatum(dataset_id), Int32GetDatum(task->partition)};
 	Datum		sd;
 	bool		isnull;
 
+	/* this epoch trains at the schedule's position task->epoch - 1 */
+	v[0] = PointerGetDatum(state_at_epoch(state, task->epoch - 1, false));
 	exec_waist(task, MOP_TRAIN_SQL, 3, t, v);
 	if (SPI_processed != 1)
 		elog(ERROR, "mop sub-epoch: training query returned %d rows", (int) SPI_processed);
@@ -250,6 +271,9 @@ train_partition(const MopSubepochTask *task, bytea *state, int64 dataset_id,
 		out->rows = DatumGetInt64(col(4, &isnull));
 		out->diverged = strcmp(TextDatumGetCString(col(5, &isnull)), "diverged") == 0 ||
 			!isfinite(out->loss_sum);
+		/* after an epoch's last sub-epoch the model has completed task->epoch */
+		if (task->last_of_epoch && !out->diverged)
+			out->state = state_at_epoch(out->state, task->epoch, true);
 	}
 	SPI_freetuptable(SPI_tuptable);
 }

@@ -84,7 +84,7 @@ mop_train_body(PG_FUNCTION_ARGS)
 	oldcxt = MemoryContextSwitchTo(opcxt);
 
 	ds = mop_dataset_lookup(dsname, false);
-	state = mop_model_initial_state(config, ds, &spec);
+	state = mop_model_initial_state(config, ds, epochs, &spec);
 	metric = nn_metric_name(spec.metric);
 	higher = nn_metric_higher_is_better(spec.metric) != 0;
 

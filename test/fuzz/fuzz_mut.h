@@ -52,7 +52,7 @@ uint64_t	nn_blob_checksum(const void *data, size_t n);
 #define FZ_HDR 32
 #define FZ_SPEC_HEAD 16			/* in_h, in_w, in_c, n_layers */
 #define FZ_LAYER 48
-#define FZ_SPEC_TAIL 72			/* loss .. seed */
+#define FZ_SPEC_TAIL 96			/* loss .. seed, then the lr schedule (version 2) */
 #define FZ_COUNTERS 36
 #define FZ_RNG 32
 #define FZ_COUNTS 16
@@ -242,12 +242,18 @@ fz_pick_field(fz_rng *r, const fz_layout *L, int *kind)
 	if (k < 8)
 	{
 		size_t		tail = FZ_HDR + FZ_SPEC_HEAD + FZ_LAYER * (size_t) L->n_layers;
-		size_t		f = fz_below(r, 17);
+		size_t		f = fz_below(r, 23);
 
 		if (f == 16)
 		{
 			*kind = FZ_I64;		/* the seed */
 			return tail + 64;
+		}
+		if (f > 16)
+		{
+			/* the schedule: type, step_size, gamma, min_lr, epochs, warmup */
+			*kind = (f == 19 || f == 20) ? FZ_F32 : FZ_I32;
+			return tail + 72 + 4 * (f - 17);
 		}
 		*kind = FZ_I32;
 		for (size_t j = 0; j < sizeof(tail_f32) / sizeof(tail_f32[0]); j++)

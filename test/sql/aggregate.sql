@@ -26,8 +26,12 @@ CREATE FUNCTION pg_temp.hop(p int) RETURNS bigint LANGUAGE sql AS $$
 SELECT pg_temp.hop(0) > 0, pg_temp.hop(1) > 0, pg_temp.hop(2) > 0;
 
 -- mop_train runs the same code: one epoch of it gives the identical model
+-- (its state also records the completed epoch, the learning-rate
+-- schedule's position: the same weights evaluate identically)
 SELECT mop_train('blobs', :'cfg', 1) AS one_epoch \gset
-SELECT mm.state = m.state AS same_as_mop_train FROM mop.models mm, m WHERE mm.id = :one_epoch;
+SELECT mop.eval_agg(mm.state, b.x, b.y ORDER BY b.partition, b.buffer_no) =
+       mop.eval_agg(m.state, b.x, b.y ORDER BY b.partition, b.buffer_no) AS same_as_mop_train
+  FROM mop.models mm, m, mop.buffers b WHERE mm.id = :one_epoch AND b.dataset_id = :ds;
 
 -- evaluation sums over the validation split match what mop_train recorded
 SELECT (r).rows, round(((r).loss_sum / (r).rows)::numeric, 6) = round(e.valid_loss::numeric, 6) AS same_loss,
