@@ -173,7 +173,7 @@ profile_key(const nn_spec *spec)
 
 /* Cost every configuration of the grid; returns their number. */
 static int
-cost_grid(const MopDataset *ds, Jsonb *space, ConfigCost **out)
+cost_grid(const MopDataset *ds, Jsonb *space, int epochs, ConfigCost **out)
 {
 	List	   *configs = mop_space_grid(space);
 	int			n = list_length(configs);
@@ -198,7 +198,7 @@ cost_grid(const MopDataset *ds, Jsonb *space, ConfigCost **out)
 		mop_max_model_memory_mb = 0;
 		PG_TRY();
 		{
-			mop_config_to_spec(c[i].config, ds, &spec);
+			mop_config_to_spec(c[i].config, ds, epochs, &spec);
 		}
 		PG_FINALLY();
 		{
@@ -277,7 +277,7 @@ mop_explain(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop_explain", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(opcxt);
-	n = cost_grid(ds, space, &c);
+	n = cost_grid(ds, space, epochs, &c);
 	MemoryContextSwitchTo(old);
 	for (int i = 0; i < n; i++)
 	{
@@ -333,7 +333,7 @@ mop_explain_workers(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop_explain_workers", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(opcxt);
-	n = cost_grid(ds, space, &c);
+	n = cost_grid(ds, space, epochs, &c);
 	ep = palloc(sizeof(int32) * Max(n, 1));
 	cost = palloc(sizeof(double) * Max(n, 1));
 	for (int i = 0; i < n; i++)
