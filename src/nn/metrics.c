@@ -33,8 +33,8 @@
 
 #include "nn_internal.h"
 
-/* At most this many stored scores (floats) for AUC: 512 MB. */
-#define MAX_AUC_SCORES ((int64_t) 1 << 27)
+/* At most this many stored scores (floats) for AUC: 64 MB, sorted in seconds. */
+#define MAX_AUC_SCORES ((int64_t) 1 << 24)
 
 int
 nn_metric_whole_set(nn_metric metric)
@@ -90,6 +90,7 @@ nn_metric_acc_reset(nn_metric_acc *a)
 	if (!a->on)
 		return;
 	a->rows = 0;
+	a->nan = 0;
 	memset(a->counts, 0, sizeof(double) * 3 * n_classes(a));
 	memset(a->moments, 0, sizeof(double) * 3 * a->out_dim);
 	a->n_scores = 0;
@@ -136,6 +137,15 @@ nn_metric_acc_add(nn_metric_acc *a, const float *z, const float *y, int nb, nn_e
 
 	if (!a->on || nb <= 0)
 		return NN_OK;
+	/* a diverged model's outputs rank nothing: the metric is NaN */
+	for (int64_t i = 0; i < (int64_t) nb * a->out_dim && !a->nan; i++)
+		if (!isfinite(z[i]))
+			a->nan = 1;
+	if (a->nan)
+	{
+		a->rows += nb;
+		return NN_OK;
+	}
 	k = n_classes(a);
 	y_dim = a->loss == NN_LOSS_SOFTMAX_CE ? 1 : a->out_dim;
 	if (a->metric == NN_METRIC_R2)
@@ -243,7 +253,8 @@ by_score(const void *pa, const void *pb)
 /*
  * AUC of class c against the rest (binary: c = 1, scored by its one
  * column): the Mann-Whitney statistic with average ranks for ties; NaN
- * without both positives and negatives.
+ * without both positives and negatives, or when a score is NaN (a model
+ * whose outputs are not numbers has no ranking).
  */
 static double
 auc_of(const nn_metric_acc *a, scored *v, int c)
@@ -257,6 +268,8 @@ auc_of(const nn_metric_acc *a, scored *v, int c)
 	for (int64_t i = 0; i < n; i++)
 	{
 		v[i].s = a->score[i * w + col];
+		if (isnan(v[i].s))
+			return NAN;
 		v[i].pos = a->label[i] == c;
 	}
 	qsort(v, (size_t) n, sizeof(scored), by_score);
@@ -265,8 +278,9 @@ auc_of(const nn_metric_acc *a, scored *v, int c)
 		int64_t		j = i;
 		double		avg;
 
-		while (j < n && v[j].s == v[i].s)
+		do
 			j++;
+		while (j < n && v[j].s == v[i].s);
 		avg = (double) (i + 1 + j) / 2.0;	/* the mean of ranks i+1 .. j */
 		for (int64_t q = i; q < j; q++)
 			if (v[q].pos)
@@ -286,7 +300,7 @@ nn_metric_acc_value(const nn_metric_acc *a)
 {
 	int			k;
 
-	if (!a->on || a->rows == 0)
+	if (!a->on || a->rows == 0 || a->nan)
 		return NAN;
 	k = n_classes(a);
 	if (a->metric == NN_METRIC_R2)

@@ -90,6 +90,7 @@ typedef struct nn_plan
 typedef struct nn_metric_acc
 {
 	int32_t		on;				/* the metric is a whole-set one */
+	int32_t		nan;			/* an output was not finite: the metric is NaN */
 	int32_t		metric;
 	int32_t		loss;
 	int32_t		out_dim;

@@ -378,7 +378,15 @@ mop_evaluate(PG_FUNCTION_ARGS)
 			float	   *xr = rows.x + r * nf;
 
 			for (int j = 0; j < nf; j++)
+			{
 				xr[j] = (float) ((xr[j] - ds->mean[j]) / ds->std[j]);
+				if (!isfinite(xr[j]))
+					ereport(ERROR,
+							(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+							 errmsg("feature %d (%s) of row " INT64_FORMAT " of %s is out of range for single precision after standardisation",
+									j + 1, feature_name(ds, j), r + 1, src.relname),
+							 errhint("mop computes in single precision; scale the column.")));
+			}
 		}
 
 	memset(&res, 0, sizeof(res));

@@ -213,6 +213,67 @@ read_bool(Jsonb *options, const char *key, bool *field)
  * some.  epochs and seed are the run's columns: the caller sets them.
  * ERROR if the run names an algorithm this version does not know.
  */
+/*
+ * mop.runs.options is a column its owner may write: what was read back must
+ * be in the ranges the search functions accept before the coordinator
+ * divides by it or sizes an array with it.
+ */
+static void option_out_of_range(const char *key, double v) pg_attribute_noreturn();
+
+static void
+option_out_of_range(const char *key, double v)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("the run's option \"%s\" is out of range: %g", key, v),
+			 errdetail("mop.runs.options was changed after the run was started."),
+			 errhint("Set it back to a value the search function accepts, or start a new run.")));
+}
+
+/* The ranges of the search functions' arguments, for the options a kind uses. */
+static void
+check_parsed(const MopRunOptions *o)
+{
+	if (o->gpu_memory_mb < 0)
+		option_out_of_range("gpu_memory_mb", o->gpu_memory_mb);
+	if (o->blas_threads < 0 || o->blas_threads > 1024)
+		option_out_of_range("blas_threads", o->blas_threads);
+	if (o->kind == MOP_KIND_FIXED)
+		return;
+	/* (Hyperband's trials follow from its max_resource and eta) */
+	if (o->kind != MOP_KIND_HYPERBAND &&
+		(o->trials < (o->kind == MOP_KIND_PBT ? 2 : 1) || o->trials > 100000))
+		option_out_of_range(o->kind == MOP_KIND_PBT ? "population" :
+							o->kind == MOP_KIND_ASHA ? "max_trials" : "trials", o->trials);
+	if (o->kind == MOP_KIND_HYPERBAND || o->kind == MOP_KIND_ASHA)
+	{
+		if (o->max_resource < 1 || o->max_resource > 100000)
+			option_out_of_range("max_resource", o->max_resource);
+		if (o->eta < 2 || o->eta > 1000)
+			option_out_of_range("eta", o->eta);
+		if (o->min_resource < 1 || o->min_resource > o->max_resource)
+			option_out_of_range("min_resource", o->min_resource);
+	}
+	if (o->kind == MOP_KIND_PBT)
+	{
+		if (o->pbt_interval < 1 || o->pbt_interval > 100000)
+			option_out_of_range("interval", o->pbt_interval);
+		if (!(o->pbt_quantile > 0 && o->pbt_quantile <= 0.5))
+			option_out_of_range("quantile", o->pbt_quantile);
+		if (!(o->pbt_resample >= 0 && o->pbt_resample <= 1))
+			option_out_of_range("resample", o->pbt_resample);
+	}
+	if (o->kind == MOP_KIND_TPE)
+	{
+		if (o->tpe_startup < 1 || o->tpe_startup > 100000)
+			option_out_of_range("n_startup", o->tpe_startup);
+		if (!(o->tpe_gamma > 0 && o->tpe_gamma <= 1))
+			option_out_of_range("gamma", o->tpe_gamma);
+		if (o->tpe_batch < 0 || o->tpe_batch > 100000)
+			option_out_of_range("batch", o->tpe_batch);
+	}
+}
+
 void
 mop_run_options_parse(Jsonb *options, MopRunOptions *o)
 {
@@ -264,4 +325,5 @@ mop_run_options_parse(Jsonb *options, MopRunOptions *o)
 	read_int32(options, "n_startup", &o->tpe_startup);
 	read_float8(options, "gamma", &o->tpe_gamma);
 	read_int32(options, "batch", &o->tpe_batch);
+	check_parsed(o);
 }

@@ -145,3 +145,11 @@ SELECT count(*) FILTER (WHERE status = 'training') AS still_training,
        count(*) FILTER (WHERE status = 'failed') AS failed_models
   FROM mop.models WHERE run_id = :tr;
 SELECT err(format('SELECT mop_cancel(%s)', :tr)) LIKE '55000: run % is not running (status failed)' AS nothing_left_to_cancel;
+-- a run's stored options are its owner's to write: one out of range is
+-- refused when the run is read back, not divided by
+SELECT DISTINCT run_id AS pr FROM mop_pbt('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": {"loguniform": [0.001, 0.1]}}',
+                                          population => 2, epochs => 2, "interval" => 1, workers => 1) \gset
+UPDATE mop.runs SET options = options || '{"interval": 0}' WHERE id = :pr;
+SELECT replace(err(format('SELECT * FROM mop_replay(%s)', :pr)), :'pr', 'N') AS interval_0;
+UPDATE mop.runs SET options = options || '{"interval": 1, "quantile": 2}' WHERE id = :pr;
+SELECT replace(err(format('SELECT * FROM mop_replay(%s)', :pr)), :'pr', 'N') AS quantile_2;

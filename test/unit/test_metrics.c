@@ -316,3 +316,37 @@ TEST(metrics_undefined_and_specs)
 	s.metric = NN_METRIC_AUC;
 	CHECK(nn_model_create(&s, &m, &err) == NN_ERR_INVALID);
 }
+
+TEST(metrics_nan_outputs_give_nan_quickly)
+{
+	/* a model whose outputs are NaN (a diverged model's): every whole-set
+	 * metric is NaN, and AUC returns instead of looping on NaN ties */
+	float		x[N * 2],
+				y[N];
+	int			metrics[5] = {NN_METRIC_AUC, NN_METRIC_F1, NN_METRIC_PRECISION, NN_METRIC_RECALL, NN_METRIC_R2};
+
+	for (int i = 0; i < N; i++)
+	{
+		x[2 * i] = i % 3 == 0 ? NAN : 0.5f;
+		x[2 * i + 1] = -0.5f;
+		y[i] = (float) (i % 2);
+	}
+	for (int k = 0; k < 5; k++)
+	{
+		int			regression = metrics[k] == NN_METRIC_R2;
+		nn_model   *m = make_model(2, regression ? 1 : 2,
+								   regression ? NN_LOSS_MSE : NN_LOSS_SOFTMAX_CE, metrics[k], 17);
+		nn_error	err;
+		nn_result	r = {0},
+					t;
+
+		CHECK_OK(nn_evaluate(m, x, y, N, &r, &err));
+		CHECKF(isnan(nn_evaluate_metric(m)), "%s: %g", nn_metric_name(metrics[k]), nn_evaluate_metric(m));
+		/* the training stream too: it diverges, and its end reports NaN */
+		CHECK_OK(nn_train_begin(m, 0, &err));
+		CHECK(nn_train_feed(m, x, y, N, &err) == NN_DIVERGED);
+		(void) nn_train_end(m, &t, &err);
+		CHECK(isnan(t.metric_sum));
+		nn_model_free(m);
+	}
+}
