@@ -1277,9 +1277,20 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 			      HINT = 'A confusion matrix needs a class or binary target; mop_evaluate gives the error of a regression model.';
 	END IF;
+	IF checkpoint IS NULL THEN
+		RAISE EXCEPTION 'checkpoint must not be NULL'
+			USING ERRCODE = 'null_value_not_allowed',
+			      HINT = 'Use ''best'' (the checkpoint of the model''s best epoch, the default) or ''last'' (its latest).';
+	END IF;
 	labels := ARRAY(SELECT l.v FROM pg_catalog.jsonb_array_elements_text(d.labels) WITH ORDINALITY l(v, i) ORDER BY l.i);
 	IF d.feature_kind OPERATOR(pg_catalog.=) 'array' THEN
-		feats := format('%I::float8[]', d.features[1]);
+		-- flattened row-major, as mop_prepare reads an image of any dimensions
+		feats := format('ARRAY(SELECT pg_catalog.unnest(%I))::float8[]', d.features[1]);
+		EXECUTE format('SELECT 1 FROM %s WHERE %I IS NULL LIMIT 1', source, d.features[1]) INTO bad;
+		IF bad IS NOT NULL THEN
+			RAISE EXCEPTION 'column % of % has a NULL', d.features[1], source
+				USING ERRCODE = 'null_value_not_allowed', HINT = 'mop predicts from complete rows only.';
+		END IF;
 	ELSE
 		feats := format('ARRAY[%s]::float8[]',
 		                (SELECT string_agg(format('%I', f.name), ', ' ORDER BY f.i)

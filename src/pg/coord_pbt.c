@@ -72,9 +72,19 @@ copy_checkpoint(int32 member, int32 parent, Jsonb *config, int32 *parent_epochs,
 	t[2] = JSONBOID;
 	v[2] = JsonbPGetDatum(config);
 	mop_model_release(h);
-	coord_exec_sql("UPDATE mop.models SET state = $2, config = $3, "
-			 "updated_at = pg_catalog.clock_timestamp() WHERE id OPERATOR(pg_catalog.=) $1",
-			 3, t, v, SPI_OK_UPDATE);
+	/*
+	 * The member's best checkpoint was of weights it no longer has, trained
+	 * with a configuration it no longer has: its best starts afresh from the
+	 * copied checkpoint's next validation (a 0.1 catalog keeps no best
+	 * checkpoint).
+	 */
+	coord_exec_sql(mop_catalog_is_02() ?
+				   "UPDATE mop.models SET state = $2, config = $3, best_state = NULL, "
+				   "best_valid_metric = NULL, best_valid_loss = NULL, best_epoch = NULL, "
+				   "updated_at = pg_catalog.clock_timestamp() WHERE id OPERATOR(pg_catalog.=) $1" :
+				   "UPDATE mop.models SET state = $2, config = $3, "
+				   "updated_at = pg_catalog.clock_timestamp() WHERE id OPERATOR(pg_catalog.=) $1",
+				   3, t, v, SPI_OK_UPDATE);
 }
 
 /*

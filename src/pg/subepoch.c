@@ -81,7 +81,8 @@
 #define EPOCH_SQL(best_state) \
 	"WITH h AS (SELECT pg_catalog.sum(loss OPERATOR(pg_catalog.*) rows) " \
 	"  OPERATOR(pg_catalog./) pg_catalog.sum(rows) AS tl, " \
-	"  pg_catalog.sum(metric OPERATOR(pg_catalog.*) rows) OPERATOR(pg_catalog./) pg_catalog.sum(rows) AS tm, " \
+	"  pg_catalog.sum(metric OPERATOR(pg_catalog.*) rows) OPERATOR(pg_catalog./) " \
+	"  pg_catalog.sum(rows) FILTER (WHERE metric IS NOT NULL) AS tm, " \
 	"  pg_catalog.sum(rows) AS tr, " \
 	"  pg_catalog.sum(EXTRACT(epoch FROM finished_at OPERATOR(pg_catalog.-) started_at)) AS secs " \
 	"  FROM mop.hops WHERE model_id OPERATOR(pg_catalog.=) $1 AND epoch OPERATOR(pg_catalog.=) $2), " \

@@ -128,3 +128,4 @@ SELECT m AS rm FROM met_models WHERE ds = 'met_reg' \gset
 SELECT replace(err(format('SELECT * FROM mop_confusion_matrix(%s, %L)', :rm, 'met_reg_h')), :'rm', 'N') AS regression_matrix;
 UPDATE met_cls_h SET k = 7 WHERE id = 3;
 SELECT err(format('SELECT * FROM mop_confusion_matrix(%s, %L)', :cm, 'met_cls_h')) AS unknown_label;
+SELECT err(format('SELECT * FROM mop_confusion_matrix(%s, %L, NULL)', :cm, 'met_cls_h')) AS null_checkpoint;
