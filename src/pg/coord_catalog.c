@@ -98,13 +98,15 @@ coord_insert_model(int64 run_id, int i, int32 target)
 	if (coord.run->opts.warm_start)
 	{
 		/* warm start: the latest checkpoint of the same configuration */
-		Oid			wt[2] = {INT8OID, JSONBOID};
-		Datum		wv[2] = {Int64GetDatum(coord.run->opts.warm_start), JsonbPGetDatum(config)};
+		Oid			wt[3] = {INT8OID, JSONBOID, INT8OID};
+		Datum		wv[3] = {Int64GetDatum(coord.run->opts.warm_start), JsonbPGetDatum(config),
+		Int64GetDatum(coord.ds->id)};
 
 		coord_exec_sql("SELECT state FROM mop.models WHERE run_id OPERATOR(pg_catalog.=) $1 "
-				 "AND config OPERATOR(pg_catalog.=) $2 AND state IS NOT NULL "
+				 "AND config OPERATOR(pg_catalog.=) $2 AND dataset_id OPERATOR(pg_catalog.=) $3 "
+				 "AND state IS NOT NULL "
 				 "AND status OPERATOR(pg_catalog.<>) ALL ('{diverged,failed}'::text[]) "
-				 "ORDER BY epochs_done DESC, id LIMIT 1", 2, wt, wv, SPI_OK_SELECT);
+				 "ORDER BY epochs_done DESC, id LIMIT 1", 3, wt, wv, SPI_OK_SELECT);
 		if (SPI_processed == 1)
 			v[3] = PointerGetDatum(DatumGetByteaPCopy(SPI_getbinval(SPI_tuptable->vals[0],
 																	SPI_tuptable->tupdesc, 1,

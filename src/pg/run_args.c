@@ -75,27 +75,38 @@ arg_early_stopping(FunctionCallInfo fcinfo, int argno)
 
 /* The warm_start argument: a run id visible to the caller, or 0. */
 static int64
-arg_warm_start(FunctionCallInfo fcinfo, int argno)
+arg_warm_start(FunctionCallInfo fcinfo, int argno, const MopDataset *ds)
 {
 	int64		id;
 	Oid			t = INT8OID;
 	Datum		v;
-	bool		found;
+	bool		found,
+				isnull;
+	int64		dataset_id = 0;
 
 	if (!arg_given(fcinfo, argno))
 		return 0;
 	id = PG_GETARG_INT64(argno);
 	v = Int64GetDatum(id);
 	SPI_connect();
-	SPI_execute_with_args("SELECT 1 FROM mop.runs WHERE id OPERATOR(pg_catalog.=) $1",
+	SPI_execute_with_args("SELECT dataset_id FROM mop.runs WHERE id OPERATOR(pg_catalog.=) $1",
 						  1, &t, &v, NULL, false, 1);
 	found = SPI_processed == 1;
+	if (found)
+		dataset_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();
 	if (!found)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("invalid value for \"warm_start\": run %lld does not exist", (long long) id),
 				 errhint("Runs are listed in mop.runs (each role sees its own).")));
+	/* a checkpoint of another dataset may fit by width and still mean nothing */
+	if (dataset_id != ds->id)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"warm_start\": run %lld trained on another dataset than \"%s\"",
+						(long long) id, ds->name),
+				 errhint("Warm starts continue models of the same dataset.")));
 	return id;
 }
 
@@ -285,7 +296,7 @@ mop_search_request(RunRequest *req, FunctionCallInfo fcinfo, const char *kind,
 		req->opts.deterministic = PG_GETARG_BOOL(args->deterministic);
 	req->opts.scheduler = arg_pick(fcinfo, args->scheduler);
 	req->opts.median_stop = arg_early_stopping(fcinfo, args->early_stopping);
-	req->opts.warm_start = arg_warm_start(fcinfo, args->warm_start);
+	req->opts.warm_start = arg_warm_start(fcinfo, args->warm_start, ds);
 }
 
 /*

@@ -228,6 +228,7 @@ SELECT err($$SELECT * FROM mop_grid_search('blobs', '{}')$$);
 -- (run ids are masked: they depend on how many runs the earlier files made)
 SELECT regexp_replace(err(format('SELECT * FROM mop_resume(%s)', :r1)), 'run \d+', 'run N') AS err;
 SELECT err($$SELECT * FROM mop_grid_search('blobs', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', warm_start => 999999)$$);
+SELECT regexp_replace(err(format($$SELECT * FROM mop_grid_search('digits', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', warm_start => %s)$$, :r1)), 'run \d+', 'run N') AS other_dataset;
 SELECT regexp_replace(err(format('SELECT mop_cancel(%s)', :r1)), 'run \d+', 'run N') AS err;
 SELECT err($$SELECT mop_wait(999999)$$);
 SELECT err($$SELECT * FROM mop_resume(999999)$$);
