@@ -30,6 +30,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "utils/jsonb.h"
 
 #include "config_internal.h"
@@ -257,6 +259,111 @@ parse_schedule(const JsonbValue *v, int32 run_epochs, nn_spec *spec)
 	}
 }
 
+/*
+ * "early_stopping": {"patience": N, "min_delta": d} -- the model stops once
+ * its validation metric has not improved by more than d (in the metric's
+ * direction) for N consecutive epochs.  patience is required (>= 1),
+ * min_delta defaults to 0 (>= 0); null is none (for a grid that lists it).
+ * Errors name the key's path.
+ */
+static void
+parse_patience(const JsonbValue *v, MopPatience *p)
+{
+	JsonItem   *items;
+	int			n;
+	bool		has_patience = false;
+
+	p->patience = 0;
+	p->min_delta = 0;
+	if (v->type == jbvNull)
+		return;					/* none, as when the key is absent */
+	if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+		cfg_error("early_stopping", "must be a JSON object such as {\"patience\": 3, \"min_delta\": 0.001}");
+	items = cfg_object_items(v->val.binary.data, "early_stopping", &n);
+	for (int i = 0; i < n; i++)
+	{
+		const char *k = items[i].key;
+		char	   *path = psprintf("early_stopping.%s", k);
+
+		if (strcmp(k, "patience") == 0)
+		{
+			p->patience = (int32) cfg_int(&items[i].val, path, 1, 1000000);
+			has_patience = true;
+		}
+		else if (strcmp(k, "min_delta") == 0)
+		{
+			p->min_delta = cfg_number(&items[i].val, path);
+			if (!(p->min_delta >= 0) || isinf(p->min_delta))
+				cfg_error(path, "must be >= 0");
+		}
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("unknown configuration key \"%s\"", path),
+					 errhint("early_stopping takes patience (epochs, >= 1) and min_delta (>= 0).")));
+	}
+	if (!has_patience)
+		cfg_error("early_stopping.patience", "is required, e.g. {\"patience\": 3}");
+}
+
+/*
+ * The patience early stopping of a configuration (patience 0: none), checked
+ * as mop_config_to_spec() checks it.
+ */
+void
+mop_config_patience(Jsonb *config, MopPatience *p)
+{
+	JsonbValue *v;
+
+	p->patience = 0;
+	p->min_delta = 0;
+	if (!JB_ROOT_IS_OBJECT(config))
+		return;
+	v = getKeyJsonValueFromContainer(&config->root, "early_stopping",
+									 strlen("early_stopping"), NULL);
+	if (v != NULL)
+		parse_patience(v, p);
+}
+
+void
+mop_patience_init(MopPatienceState *st)
+{
+	st->best = NAN;
+	st->best_epoch = 0;
+	st->wait = 0;
+}
+
+/*
+ * Fold epoch `epoch`'s validation metric into st; true when the model has
+ * gone p->patience epochs without improving on its best by more than
+ * p->min_delta (in the metric's direction), and so stops.  An epoch with no
+ * finite metric (no validation rows) is not counted, as Keras skips a
+ * missing monitor.  As Keras' EarlyStopping: the best moves only with an
+ * improvement that counts.
+ */
+bool
+mop_patience_epoch(const MopPatience *p, MopPatienceState *st, bool higher_is_better,
+				   int32 epoch, double metric)
+{
+	bool		improved;
+
+	if (p->patience < 1 || !isfinite(metric))
+		return false;
+	if (isnan(st->best))
+		improved = true;
+	else
+		improved = higher_is_better ? metric - p->min_delta > st->best :
+			metric + p->min_delta < st->best;
+	if (improved)
+	{
+		st->best = metric;
+		st->best_epoch = epoch;
+		st->wait = 0;
+		return false;
+	}
+	return ++st->wait >= p->patience;
+}
+
 /* One top-level key k of the configuration into spec, noting it in seen. */
 static void
 config_key(const char *k, JsonbValue *v, nn_spec *spec, ConfigSeen *seen)
@@ -264,6 +371,13 @@ config_key(const char *k, JsonbValue *v, nn_spec *spec, ConfigSeen *seen)
 	if (strcmp(k, "lr_schedule") == 0)
 	{
 		seen->schedule = v;
+		return;
+	}
+	if (strcmp(k, "early_stopping") == 0)
+	{
+		MopPatience p;
+
+		parse_patience(v, &p);	/* checked here, read by mop_config_patience() */
 		return;
 	}
 	if (strcmp(k, "model") == 0)
@@ -324,7 +438,7 @@ config_key(const char *k, JsonbValue *v, nn_spec *spec, ConfigSeen *seen)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown configuration key \"%s\"", k),
-				 errhint("Valid keys are model, optimizer, learning_rate, momentum, nesterov, beta1, beta2, epsilon, rho, l2, weight_decay, clip_norm, lr_schedule, batch_size, loss, metric, top_k, init and seed.")));
+				 errhint("Valid keys are model, optimizer, learning_rate, momentum, nesterov, beta1, beta2, epsilon, rho, l2, weight_decay, clip_norm, lr_schedule, early_stopping, batch_size, loss, metric, top_k, init and seed.")));
 }
 
 /*

@@ -18,6 +18,8 @@
 #include "search/mop_median.h"
 
 static mop_driver *median_rule_new(void);
+static bool patience_stops(mop_sched *s, int32 model, int32 epochs, double score,
+						   bool target_done);
 
 /* The run's search space (TPE, PBT), in TopMemoryContext. */
 static MopSpaceDesc *
@@ -169,6 +171,8 @@ coord_drivers_epoch_done(mop_sched *s, int32 model, double score, bool target_do
 {
 	mop_driver *d[2] = {coord.driver, coord.rule};
 
+	if (patience_stops(s, model, mop_sched_epochs_done(s, model), score, target_done))
+		return;
 	if (target_done && coord_adaptive())
 		coord_driver_report(model, coord.models[model].target, score);
 	for (int k = 0; k < 2; k++)
@@ -219,6 +223,8 @@ coord_apply_action(mop_sched *s, const mop_action *a)
 			coord_set_status(a->trial, "training", NULL);
 			break;
 		case MOP_ACT_STOP:
+			if (coord.models[a->trial].stopped)
+				break;			/* its patience stopped it already (coord_stop_model) */
 			mop_sched_stop(s, a->trial);
 			coord_set_status(a->trial, a->d.why == MOP_WHY_FINISHED ? "done" : "stopped", NULL);
 			SpinLockAcquire(&coord.run->mutex);
@@ -244,9 +250,102 @@ coord_stop_model(mop_sched *s, int32 i, const mop_decision *d)
 	SpinLockAcquire(&coord.run->mutex);
 	coord.run->models_done++;
 	SpinLockRelease(&coord.run->mutex);
-	/* an adaptive driver learns from a stopped trial too: its best score before the stop */
+	coord.models[i].stopped = true;
+	/*
+	 * An adaptive driver learns from a stopped trial too: TPE its best score
+	 * before the stop; Hyperband and ASHA, which rank results at a rung,
+	 * that it has none there (so that it is neither awaited nor promoted).
+	 */
 	if (coord_adaptive())
-		coord_driver_report(i, d->from_resource, d->score);
+	{
+		if (coord.run->opts.kind == MOP_KIND_HYPERBAND || coord.run->opts.kind == MOP_KIND_ASHA)
+			coord_driver_report(i, coord.models[i].target, NAN);
+		else
+			coord_driver_report(i, d->from_resource, d->score);
+	}
+}
+
+/*
+ * Model i's patience rule (its configuration's "early_stopping"), loaded on
+ * its first epoch result in this process: the configuration, and the
+ * validation metrics of the epochs before `epochs` (since its last PBT
+ * exploit), so that a resumed run or a member that exploited goes on
+ * where it stands.
+ */
+static void
+patience_load(int32 i, int32 epochs)
+{
+	CoordModel *m = &coord.models[i];
+	Oid			t[2] = {INT8OID, INT4OID};
+	Datum		v[2] = {Int64GetDatum(m->id), Int32GetDatum(epochs)};
+	bool		isnull;
+
+	mop_patience_init(&m->patience_state);
+	m->patience.patience = 0;
+	coord_begin_tx();
+	coord_exec_sql("SELECT m.config FROM mop.models m WHERE m.id OPERATOR(pg_catalog.=) $1",
+				   1, t, v, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		Datum		c = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			mop_config_patience(DatumGetJsonbP(c), &m->patience);
+	}
+	if (m->patience.patience > 0)
+	{
+		coord_exec_sql("SELECT e.epoch, e.valid_metric FROM mop.epochs e "
+					   "WHERE e.model_id OPERATOR(pg_catalog.=) $1 AND e.epoch OPERATOR(pg_catalog.<) $2 "
+					   "AND e.epoch OPERATOR(pg_catalog.>) COALESCE((SELECT pg_catalog.max(d.from_resource) "
+					   "  FROM mop.decisions d WHERE d.model_id OPERATOR(pg_catalog.=) $1 "
+					   "  AND d.action OPERATOR(pg_catalog.=) 'exploit'), 0) "
+					   "ORDER BY e.epoch",
+					   2, t, v, SPI_OK_SELECT);
+		for (uint64 r = 0; r < SPI_processed; r++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[r];
+			TupleDesc	td = SPI_tuptable->tupdesc;
+			int32		e = DatumGetInt32(SPI_getbinval(tup, td, 1, &isnull));
+			Datum		vm = SPI_getbinval(tup, td, 2, &isnull);
+
+			(void) mop_patience_epoch(&m->patience, &m->patience_state, true, e,
+									  coord_score(isnull ? NAN : DatumGetFloat8(vm)));
+		}
+	}
+	coord_commit_tx();
+	m->patience_known = true;
+}
+
+/*
+ * Model `model` finished epoch `epochs` with `score`: does its patience
+ * stop it?  Not after the epoch it was to train to (target_done: it is done,
+ * or its driver decides).  If so it is stopped (coord_stop_model) with its
+ * decision, and true is returned.
+ */
+static bool
+patience_stops(mop_sched *s, int32 model, int32 epochs, double score, bool target_done)
+{
+	CoordModel *m = &coord.models[model];
+	mop_decision dec;
+
+	if (!m->patience_known)
+		patience_load(model, epochs);
+	if (!mop_patience_epoch(&m->patience, &m->patience_state, true, epochs, score) ||
+		m->stopped || target_done)
+		return false;
+	mop_decision_init(&dec, MOP_WHY_PATIENCE, model);
+	dec.score = m->patience_state.best;
+	dec.from_resource = epochs;
+	dec.to_resource = -1;
+	snprintf(dec.reason, sizeof(dec.reason),
+			 "patience: no improvement by more than %g for %d epochs (epoch %d, best epoch %d)",
+			 m->patience.min_delta, m->patience.patience, epochs,
+			 m->patience_state.best_epoch);
+	coord_stop_model(s, model, &dec);
+	/* a rule or population waiting for it (PBT's generation barrier) goes on */
+	if (coord.driver && coord.driver->ops->task_failed)
+		coord.driver->ops->task_failed(coord.driver, s, model);
+	return true;
 }
 
 /* ---- the median stopping rule (mop_median.h) as a driver ---- */

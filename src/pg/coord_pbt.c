@@ -102,6 +102,8 @@ exploit_in_tx(const mop_pbt_decision *d, int32 epochs)
 	mop_decision dec;
 
 	copy_checkpoint(d->member, d->parent, config, &parent_epochs, &parent_subepochs);
+	/* its patience starts afresh with its new weights (reloaded after the exploit) */
+	coord.models[d->member].patience_known = false;
 	mop_decision_init(&dec, MOP_WHY_EXPLOIT, d->member);
 	strlcpy(dec.reason, d->reason, sizeof(dec.reason));
 	dec.rank = d->rank;

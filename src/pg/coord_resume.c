@@ -310,12 +310,14 @@ coord_replay_decisions(mop_sched *s)
 		mop_action	a;
 
 		if (strcmp(action, "stop") == 0 &&
-			strcmp(TextDatumGetCString(SPI_getbinval(tup, td, 6, &isnull)), "median_stop") == 0)
+			(strcmp(TextDatumGetCString(SPI_getbinval(tup, td, 6, &isnull)), "median_stop") == 0 ||
+			 strcmp(TextDatumGetCString(SPI_getbinval(tup, td, 6, &isnull)), "patience") == 0))
 		{
-			/* the median rule's stop, not the driver's: its result follows as a report */
+			/* a rule's stop, not the driver's: its result follows as a report */
 			if (trial >= coord.n_models)
 				elog(ERROR, "run %lld: stop of a model that does not exist", (long long) coord.run->run_id);
 			mop_sched_stop(s, trial);
+			coord.models[trial].stopped = true;
 			continue;
 		}
 		if (strcmp(action, "report") == 0)

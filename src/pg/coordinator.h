@@ -34,6 +34,10 @@ typedef struct CoordModel
 {
 	int64		id;
 	int32		target;			/* epochs it is to train */
+	bool		stopped;		/* stopped by its patience rule */
+	bool		patience_known; /* patience and its state loaded (coord_driver.c) */
+	MopPatience patience;		/* its configuration's "early_stopping" */
+	MopPatienceState patience_state;
 } CoordModel;
 
 /* The coordinator's state (one run per process). */

@@ -113,7 +113,29 @@ extern MopCheckpoint mop_checkpoint_arg(FunctionCallInfo fcinfo, int argno);
 extern ModelHandle *mop_model_of(int64 model_id, MopCheckpoint which, MemoryContext cxt,
 								 MopDataset **ds);
 
+/*
+ * Patience early stopping of one model (a configuration's "early_stopping"
+ * key, Keras' EarlyStopping(patience, min_delta)): patience 0 is none.
+ */
+typedef struct MopPatience
+{
+	int32		patience;		/* epochs without improvement that stop it */
+	double		min_delta;		/* an improvement must exceed this */
+} MopPatience;
+
+/* Where a model stands under its patience rule. */
+typedef struct MopPatienceState
+{
+	double		best;			/* best metric so far (NaN: none yet) */
+	int32		best_epoch;		/* its epoch (0: none) */
+	int32		wait;			/* epochs since, without improvement */
+} MopPatienceState;
+
 /* config.c */
+extern void mop_config_patience(Jsonb *config, MopPatience *p);
+extern void mop_patience_init(MopPatienceState *st);
+extern bool mop_patience_epoch(const MopPatience *p, MopPatienceState *st, bool higher_is_better,
+							   int32 epoch, double metric);
 extern void mop_config_to_spec(Jsonb *config, const MopDataset *ds, int32 run_epochs,
 							   nn_spec *spec);
 /* Is layer i's kernel followed by a ReLU-like activation (He under init "auto")? */

@@ -14,7 +14,8 @@
  * independently (a list is a uniform choice).  A value that is neither a
  * list nor a distribution is fixed.  "model" is special: its value is an
  * architecture ({"layers": [...]}, or the shorthand list of layers) or a
- * list of architectures.  The result is
+ * list of architectures.  So is "early_stopping": an object with its keys
+ * ({"patience": N, ...}) is its fixed value.  The result is
  * a list of configuration jsonb values in a deterministic order; each is then
  * validated by the caller with mop_config_to_spec, whose errors name the
  * field.  Errors here name the parameter of the space.
@@ -203,6 +204,17 @@ parse_param(SpaceParam *p, const char *key, JsonbValue *v)
 			p->json[0] = value_json(v);
 			return;
 		}
+	}
+	if (is_container(v, false) && strcmp(key, "early_stopping") == 0 &&
+		(getKeyJsonValueFromContainer(v->val.binary.data, "patience", 8, NULL) ||
+		 getKeyJsonValueFromContainer(v->val.binary.data, "min_delta", 9, NULL)))
+	{
+		/* {"patience": N, ...} is the configuration's value, not a distribution */
+		p->kind = PARAM_FIXED;
+		p->n = 1;
+		p->json = palloc(sizeof(char *));
+		p->json[0] = value_json(v);
+		return;
 	}
 	if (is_container(v, true))
 	{

@@ -647,6 +647,24 @@ done:
 	return outcome;
 }
 
+/*
+ * The model trained with `carry` stops after its whole epoch `epoch` before
+ * its last (mop_train's patience early stopping): store the carried state
+ * and the best checkpoint as its final epoch would have.
+ */
+void
+mop_subepoch_carry_stop(MopSubepochCarry *carry, int64 model_id, int32 epoch)
+{
+	MopSubepochTask task;
+
+	memset(&task, 0, sizeof(task));
+	task.model_id = model_id;
+	task.epoch = epoch;
+	task.carry = carry;
+	save_checkpoint(model_id, carry->state);
+	carry_save_best(&task, epoch);
+}
+
 void
 mop_subepoch_carry_init(MopSubepochCarry *carry, int64 dataset_id, bytea *state,
 						MemoryContext cxt)

@@ -133,4 +133,7 @@ extern void mop_subepoch_carry_init(MopSubepochCarry *carry, int64 dataset_id,
 /* A new epoch starts: its sums from zero, its clock from now. */
 extern void mop_subepoch_carry_begin_epoch(MopSubepochCarry *carry);
 
+/* Stop early after whole epoch `epoch`: store the state and the best checkpoint. */
+extern void mop_subepoch_carry_stop(MopSubepochCarry *carry, int64 model_id, int32 epoch);
+
 #endif							/* MOP_SUBEPOCH_H */

@@ -65,6 +65,8 @@ mop_train_body(PG_FUNCTION_ARGS)
 				oldcxt;
 	MopSubepochCarry carry;
 	bool		diverged = false;
+	MopPatience patience;
+	MopPatienceState pstate;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		ereport(ERROR,
@@ -87,6 +89,8 @@ mop_train_body(PG_FUNCTION_ARGS)
 	state = mop_model_initial_state(config, ds, epochs, &spec);
 	metric = nn_metric_name(spec.metric);
 	higher = nn_metric_higher_is_better(spec.metric) != 0;
+	mop_config_patience(config, &patience);
+	mop_patience_init(&pstate);
 
 	SPI_connect();
 	{
@@ -146,6 +150,24 @@ mop_train_body(PG_FUNCTION_ARGS)
 						carry.rows ? carry.metric_sum / carry.rows : NAN,
 						res.valid_loss, metric, res.valid_metric,
 						(double) (GetCurrentTimestamp() - carry.epoch_started) / 1e6)));
+		if (epoch < epochs &&
+			mop_patience_epoch(&patience, &pstate, higher, epoch, res.valid_metric))
+		{
+			Oid			t[1] = {INT8OID};
+			Datum		a[1] = {Int64GetDatum(model_id)};
+
+			/* patience early stopping: the model is 'stopped' and keeps its best */
+			mop_subepoch_carry_stop(&carry, model_id, epoch);
+			if (SPI_execute_with_args("UPDATE mop.models SET status = 'stopped', "
+									  "updated_at = pg_catalog.clock_timestamp() "
+									  "WHERE id OPERATOR(pg_catalog.=) $1", 1, t, a, NULL, false, 0) != SPI_OK_UPDATE)
+				elog(ERROR, "mop_train: could not stop the model");
+			ereport(NOTICE,
+					(errmsg("model " INT64_FORMAT " stopped early after epoch %d/%d: no improvement of %s by more than %g for %d epochs (best epoch %d)",
+							model_id, epoch, epochs, metric, patience.min_delta,
+							patience.patience, pstate.best_epoch)));
+			break;
+		}
 	}
 
 	{

@@ -34,6 +34,8 @@ mop_why_name(mop_why why)
 			return "median_stop";
 		case MOP_WHY_EXPLOIT:
 			return "exploit";
+		case MOP_WHY_PATIENCE:
+			return "patience";
 	}
 	return "unknown";
 }

@@ -267,5 +267,23 @@ for my $algo ('tpe', 'pbt')
 		"deterministic $algo: stopped immediately (run left '$st') and resumed: models bit-identical to an uninterrupted run");
 }
 
+# 9. patience early stopping across an immediate stop: the resumed run
+#    rebuilds each model's count from its epochs and stops the same models
+#    at the same epochs as an uninterrupted run
+{
+	my $espace = '{"model": {"layers": [{"type": "dense", "units": 256, "activation": "relu"}, {"type": "dense", "units": 10}]}, "optimizer": "sgd", "learning_rate": 1e-9, "batch_size": [16, 32], "early_stopping": [{"patience": 5}, null], "seed": 3}';
+	my $call = "mop_grid_search('big', '$espace', epochs => 12, workers => 2, seed => 5, deterministic => true";
+	my $ref = sql("SELECT DISTINCT run_id FROM $call)");
+	my $r = sql("SELECT DISTINCT run_id FROM $call, wait => false)");
+	ok(wait_hops($r, 6), 'patience: the run trained');
+	crash();
+	my $st = resume_after_stop($r, 'patience');
+	my $models = "SELECT string_agg(m.status || ':' || m.epochs_done, ' ' ORDER BY m.config::text) FROM mop.models m WHERE m.run_id = ";
+	is(sql("$models$r"), sql("$models$ref"), "patience: stopped immediately (run left '$st') and resumed: the same stops as an uninterrupted run");
+	is(sql("$models$r"), 'done:12 stopped:6 done:12 stopped:6', 'patience: the models with patience 5 stopped after epoch 6');
+	is(sql("SELECT count(*) FROM mop.decisions WHERE run_id = $r AND action = 'stop' AND why = 'patience'"), '2', 'patience: two patience decisions');
+	is(no_retraining($r), 't', 'patience: no retraining');
+}
+
 $node->stop;
 done_testing();
