@@ -86,6 +86,53 @@ adaptive_configs(int64 run_id, MemoryContext cxt, const char **kind, Jsonb **spa
 	return configs;
 }
 
+/*
+ * Configurations added to a run are ranked with its models: they must be
+ * measured by the same metric.
+ */
+static void
+check_added_metric(int64 run_id, List *added, const MopDataset *ds)
+{
+	Oid			t = INT8OID;
+	Datum		v = Int64GetDatum(run_id);
+	char	   *metric = NULL;
+	bool		isnull;
+	int			i = 0;
+	ListCell   *lc;
+
+	SPI_connect();
+	if (SPI_execute_with_args("SELECT DISTINCT m.metric FROM mop.models m "
+							  "WHERE m.run_id OPERATOR(pg_catalog.=) $1",
+							  1, &t, &v, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the models of run %lld", (long long) run_id);
+	if (SPI_processed == 1)
+	{
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			metric = MemoryContextStrdup(CurTransactionContext, TextDatumGetCString(d));
+	}
+	SPI_finish();
+	if (metric == NULL)
+		return;
+	foreach(lc, added)
+	{
+		nn_spec		spec;
+		const char *m;
+
+		i++;
+		mop_config_to_spec((Jsonb *) lfirst(lc), ds, 1, &spec);
+		m = nn_metric_name(spec.metric);
+		if (strcmp(m, metric) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("configuration %d of add => is measured by %s, the models of run %lld by %s",
+							i, m, (long long) run_id, metric),
+					 errhint("Models of one run are ranked together: give the added configurations \"metric\": \"%s\".",
+							 metric)));
+	}
+}
+
 /* mop_resume(run_id bigint, workers int, wait bool, add jsonb): continue a run. */
 static Datum
 mop_resume_body(PG_FUNCTION_ARGS)
@@ -129,6 +176,7 @@ mop_resume_body(PG_FUNCTION_ARGS)
 			added = mop_space_grid(PG_GETARG_JSONB_P(3));
 			/* any epoch count validates: the run's own is applied when a model is created */
 			mop_validate_configs(added, ds, 1);
+			check_added_metric(run_id, added, ds);
 		}
 	}
 	mop_request_init(&req, fcinfo, "resume", dataset, space, added,

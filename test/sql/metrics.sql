@@ -129,3 +129,16 @@ SELECT replace(err(format('SELECT * FROM mop_confusion_matrix(%s, %L)', :rm, 'me
 UPDATE met_cls_h SET k = 7 WHERE id = 3;
 SELECT err(format('SELECT * FROM mop_confusion_matrix(%s, %L)', :cm, 'met_cls_h')) AS unknown_label;
 SELECT err(format('SELECT * FROM mop_confusion_matrix(%s, %L, NULL)', :cm, 'met_cls_h')) AS null_checkpoint;
+-- an image-like feature given as a two-dimensional array is flattened as
+-- mop_prepare reads it; a NULL array is an error, not a row left out
+CREATE TABLE met_img AS
+SELECT i AS id, (i % 2)::text AS label,
+       ARRAY[ARRAY[(i % 2) + sin(i), cos(i)], ARRAY[sin(i * 2), (i % 2) - cos(i * 3)]]::real[] AS px
+  FROM generate_series(1, 200) i;
+SELECT count(*) > 0 AS prepared FROM mop_prepare('met_img', 'label', ARRAY['px'], partitions => 1, seed => 1);
+SELECT mop_train('met_img', '{"model": {"layers": [{"type": "dense", "units": 2}]}, "seed": 1}', 2) AS im \gset
+SELECT sum(rows) AS rows, count(*) AS cells FROM mop_confusion_matrix(:im, 'met_img');
+SELECT sum(rows) FILTER (WHERE actual = predicted)::float8 / sum(rows) = (SELECT metric FROM mop_evaluate(:im, 'met_img')) AS diagonal_is_accuracy
+  FROM mop_confusion_matrix(:im, 'met_img');
+UPDATE met_img SET px = NULL WHERE id = 5;
+SELECT err(format('SELECT * FROM mop_confusion_matrix(%s, %L)', :im, 'met_img')) AS null_features;

@@ -134,6 +134,9 @@ SELECT count(*) AS pairs, bool_and(a.state = b.state) AS old_models_untouched
   FROM mop.models a JOIN mop.models b ON a.config = b.config
  WHERE a.run_id = :r1 AND b.run_id = :r2;
 SELECT status FROM mop.runs WHERE id = :r1;
+-- added configurations are ranked with the run's models: the same metric
+SELECT regexp_replace(err(format($$SELECT * FROM mop_resume(%s, add => '{"model": {"layers": [{"type": "dense", "units": 3}]}, "metric": "f1"}')$$, :r1)),
+                      'run \d+', 'run N') AS other_metric;
 
 -- random search: sampled values stay in their distributions, reproducibly
 CREATE TEMP TABLE rs AS
