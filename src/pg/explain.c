@@ -33,6 +33,7 @@
 #include "guc.h"
 #include "mop.h"
 #include "run.h"
+#include "runreq.h"
 #include "space.h"
 #include "search/mop_sim.h"
 
@@ -233,21 +234,14 @@ cost_grid(const MopDataset *ds, Jsonb *space, int epochs, ConfigCost **out)
 	return n;
 }
 
+/* dataset, space, epochs: as the search functions read them */
 static void
 explain_args(FunctionCallInfo fcinfo, MopDataset **ds, Jsonb **space, int *epochs)
 {
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("dataset and space must not be null")));
-	*ds = mop_dataset_lookup(text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
-	*space = PG_GETARG_JSONB_P(1);
-	*epochs = PG_ARGISNULL(2) ? 10 : PG_GETARG_INT32(2);
-	if (*epochs < 1 || *epochs > 100000)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid value for \"epochs\": %d", *epochs),
-				 errhint("Train at least 1 epoch.")));
+	char	   *dataset;
+
+	mop_search_args(fcinfo, 2, &dataset, space, epochs);
+	*ds = mop_dataset_lookup(dataset, false);
 }
 
 static Datum

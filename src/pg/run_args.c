@@ -217,7 +217,7 @@ mop_search_args(FunctionCallInfo fcinfo, int first, char **dataset, Jsonb **spac
 	*dataset = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	*space = PG_GETARG_JSONB_P(1);
 	*epochs = mop_arg_int32(fcinfo, first, mop_run_option_defaults.epochs);
-	if (*epochs < 1 || *epochs > 100000)
+	if (*epochs < 1 || *epochs > MOP_MAX_EPOCHS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid value for \"epochs\": %d", *epochs),
@@ -228,12 +228,12 @@ mop_search_args(FunctionCallInfo fcinfo, int first, char **dataset, Jsonb **spac
 void
 mop_check_hyperband_args(int R, int eta)
 {
-	if (R < 1 || R > 100000)
+	if (R < 1 || R > MOP_MAX_EPOCHS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid value for \"max_resource\": %d", R),
 				 errhint("The maximum resource is a number of epochs, 1 to 100000.")));
-	if (eta < 2 || eta > 1000)
+	if (eta < MOP_MIN_ETA || eta > MOP_MAX_ETA)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid value for \"eta\": %d", eta),

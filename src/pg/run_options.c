@@ -10,6 +10,7 @@
 #include "utils/jsonb.h"
 #include "utils/numeric.h"
 
+#include "run.h"
 #include "run_options.h"
 #include "search/mop_sched.h"
 
@@ -241,22 +242,23 @@ check_parsed(const MopRunOptions *o)
 	if (o->kind == MOP_KIND_FIXED)
 		return;
 	/* (Hyperband's trials follow from its max_resource and eta) */
-	if (o->kind != MOP_KIND_HYPERBAND &&
-		(o->trials < (o->kind == MOP_KIND_PBT ? 2 : 1) || o->trials > 100000))
+	if (o->kind == MOP_KIND_PBT ?
+		(o->trials < MOP_MIN_POPULATION || o->trials > MOP_MAX_POPULATION) :
+		o->kind != MOP_KIND_HYPERBAND && (o->trials < 1 || o->trials > MOP_MAX_TRIALS))
 		option_out_of_range(o->kind == MOP_KIND_PBT ? "population" :
 							o->kind == MOP_KIND_ASHA ? "max_trials" : "trials", o->trials);
 	if (o->kind == MOP_KIND_HYPERBAND || o->kind == MOP_KIND_ASHA)
 	{
-		if (o->max_resource < 1 || o->max_resource > 100000)
+		if (o->max_resource < 1 || o->max_resource > MOP_MAX_EPOCHS)
 			option_out_of_range("max_resource", o->max_resource);
-		if (o->eta < 2 || o->eta > 1000)
+		if (o->eta < MOP_MIN_ETA || o->eta > MOP_MAX_ETA)
 			option_out_of_range("eta", o->eta);
 		if (o->min_resource < 1 || o->min_resource > o->max_resource)
 			option_out_of_range("min_resource", o->min_resource);
 	}
 	if (o->kind == MOP_KIND_PBT)
 	{
-		if (o->pbt_interval < 1 || o->pbt_interval > 100000)
+		if (o->pbt_interval < 1 || o->pbt_interval > MOP_MAX_EPOCHS)
 			option_out_of_range("interval", o->pbt_interval);
 		if (!(o->pbt_quantile > 0 && o->pbt_quantile <= 0.5))
 			option_out_of_range("quantile", o->pbt_quantile);
@@ -265,11 +267,11 @@ check_parsed(const MopRunOptions *o)
 	}
 	if (o->kind == MOP_KIND_TPE)
 	{
-		if (o->tpe_startup < 1 || o->tpe_startup > 100000)
+		if (o->tpe_startup < 1)
 			option_out_of_range("n_startup", o->tpe_startup);
 		if (!(o->tpe_gamma > 0 && o->tpe_gamma <= 1))
 			option_out_of_range("gamma", o->tpe_gamma);
-		if (o->tpe_batch < 0 || o->tpe_batch > 100000)
+		if (o->tpe_batch < 0 || o->tpe_batch > MOP_MAX_WORKERS)
 			option_out_of_range("batch", o->tpe_batch);
 	}
 }

@@ -70,6 +70,18 @@ typedef struct MopRunOptions
 } MopRunOptions;
 
 /*
+ * The ranges the search functions accept for their arguments, and that a
+ * run's options read back from mop.runs.options must keep (its owner may
+ * write them): one place for both.
+ */
+#define MOP_MAX_EPOCHS		100000	/* epochs, max_resource, interval */
+#define MOP_MAX_TRIALS		100000	/* configurations of a run */
+#define MOP_MIN_POPULATION	2
+#define MOP_MAX_POPULATION	10000
+#define MOP_MIN_ETA			2
+#define MOP_MAX_ETA			1000
+
+/*
  * The defaults: of a search function's argument given as NULL, and of a key
  * a recorded run lacks.  The SQL DEFAULTs of the search functions must agree
  * (test/sql/options.sql checks them).

@@ -88,7 +88,7 @@ mop_random_search_body(PG_FUNCTION_ARGS)
 	RunRequest	req;
 
 	mop_search_args(fcinfo, 3, &dataset, &space, &epochs);
-	if (trials < 1 || trials > 100000)
+	if (trials < 1 || trials > MOP_MAX_TRIALS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid value for \"trials\": %d", trials),
@@ -159,7 +159,7 @@ mop_hyperband_body(PG_FUNCTION_ARGS)
 	mop_check_hyperband_args(R, eta);
 	mop_search_args(fcinfo, 2, &dataset, &space, &epochs_unused);
 	trials = mop_hyperband_trials(R, eta);
-	if (trials > 100000)
+	if (trials > MOP_MAX_TRIALS)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("Hyperband with max_resource %d and eta %d needs %d configurations, more than 100000",
@@ -206,7 +206,7 @@ mop_asha_body(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid value for \"min_resource\": %d", r_min),
 				 errhint("The first rung trains 1 to max_resource (%d) epochs.", R)));
-	if (trials < 1 || trials > 100000)
+	if (trials < 1 || trials > MOP_MAX_TRIALS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid value for \"max_trials\": %d", trials),
@@ -254,7 +254,7 @@ mop_pbt_sql_body(PG_FUNCTION_ARGS)
 	RunRequest	req;
 
 	mop_search_args(fcinfo, 3, &dataset, &space, &epochs);
-	if (population < 2 || population > 10000)
+	if (population < MOP_MIN_POPULATION || population > MOP_MAX_POPULATION)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid value for \"population\": %d", population),
@@ -329,7 +329,7 @@ mop_tpe_sql_body(PG_FUNCTION_ARGS)
 	RunRequest	req;
 
 	mop_search_args(fcinfo, 3, &dataset, &space, &epochs);
-	if (trials < 1 || trials > 100000)
+	if (trials < 1 || trials > MOP_MAX_TRIALS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid value for \"trials\": %d", trials),
