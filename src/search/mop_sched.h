@@ -72,6 +72,34 @@ mop_sched  *mop_sched_new(int n_workers, int n_partitions, uint64_t seed,
 						  int deterministic, mop_pick pick);
 void		mop_sched_free(mop_sched *s);
 
+/*
+ * Placed data (segments, replicas): a scheduler whose worker w holds a copy
+ * of partition p where holds[w * n_partitions + p] is non-zero, instead of
+ * p % W.  Every worker must hold a partition and every partition must be
+ * held (else NULL); several workers may hold one partition (copies on
+ * distinct servers, or several workers of one server), and there may be
+ * more workers than partitions.  A model is still on one worker at a time
+ * and visits each partition once per epoch, from whichever copy; in
+ * deterministic mode it still visits them in the seed's order, so its
+ * result does not depend on where the partitions are.
+ */
+mop_sched  *mop_sched_new_placed(int n_workers, int n_partitions, const uint8_t *holds,
+								 uint64_t seed, int deterministic, mop_pick pick);
+
+/*
+ * A worker is down (its server failed) or up again: a down worker gets no
+ * task (mop_sched_next answers MOP_WAIT), and the partitions only it holds
+ * wait for it.  A task it was running is the caller's to abort.
+ */
+void		mop_sched_set_worker_down(mop_sched *s, int32_t worker, int down);
+int			mop_sched_worker_down(const mop_sched *s, int32_t worker);
+
+/*
+ * A partition some model still has to visit that no up worker holds, or
+ * -1: until a copy comes back, the run cannot finish.
+ */
+int32_t		mop_sched_unreachable(const mop_sched *s);
+
 /* Add a model with an epoch budget; returns its index, or -1. */
 int32_t		mop_sched_add_model(mop_sched *s, int32_t epochs);
 

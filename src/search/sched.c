@@ -49,7 +49,12 @@ struct mop_sched
 	int64_t		all_cost_n;
 	int32_t		n_perms;		/* cached per-epoch permutations */
 	int32_t   **perms;
+	uint8_t    *holds;			/* [W * P]: worker w holds a copy of partition p;
+								 * NULL: p belongs to worker p % W */
+	uint8_t    *down;			/* [W]: worker w is down (its segment failed) */
 };
+
+static int64_t remaining(const mop_sched *s, const model_state *ms);
 
 /* the scheduler's generator and its hash for orders (src/common/splitmix64.h) */
 static uint64_t
@@ -91,7 +96,104 @@ mop_sched_new(int n_workers, int n_partitions, uint64_t seed, int deterministic,
 	s->rng = mix(seed ^ UINT64_C(0x5CED));
 	s->deterministic = deterministic;
 	s->pick = pick;
+	if (!(s->down = calloc(n_workers, 1)))
+	{
+		free(s);
+		return NULL;
+	}
 	return s;
+}
+
+/* New scheduler whose workers hold the partitions that holds[w * P + p] says. */
+mop_sched *
+mop_sched_new_placed(int n_workers, int n_partitions, const uint8_t *holds,
+					 uint64_t seed, int deterministic, mop_pick pick)
+{
+	mop_sched  *s;
+
+	if (!holds || n_workers < 1 || n_workers > 1 << 16 || n_partitions < 1)
+		return NULL;
+	/* every worker holds something, every partition is held */
+	for (int w = 0; w < n_workers; w++)
+	{
+		int			any = 0;
+
+		for (int p = 0; p < n_partitions && !any; p++)
+			any = holds[(size_t) w * n_partitions + p] != 0;
+		if (!any)
+			return NULL;
+	}
+	for (int p = 0; p < n_partitions; p++)
+	{
+		int			any = 0;
+
+		for (int w = 0; w < n_workers && !any; w++)
+			any = holds[(size_t) w * n_partitions + p] != 0;
+		if (!any)
+			return NULL;
+	}
+	/* the plain constructor wants P >= W, which copies make unnecessary */
+	if (!(s = mop_sched_new(1, n_partitions, seed, deterministic, pick)))
+		return NULL;
+	free(s->down);
+	s->W = n_workers;
+	s->down = calloc(n_workers, 1);
+	s->holds = malloc((size_t) n_workers * n_partitions);
+	if (!s->down || !s->holds)
+	{
+		mop_sched_free(s);
+		return NULL;
+	}
+	for (size_t i = 0; i < (size_t) n_workers * n_partitions; i++)
+		s->holds[i] = holds[i] != 0;
+	return s;
+}
+
+/* Does worker w, up, hold partition p? */
+static inline int
+worker_holds(const mop_sched *s, int32_t w, int32_t p)
+{
+	if (s->down[w])
+		return 0;
+	if (s->holds)
+		return s->holds[(size_t) w * s->P + p];
+	return p % s->W == w;
+}
+
+/* Mark a worker down (its partitions' copies unreachable) or up again. */
+void
+mop_sched_set_worker_down(mop_sched *s, int32_t worker, int down)
+{
+	if (worker >= 0 && worker < s->W)
+		s->down[worker] = down != 0;
+}
+
+int
+mop_sched_worker_down(const mop_sched *s, int32_t worker)
+{
+	return worker >= 0 && worker < s->W && s->down[worker];
+}
+
+/*
+ * A partition that some model still has to visit and that no up worker
+ * holds, or -1: the run cannot finish until a copy of it comes back.
+ */
+int32_t
+mop_sched_unreachable(const mop_sched *s)
+{
+	for (int32_t p = 0; p < s->P; p++)
+	{
+		int			held = 0;
+
+		for (int32_t w = 0; w < s->W && !held; w++)
+			held = worker_holds(s, w, p);
+		if (held)
+			continue;
+		for (int32_t i = 0; i < s->n; i++)
+			if (remaining(s, &s->m[i]) > 0 && !s->m[i].visited[p])
+				return p;
+	}
+	return -1;
 }
 
 /* Free a scheduler. */
@@ -109,6 +211,8 @@ mop_sched_free(mop_sched *s)
 	for (int i = 0; i < s->n_perms; i++)
 		free(s->perms[i]);
 	free(s->perms);
+	free(s->holds);
+	free(s->down);
 	free(s);
 }
 
@@ -312,16 +416,16 @@ partition_for(mop_sched *s, int32_t i, int32_t w)
 		if (pos >= ms->seq_len)
 			return -1;
 		p = ms->seq[pos];
-		return (p % s->W == w && !ms->visited[p]) ? p : -1;
+		return (worker_holds(s, w, p) && !ms->visited[p]) ? p : -1;
 	}
 	if (s->deterministic)
 	{
 		int32_t		p = mop_sched_order(s, i, ms->done, ms->n_visited);
 
-		return (p % s->W == w) ? p : -1;
+		return worker_holds(s, w, p) ? p : -1;
 	}
-	for (int32_t p = w; p < s->P; p += s->W)
-		if (!ms->visited[p])
+	for (int32_t p = s->holds ? 0 : w; p < s->P; p += s->holds ? 1 : s->W)
+		if (!ms->visited[p] && worker_holds(s, w, p))
 			return p;
 	return -1;
 }
@@ -417,12 +521,13 @@ mop_sched_next(mop_sched *s, int32_t worker, mop_task *task)
 	if (best < 0)
 		return any_left ? MOP_WAIT : MOP_DONE;
 	/* in random mode, also pick uniformly among the worker's unvisited partitions */
-	if (!s->deterministic && !s->m[best].seq && s->W < s->P)
+	if (!s->deterministic && !s->m[best].seq && (s->holds || s->W < s->P))
 	{
 		int32_t		cnt = 0;
 
-		for (int32_t p = worker; p < s->P; p += s->W)
-			if (!s->m[best].visited[p] && below(next_rand(s), ++cnt) == 0)
+		for (int32_t p = s->holds ? 0 : worker; p < s->P; p += s->holds ? 1 : s->W)
+			if (!s->m[best].visited[p] && worker_holds(s, worker, p) &&
+				below(next_rand(s), ++cnt) == 0)
 				best_p = p;
 	}
 	s->m[best].busy = 1;

@@ -339,3 +339,205 @@ TEST(sched_active_counts_models_with_work)
 	CHECK(mop_sched_active(s) == 1);
 	mop_sched_free(s);
 }
+
+/*
+ * Placed data: drive a placed scheduler to the end, finishing a random busy
+ * worker's task at each step; check that each worker is only given
+ * partitions it holds and is up, each model visits each partition once per
+ * epoch, and record each model's visiting sequence.  Worker `fail_w` goes
+ * down after `fail_at` completions (its task aborted) and comes back after
+ * `back_at` (-1: never).  Returns the number of completions.
+ */
+static int64_t
+drive_placed(mop_sched *s, int W, int P, int n, int epochs, const uint8_t *hold,
+			 uint64_t seed, int fail_w, int64_t fail_at, int64_t back_at, int32_t *seq)
+{
+	mop_task	task[64];
+	int			busy[64] = {0};
+	int			pos[16] = {0};
+	int		   *seen = calloc((size_t) n * epochs * P, sizeof(int));
+	int64_t		done = 0;
+	uint64_t	r = seed;
+
+	for (int i = 0; i < n; i++)
+		mop_sched_add_model(s, epochs);
+	for (;;)
+	{
+		int			nbusy = 0,
+					k;
+
+		for (int w = 0; w < W; w++)
+			if (!busy[w] && mop_sched_next(s, w, &task[w]) == MOP_ASSIGNED)
+			{
+				CHECKF(hold[w * P + task[w].partition], "worker %d given partition %d it does not hold",
+					   w, task[w].partition);
+				CHECKF(!mop_sched_worker_down(s, w), "down worker %d given a task", w);
+				for (int v = 0; v < W; v++)
+					if (v != w && busy[v])
+						CHECK(task[v].model != task[w].model);
+				busy[w] = 1;
+			}
+		for (int w = 0; w < W; w++)
+			nbusy += busy[w];
+		if (nbusy == 0)
+			break;
+		r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+		k = (int) ((r >> 33) % nbusy);
+		for (int w = 0; w < W; w++)
+			if (busy[w] && k-- == 0)
+			{
+				busy[w] = 0;
+				if (w == fail_w && done == fail_at)
+				{
+					/* the segment fails mid-task: nothing visited */
+					mop_sched_abort(s, &task[w]);
+					mop_sched_set_worker_down(s, w, 1);
+					done++;
+					break;
+				}
+				mop_sched_complete(s, &task[w], 1.0);
+				seen[((size_t) task[w].model * epochs + task[w].epoch) * P + task[w].partition]++;
+				if (seq)
+					seq[task[w].model * epochs * P + pos[task[w].model]++] = task[w].partition;
+				done++;
+				break;
+			}
+		if (fail_w >= 0 && back_at >= 0 && done == back_at)
+			mop_sched_set_worker_down(s, fail_w, 0);
+	}
+	for (int i = 0; i < n; i++)
+		for (int e = 0; e < epochs; e++)
+			for (int p = 0; p < P; p++)
+				CHECKF(seen[((size_t) i * epochs + e) * P + p] == 1,
+					   "model %d epoch %d partition %d visited %d times", i, e, p,
+					   seen[((size_t) i * epochs + e) * P + p]);
+	free(seen);
+	return done;
+}
+
+/* partition p on segments (p + r) % S, r < replicas; `per` workers per segment */
+static void
+placement(int S, int per, int P, int replicas, uint8_t *hold)
+{
+	int			W = S * per;
+
+	memset(hold, 0, (size_t) W * P);
+	for (int p = 0; p < P; p++)
+		for (int r = 0; r < replicas; r++)
+			for (int k = 0; k < per; k++)
+				hold[(((p + r) % S) * per + k) * P + p] = 1;
+}
+
+TEST(sched_placed_invariants)
+{
+	uint8_t		hold[16 * 16];
+
+	/* 3 segments x 2 workers, 6 partitions, 2 copies each: more workers than copies */
+	for (int det = 0; det <= 1; det++)
+		for (uint64_t seed = 1; seed <= 4; seed++)
+		{
+			mop_sched  *s;
+
+			placement(3, 2, 6, 2, hold);
+			s = mop_sched_new_placed(6, 6, hold, seed, det, MOP_PICK_RANDOM);
+			CHECK(s != NULL);
+			CHECK(drive_placed(s, 6, 6, 7, 3, hold, seed, -1, -1, -1, NULL) == 7 * 3 * 6);
+			CHECK(mop_sched_finished(s));
+			mop_sched_free(s);
+		}
+	/* more workers than partitions: 2 segments x 2 workers, 2 partitions on both */
+	placement(2, 2, 2, 2, hold);
+	{
+		mop_sched  *s = mop_sched_new_placed(4, 2, hold, 5, 0, MOP_PICK_LONGEST);
+
+		CHECK(s != NULL);
+		CHECK(drive_placed(s, 4, 2, 5, 2, hold, 5, -1, -1, -1, NULL) == 5 * 2 * 2);
+		mop_sched_free(s);
+	}
+}
+
+TEST(sched_placed_rejects_bad_holders)
+{
+	uint8_t		hold[3 * 3] = {1, 1, 0, 0, 1, 0, 0, 0, 0};	/* worker 2 holds nothing */
+
+	CHECK(mop_sched_new_placed(3, 3, hold, 1, 0, MOP_PICK_RANDOM) == NULL);
+	hold[8] = 1;				/* worker 2 holds partition 2 only: fine */
+	{
+		mop_sched  *s = mop_sched_new_placed(3, 3, hold, 1, 0, MOP_PICK_RANDOM);
+
+		CHECK(s != NULL);
+		mop_sched_free(s);
+	}
+	memset(hold, 0, sizeof(hold));
+	hold[0] = hold[4] = hold[3] = 1;	/* partition 2 held by nobody */
+	CHECK(mop_sched_new_placed(3, 3, hold, 1, 0, MOP_PICK_RANDOM) == NULL);
+	CHECK(mop_sched_new_placed(3, 3, NULL, 1, 0, MOP_PICK_RANDOM) == NULL);
+}
+
+/*
+ * Deterministic mode: the visiting orders do not depend on where the
+ * partitions are, on how many copies there are, or on a segment failing --
+ * which is what makes a run over segments bit-identical to a local one.
+ */
+TEST(sched_placed_deterministic_same_orders)
+{
+	enum {N = 5, E = 2, P = 4};
+	int32_t		local[N * E * P],
+				placed[N * E * P],
+				failed[N * E * P];
+	uint8_t		hold[8 * P];
+	mop_sched  *s;
+
+	/* one worker per partition, as on one server */
+	memset(hold, 0, sizeof(hold));
+	for (int p = 0; p < P; p++)
+		hold[p * P + p] = 1;
+	s = mop_sched_new(P, P, 77, 1, MOP_PICK_RANDOM);
+	drive_placed(s, P, P, N, E, hold, 3, -1, -1, -1, local);
+	mop_sched_free(s);
+	/* two segments of two workers, every partition on both */
+	placement(2, 2, P, 2, hold);
+	s = mop_sched_new_placed(4, P, hold, 77, 1, MOP_PICK_RANDOM);
+	drive_placed(s, 4, P, N, E, hold, 11, -1, -1, -1, placed);
+	mop_sched_free(s);
+	CHECK(memcmp(local, placed, sizeof(local)) == 0);
+	/* ... and with one worker failing for good after 5 sub-epochs */
+	s = mop_sched_new_placed(4, P, hold, 77, 1, MOP_PICK_RANDOM);
+	drive_placed(s, 4, P, N, E, hold, 19, 1, 5, -1, failed);
+	CHECK(mop_sched_finished(s));
+	mop_sched_free(s);
+	CHECK(memcmp(local, failed, sizeof(local)) == 0);
+}
+
+TEST(sched_placed_worker_down)
+{
+	uint8_t		hold[2 * 2];
+	mop_sched  *s;
+	mop_task	t;
+
+	/* one copy of each partition, on its own segment */
+	placement(2, 1, 2, 1, hold);
+	s = mop_sched_new_placed(2, 2, hold, 1, 0, MOP_PICK_RANDOM);
+	mop_sched_add_model(s, 1);
+	CHECK(mop_sched_unreachable(s) == -1);
+	mop_sched_set_worker_down(s, 1, 1);
+	CHECK(mop_sched_worker_down(s, 1));
+	CHECK(mop_sched_unreachable(s) == 1);		/* partition 1's only copy is down */
+	CHECK(mop_sched_next(s, 1, &t) == MOP_WAIT);
+	CHECK(mop_sched_next(s, 0, &t) == MOP_ASSIGNED && t.partition == 0);
+	mop_sched_complete(s, &t, 1.0);
+	CHECK(mop_sched_next(s, 0, &t) == MOP_WAIT);	/* partition 1 waits for its copy */
+	CHECK(!mop_sched_finished(s));
+	mop_sched_set_worker_down(s, 1, 0);			/* the segment is back */
+	CHECK(mop_sched_unreachable(s) == -1);
+	CHECK(mop_sched_next(s, 1, &t) == MOP_ASSIGNED && t.partition == 1 && t.last_of_epoch);
+	mop_sched_complete(s, &t, 1.0);
+	CHECK(mop_sched_finished(s));
+	CHECK(mop_sched_unreachable(s) == -1);		/* nothing left to visit */
+	mop_sched_free(s);
+	/* with two copies, a failed segment costs nothing but its task */
+	placement(2, 1, 2, 2, hold);
+	s = mop_sched_new_placed(2, 2, hold, 1, 0, MOP_PICK_RANDOM);
+	CHECK(drive_placed(s, 2, 2, 3, 2, hold, 8, 0, 2, -1, NULL) == 3 * 2 * 2 + 1);
+	mop_sched_free(s);
+}
