@@ -34,11 +34,13 @@ PG_SRCS = $(sort $(wildcard src/pg/*.c))
 OBJS = $(NN_SRCS:.c=.o) $(PG_SRCS:.c=.o) gpu/loader.o
 
 # src/search headers are named mop_*.h so they never shadow system headers
-PG_CPPFLAGS = -Isrc/nn -Isrc/pg -Isrc -Igpu
+PG_CPPFLAGS = -Isrc/nn -Isrc/pg -Isrc -Igpu -I$(libpq_srcdir)
 # -O3 for the engine's inner loops (PGXS puts PG_CFLAGS after its own -O2);
 # no FMA contraction and no errno from libm, as in the engine's unit tests,
 # so the extension computes exactly what the tests check.
 PG_CFLAGS = -O3 -ffp-contract=off -fno-math-errno
+# libpq reaches segments (other servers), as postgres_fdw and dblink do
+SHLIB_LINK_INTERNAL = $(libpq)
 SHLIB_LINK = -ldl -lm
 
 # pg_regress, laid out as pgvector does: tests in test/sql/, expected output

@@ -437,4 +437,8 @@ coord_set_status(int32 trial, const char *status, const char *error)
 		SPI_execute_with_args(MOP_CANCEL_MODELS_SQL, 1, t, v, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record the status of the models of run %lld",
 			 (long long) coord.run_id);
+	if (strcmp(status, "interrupted") == 0 &&
+		SPI_execute_with_args(MOP_INTERRUPT_MODELS_SQL, 1, t, v, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record the status of the models of run %lld",
+			 (long long) coord.run_id);
 }

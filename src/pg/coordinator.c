@@ -142,6 +142,17 @@ task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, doubl
 	mop_task   *t = &workers[w].task;
 
 	workers[w].busy = false;
+	if (outcome == MOP_TASK_SEGMENT_DOWN)
+	{
+		/* nothing was written: the sub-epoch runs again, on another copy */
+		char		error[256];
+
+		SpinLockAcquire(&coord.run->mutex);
+		strlcpy(error, coord.run->slots[w].error, sizeof(error));
+		SpinLockRelease(&coord.run->mutex);
+		coord_segments_task_down(s, w, t, error);
+		return;
+	}
 	if (outcome == MOP_TASK_OK)
 	{
 		bool		epoch_done = mop_sched_complete(s, t, seconds);
@@ -287,8 +298,12 @@ assign(mop_sched *s, int w, Latch *latch)
 	return true;
 }
 
+/* Why the run is to end 'interrupted' (a partition's copies all down), or NULL. */
+static char *interrupted_why = NULL;
+
 /*
- * The scheduling loop; returns true if cancelled.  Each round: settle
+ * The scheduling loop; returns true if cancelled (or interrupted:
+ * interrupted_why is set).  Each round: settle
  * finished tasks and dead workers, give idle workers work, and sleep until a
  * worker reports.  With an adaptive driver (Hyperband, ASHA, TPE), a worker that the
  * scheduler cannot serve asks the driver for actions -- start, promote,
@@ -305,6 +320,9 @@ schedule(mop_sched *s)
 		bool		cancel;
 
 		CHECK_FOR_INTERRUPTS();
+		/* segments: try the down ones again; give up on a missing partition */
+		if (coord.run->n_segments > 0 && !coord_segments_tick(s, &interrupted_why))
+			return true;
 		for (int w = 0; w < coord.n_workers; w++)
 		{
 			MopSlot		copy;
@@ -476,6 +494,13 @@ start_workers(mop_sched *s)
 	for (int i = 0; i < coord.n_workers; i++)
 		if (!start_worker(i))
 		{
+			if (i > 0 && coord.run->n_segments > 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+						 errmsg("only %d of the %d workers of a run over %d segments could be started",
+								i, coord.n_workers, coord.run->n_segments),
+						 errhint("Raise max_worker_processes (now %d) or lower mop.workers_per_segment.",
+								 max_worker_processes)));
 			if (i == 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
@@ -586,8 +611,16 @@ mop_coordinator_main(Datum arg)
 			coord_load_run();
 		else
 			coord_create_run();
-		coord.n_workers = Min(coord.run->n_workers, coord.n_partitions);
-		s = new_sched();
+		if (coord_segments_load())
+		{
+			s = coord_segments_sched();
+			coord_segments_check(s);
+		}
+		else
+		{
+			coord.n_workers = Min(coord.run->n_workers, coord.n_partitions);
+			s = new_sched();
+		}
 		coord_drivers_create();
 		fill_sched(s, true);
 
@@ -608,8 +641,9 @@ mop_coordinator_main(Datum arg)
 		stop_workers(cancelled);
 		mop_reclaim_checkpoints(coord.run->run_id, coord.run->hops_done, coord.n_models, true);
 		{
-			char	   *error = NULL;
-			const char *final = cancelled ? "cancelled" : coord_final_status(&error);
+			char	   *error = interrupted_why;
+			const char *final = interrupted_why ? "interrupted" :
+				cancelled ? "cancelled" : coord_final_status(&error);
 
 			record_status(final, error);
 			publish_done(final, error);

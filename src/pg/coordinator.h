@@ -12,7 +12,9 @@
  *                    (src/search/mop_driver.h): creating them, carrying out
  *                    their actions, and the median stopping rule;
  *   coord_pbt.c      population based training as a driver, and the
- *                    exploits of a replayed PBT run.
+ *                    exploits of a replayed PBT run;
+ *   coord_segments.c a run over a dataset placed on segments: workers
+ *                    bound to segments, segments going down and back.
  */
 #ifndef MOP_COORDINATOR_H
 #define MOP_COORDINATOR_H
@@ -50,6 +52,7 @@ typedef struct MopCoord
 	MopDataset *ds;				/* the run's dataset (TopMemoryContext) */
 	int			n_partitions;
 	int			n_workers;		/* training workers started (or to start) */
+	int			workers_per_segment;	/* a run over segments: workers each */
 	CoordModel *models;			/* TopMemoryContext */
 	int			n_models;
 	int64		resumed_hops;	/* sub-epochs already done when resuming */
@@ -102,6 +105,13 @@ extern void coord_drivers_epoch_done(mop_sched *s, int32 model, double score, bo
 extern void coord_drivers_task_failed(mop_sched *s, int32 model);
 extern void coord_apply_action(mop_sched *s, const mop_action *a);
 extern void coord_stop_model(mop_sched *s, int32 i, const mop_decision *d);
+
+/* coord_segments.c */
+extern bool coord_segments_load(void);
+extern mop_sched *coord_segments_sched(void);
+extern void coord_segments_check(mop_sched *s);
+extern void coord_segments_task_down(mop_sched *s, int w, const mop_task *t, const char *error);
+extern bool coord_segments_tick(mop_sched *s, char **why);
 
 /* coord_pbt.c */
 extern mop_driver *coord_pbt_driver_new(void);

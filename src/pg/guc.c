@@ -33,6 +33,10 @@ int			mop_scheduler = MOP_PICK_RANDOM;
 int			mop_device = MOP_DEVICE_CPU;
 int			mop_gpu_memory_mb = 0;
 bool		mop_gpu_tf32 = false;
+int			mop_heartbeat_ms = 0;
+int			mop_segment_timeout_ms = 30000;
+int			mop_segment_wait_ms = 300000;
+int			mop_workers_per_segment = 1;
 bool		mop_auto_resume = true;
 
 /* the spellings are the SQL names of mop_pick_name() */
@@ -135,5 +139,33 @@ mop_define_gucs(void)
 							 true,
 							 PGC_SIGHUP, 0,
 							 NULL, NULL, NULL);
+	DefineCustomIntVariable("mop.heartbeat",
+							"While mop.train_agg trains, send the client a NOTICE \"mop heartbeat <rows>\" at most this often; 0 = never.",
+							"Set by a run's coordinator on its connections to segments, which it watches for progress.",
+							&mop_heartbeat_ms,
+							0, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS | GUC_NOT_IN_SAMPLE,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("mop.segment_timeout",
+							"A segment that sends no progress for this long during a sub-epoch is marked down and its sub-epoch run elsewhere; 0 = never.",
+							"Taken from the session that starts (or resumes) the run.",
+							&mop_segment_timeout_ms,
+							30000, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("mop.segment_wait",
+							"How long a run waits for a down segment that holds the only copy of a partition before it ends interrupted.",
+							"Taken from the session that starts (or resumes) the run; mop_resume continues an interrupted run.",
+							&mop_segment_wait_ms,
+							300000, 0, INT_MAX,
+							PGC_USERSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("mop.workers_per_segment",
+							"Training workers per segment in a run over a dataset placed on segments.",
+							"A run over segments has this many workers for each segment holding its dataset (local included).",
+							&mop_workers_per_segment,
+							1, 1, MOP_MAX_WORKERS,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("mop");
 }

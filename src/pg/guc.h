@@ -26,6 +26,10 @@ extern int	mop_device;				/* mop.device, a MopDevice */
 extern int	mop_gpu_memory_mb;		/* mop.gpu_memory, MB, 0: no limit */
 extern bool mop_gpu_tf32;			/* mop.gpu_tf32 */
 extern bool mop_auto_resume;		/* mop.auto_resume */
+extern int	mop_heartbeat_ms;		/* mop.heartbeat, 0: none (set on segments' connections) */
+extern int	mop_segment_timeout_ms; /* mop.segment_timeout */
+extern int	mop_segment_wait_ms;	/* mop.segment_wait */
+extern int	mop_workers_per_segment;	/* mop.workers_per_segment */
 
 extern void mop_define_gucs(void);
 extern const char *mop_device_name(int device);

@@ -45,6 +45,7 @@
 
 #include "lockorder.h"
 #include "run.h"
+#include "segment.h"
 
 PG_FUNCTION_INFO_V1(mop_drop_dataset);
 PG_FUNCTION_INFO_V1(mop_guard_run_delete);
@@ -252,6 +253,9 @@ mop_drop_dataset(PG_FUNCTION_ARGS)
 	if ((run_id = find_live_runs(dataset_id, &count, &list)) != 0)
 		refuse_dataset(name, run_id, count, list.data);
 
+	/* its copies on segments go too (a segment out of reach: a WARNING) */
+	if (mop_catalog_is_02())
+		mop_segment_drop_copies(dataset_id);
 	if (SPI_execute_with_args("DELETE FROM mop.datasets WHERE id OPERATOR(pg_catalog.=) $1",
 							  1, &it, &iv, NULL, false, 0) != SPI_OK_DELETE)
 		elog(ERROR, "mop: could not delete from mop.datasets");

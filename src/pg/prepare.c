@@ -34,6 +34,7 @@
 
 #include "guc.h"
 #include "mop.h"
+#include "segment.h"
 
 PG_FUNCTION_INFO_V1(mop_prepare);
 
@@ -235,6 +236,10 @@ mop_prepare(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("argument %d of mop_prepare must not be null", i + 1)));
+	if (PG_NARGS() > 11 && !PG_ARGISNULL(11) && PG_ARGISNULL(12))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("replicas must not be NULL")));
 	relid = PG_GETARG_OID(0);
 	target = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	/* by default, as many partitions as a run would use workers */
@@ -486,6 +491,9 @@ mop_prepare(PG_FUNCTION_ARGS)
 		nbuffers += write_split(plan, dataset_id, "valid", &rows, idx, n_valid,
 								partitions, buffer_rows, mean, std);
 	}
+	/* segments => ...: copies of the training partitions go to other servers */
+	if (PG_NARGS() > 11 && !PG_ARGISNULL(11))
+		mop_place_prepared(dsname, PG_GETARG_ARRAYTYPE_P(11), PG_GETARG_INT32(12));
 	SPI_finish();
 
 	MemoryContextSwitchTo(oldcxt);

@@ -156,6 +156,9 @@ launch(const RunRequest *req, BackgroundWorkerHandle **handle)
 	run->opts.gpu_memory_mb = mop_gpu_memory_mb;
 	run->opts.gpu_tf32 = mop_gpu_tf32;
 	run->task_timeout_ms = mop_task_timeout_ms;
+	run->segment_timeout_ms = mop_segment_timeout_ms;
+	run->segment_wait_ms = mop_segment_wait_ms;
+	run->workers_per_segment = mop_workers_per_segment;
 	run->n_models = n_configs;
 	run->n_configs = n_configs;
 	run->best_metric = NAN;
@@ -482,6 +485,11 @@ mop_run_search(FunctionCallInfo fcinfo, const RunRequest *req)
 			ereport(ERROR,
 					(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
 					 errmsg("mop run %lld failed: %s", (long long) run_id, o.error),
+					 errhint("Models and checkpoints committed so far are kept; mop_resume(%lld) continues the run.",
+							 (long long) run_id)));
+		if (strcmp(o.status, "interrupted") == 0)
+			ereport(WARNING,
+					(errmsg("mop run %lld was interrupted: %s", (long long) run_id, o.error),
 					 errhint("Models and checkpoints committed so far are kept; mop_resume(%lld) continues the run.",
 							 (long long) run_id)));
 		if (strcmp(o.status, "cancelled") == 0)

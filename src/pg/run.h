@@ -84,8 +84,17 @@ typedef enum MopTaskOutcome
 {
 	MOP_TASK_OK = 0,
 	MOP_TASK_DIVERGED,			/* model marked diverged, keeps last checkpoint */
-	MOP_TASK_FAILED				/* error in the task: model marked failed */
+	MOP_TASK_FAILED,			/* error in the task: model marked failed */
+	MOP_TASK_SEGMENT_DOWN		/* the worker's segment failed: nothing written,
+								 * the sub-epoch is to run elsewhere */
 } MopTaskOutcome;
+
+/* A segment of a run over a placed dataset (segment.h). */
+typedef struct MopRunSegment
+{
+	char		name[NAMEDATALEN];	/* 'local' or a foreign server's name */
+	int64		remote_dataset_id;	/* the dataset's copy there (0: local) */
+} MopRunSegment;
 
 /* One worker's mailbox. */
 typedef struct MopSlot
@@ -101,6 +110,8 @@ typedef struct MopSlot
 	int32		epoch;			/* 1-based epoch of this sub-epoch */
 	bool		last_of_epoch;	/* validate after training */
 	bool		final_epoch;	/* last epoch of the model's budget */
+	int32		segment;		/* the worker's segment (index into the run's
+								 * segments), -1: none, the dataset is local */
 	/* progress, written by the worker in every step of its task */
 	int32		step;			/* MopTaskStep (mop.h): loading, training, ... */
 	int64		rows_done;
@@ -133,6 +144,9 @@ typedef struct MopRunShared
 	int64		resume_run_id;	/* non-zero: resume this run */
 	int32		n_workers;		/* requested (capped) */
 	int32		task_timeout_ms;	/* mop.task_timeout of the starting session; 0 = off */
+	int32		segment_timeout_ms; /* mop.segment_timeout of the starting session */
+	int32		segment_wait_ms;	/* mop.segment_wait of the starting session */
+	int32		workers_per_segment;	/* mop.workers_per_segment of the starting session */
 	MopRunOptions opts;			/* what the run is (run_options.h); blas_threads and
 								 * the device are the starting or resuming session's */
 	int32		n_configs;		/* configurations (MOP_KEY_CONFIGS) */
@@ -157,6 +171,8 @@ typedef struct MopRunShared
 	TimestampTz started_at;
 
 	MopSlot		slots[MOP_MAX_WORKERS];
+	int32		n_segments;		/* 0: the dataset is not placed on segments */
+	MopRunSegment segments[MOP_MAX_WORKERS];
 } MopRunShared;
 
 /* The run's configurations (MOP_KEY_CONFIGS), in the order given. */
@@ -201,6 +217,11 @@ extern void mop_recovery_register_launcher(void);
  * failed, or its coordinator gone) become 'cancelled'; mop_resume trains
  * them again.
  */
+/* The models of run $1 still training when it is interrupted. */
+#define MOP_INTERRUPT_MODELS_SQL \
+	"UPDATE mop.models SET status = 'interrupted', updated_at = pg_catalog.clock_timestamp() " \
+	"WHERE run_id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'training'"
+
 #define MOP_CANCEL_MODELS_SQL \
 	"UPDATE mop.models SET status = 'cancelled', updated_at = pg_catalog.clock_timestamp() " \
 	"WHERE run_id OPERATOR(pg_catalog.=) $1 AND status OPERATOR(pg_catalog.=) 'training'"

@@ -38,6 +38,7 @@
 
 #include "lockorder.h"
 #include "mop.h"
+#include "segment.h"
 #include "subepoch.h"
 
 /* The model's checkpoint, its dataset, its status and the partition's training rows. */
@@ -259,6 +260,25 @@ train_partition(const MopSubepochTask *task, bytea *state, int64 dataset_id,
 
 	/* this epoch trains at the schedule's position task->epoch - 1 */
 	v[0] = PointerGetDatum(state_at_epoch(state, task->epoch - 1, false));
+	if (task->segment != NULL)
+	{
+		MopSegmentTrained st;
+
+		mop_segment_train(task->segment, task->remote_dataset_id, task->partition,
+						  DatumGetByteaPP(v[0]), task->segment_timeout_ms, task->progress, &st);
+		memset(out, 0, sizeof(*out));
+		if (st.state != NULL)
+		{
+			out->state = st.state;
+			out->loss_sum = st.loss_sum;
+			out->metric_sum = st.metric_sum;
+			out->rows = st.rows;
+			out->diverged = st.diverged;
+			if (task->last_of_epoch && !out->diverged)
+				out->state = state_at_epoch(out->state, task->epoch, true);
+		}
+		return;
+	}
 	exec_waist(task, MOP_TRAIN_SQL, 3, t, v);
 	if (SPI_processed != 1)
 		elog(ERROR, "mop sub-epoch: training query returned %d rows", (int) SPI_processed);

@@ -57,9 +57,13 @@
  * step(MOP_STEP_COMMITTING) before the row locks are taken.  Any of them
  * may ERROR to stop the sub-epoch.
  *
+ * A task with a segment trains on that segment (segment_train.c): the
+ * same narrow waist over the segment's copy of the partition, the state
+ * sent and received; everything else -- checkpoint, validation, every
+ * catalog write -- happens here as for a local partition.
+ *
  * Any executor that can run SQL on the catalog (a backend, a background
- * worker, later a remote segment or a GPU host) runs sub-epochs through
- * this function; the device is the aggregate's business (mop.device, or the
+ * worker, a GPU host) runs sub-epochs through this function; the device is the aggregate's business (mop.device, or the
  * worker's GPU), not this unit's.
  */
 #ifndef MOP_SUBEPOCH_H
@@ -101,6 +105,10 @@ typedef struct MopSubepochTask
 	bool		final_epoch;	/* the model's last epoch: 'done' with it */
 	const MopProgress *progress;	/* NULL: no progress reported */
 	MopSubepochCarry *carry;	/* NULL: the state is in mop.models */
+	/* where the partition's copy is: NULL, this server; else a segment */
+	const char *segment;		/* its name (segment.h) */
+	int64		remote_dataset_id;	/* the dataset's copy there */
+	int			segment_timeout_ms; /* silence after which it counts as down */
 } MopSubepochTask;
 
 typedef enum MopSubepochOutcome

@@ -45,7 +45,9 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
+#include "guc.h"
 #include "mop.h"
 
 PG_FUNCTION_INFO_V1(mop_train_agg_step);
@@ -73,6 +75,31 @@ typedef struct MopAggState
 	MopGpuAgg  *gpu;			/* non-NULL: this aggregate runs on a GPU */
 } MopAggState;
 
+/*
+ * The heartbeat a training aggregate sends its client when mop.heartbeat
+ * is set (a coordinator sets it on its connections to segments): a NOTICE
+ * "mop heartbeat <rows trained so far>" at most every mop.heartbeat ms, which
+ * the coordinator's side reads as progress and as a sign of life.
+ */
+static int64 heartbeat_rows = 0;
+static TimestampTz heartbeat_at = 0;
+
+static void
+heartbeat(int64 rows)
+{
+	TimestampTz now;
+
+	heartbeat_rows += rows;
+	if (mop_heartbeat_ms <= 0)
+		return;
+	now = GetCurrentTimestamp();
+	if (!TimestampDifferenceExceeds(heartbeat_at, now, mop_heartbeat_ms))
+		return;
+	heartbeat_at = now;
+	ereport(NOTICE,
+			(errmsg_internal("mop heartbeat " INT64_FORMAT, heartbeat_rows)));
+}
+
 /* The progress callback installed by the caller of the aggregates (NULL: none). */
 static const MopProgress *agg_progress = NULL;
 
@@ -96,6 +123,7 @@ mop_progress_trained(int64 rows)
 {
 	if (agg_progress != NULL && agg_progress->rows != NULL)
 		agg_progress->rows(agg_progress->arg, rows);
+	heartbeat(rows);
 }
 
 /* rows more rows evaluated: tell the installed callback, if any (may ERROR). */
@@ -263,7 +291,11 @@ mop_train_agg_step(PG_FUNCTION_ARGS)
 	MopRng		rng;
 
 	if (s == NULL)
+	{
 		s = agg_state_init(fcinfo, true);
+		heartbeat_rows = 0;
+		heartbeat_at = GetCurrentTimestamp();
+	}
 	if (s->diverged)
 		PG_RETURN_POINTER(s);
 	n = fetch_buffers(fcinfo, s->h->model, &xs, &ys);
@@ -276,7 +308,10 @@ mop_train_agg_step(PG_FUNCTION_ARGS)
 		mop_prng_seed(&rng, s->shuffle_base ^ ((uint64) s->buffers * UINT64CONST(0x165667b19e3779f9)));
 		mop_shuffle_index(s->perm, n, &rng);
 		if (s->gpu)
+		{
 			mop_gpu_agg_train(s->gpu, PG_GETARG_DATUM(2), PG_GETARG_DATUM(3), xs, ys, n, s->perm);
+			heartbeat(n);
+		}
 		else
 		{
 			for (int64 i = 0; i < n; i++)

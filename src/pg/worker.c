@@ -45,6 +45,7 @@
 
 #include "mop.h"
 #include "run.h"
+#include "segment.h"
 #include "subepoch.h"
 
 #define FAILED_SQL \
@@ -231,6 +232,15 @@ run_task(MopSlot *slot, MopSlot *task, double *valid_metric, double *valid_loss)
 	se.last_of_epoch = task->last_of_epoch;
 	se.final_epoch = task->final_epoch;
 	se.progress = &progress;
+	/* a run over segments: this worker trains on its segment's copy */
+	if (run->n_segments > 0 && task->segment >= 0 && task->segment < run->n_segments &&
+		!mop_segment_is_local(run->segments[task->segment].name))
+	{
+		se.segment = run->segments[task->segment].name;
+		se.remote_dataset_id = run->segments[task->segment].remote_dataset_id;
+		se.segment_timeout_ms = run->segment_timeout_ms;
+	}
+	mop_segment_failed = false;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -329,14 +339,19 @@ do_task(MopSlot *slot, MopSlot *task, MemoryContext task_cxt)
 		FlushErrorState();
 		AbortCurrentTransaction();
 		strlcpy(errbuf, ed->message ? ed->message : "unknown error", sizeof(errbuf));
-		outcome = MOP_TASK_FAILED;
+		if (ed->detail && mop_segment_failed)
+		{
+			strlcat(errbuf, ": ", sizeof(errbuf));
+			strlcat(errbuf, ed->detail, sizeof(errbuf));
+		}
+		outcome = mop_segment_failed ? MOP_TASK_SEGMENT_DOWN : MOP_TASK_FAILED;
 		if (!replaced)
 		{
 			SpinLockAcquire(&run->mutex);
 			replaced = slot_moved_on();
 			SpinLockRelease(&run->mutex);
 		}
-		if (coordinator_gone || replaced)
+		if (coordinator_gone || replaced || outcome == MOP_TASK_SEGMENT_DOWN)
 			elog(LOG, "mop worker %d: %s", my_index, errbuf);
 		else
 		{

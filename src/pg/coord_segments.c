@@ -1,0 +1,325 @@
+/*
+ * coord_segments.c -- a run over a dataset placed on segments: its workers
+ * bound to segments, segments going down and coming back.
+ *
+ * A run over a placed dataset (mop.dataset_segments) has
+ * mop.workers_per_segment workers for each segment that holds a copy of a
+ * partition; worker w trains on segment w / workers_per_segment, and the
+ * scheduler (mop_sched_new_placed) gives it only the partitions that
+ * segment holds.  A worker whose segment fails -- refuses the connection,
+ * drops it, stays silent past mop.segment_timeout -- reports
+ * MOP_TASK_SEGMENT_DOWN: its sub-epoch wrote nothing and goes back to the
+ * scheduler, and every worker of that segment is marked down, so that the
+ * partitions with a copy elsewhere go on there (each model still visits
+ * each partition once per epoch: the scheduler's invariants do not depend
+ * on which copy serves a visit).  The coordinator tries a down segment
+ * again every few seconds; once it answers, its workers get tasks again
+ * from the next sub-epoch on.  When a partition that models still need has
+ * no copy on an up segment, the run waits for mop.segment_wait and then
+ * ends 'interrupted' (mop_resume continues it; nothing committed is lost).
+ * Each of these events is a row of mop.segment_events.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "coordinator.h"
+#include "segment.h"
+
+/* how often a down segment is tried again */
+#define PROBE_INTERVAL_MS 2000
+
+typedef struct SegState
+{
+	bool		down;
+	TimestampTz probe_at;		/* when to try it again */
+} SegState;
+
+static SegState *segs = NULL;	/* [coord.run->n_segments] */
+static uint8 *holds = NULL;		/* [n_workers * n_partitions] */
+static TimestampTz unreachable_since = 0;
+static int32 unreachable_partition = -1;
+
+/* Record an event of the run (own transaction). */
+static void
+record_event(int seg, const char *event, int worker, int64 model_id, int32 partition,
+			 const char *detail)
+{
+	Oid			t[7] = {INT8OID, TEXTOID, TEXTOID, INT4OID, INT8OID, INT4OID, TEXTOID};
+	Datum		v[7];
+	char		n[7] = {' ', ' ', ' ', worker < 0 ? 'n' : ' ', model_id == 0 ? 'n' : ' ',
+						partition < 0 ? 'n' : ' ', detail ? ' ' : 'n'};
+
+	if (coord.run->run_id == 0)
+		return;
+	v[0] = Int64GetDatum(coord.run->run_id);
+	v[1] = CStringGetTextDatum(coord.run->segments[seg].name);
+	v[2] = CStringGetTextDatum(event);
+	v[3] = Int32GetDatum(worker);
+	v[4] = Int64GetDatum(model_id);
+	v[5] = Int32GetDatum(partition);
+	v[6] = detail ? CStringGetTextDatum(detail) : (Datum) 0;
+	coord_begin_tx();
+	if (SPI_execute_with_args("INSERT INTO mop.segment_events (run_id, segment, event, worker, "
+							  "model_id, partition, detail) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+							  7, t, v, n, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not record a segment event of run %lld", (long long) coord.run->run_id);
+	coord_commit_tx();
+	elog(LOG, "mop run %lld: segment \"%s\" %s%s%s", (long long) coord.run->run_id,
+		 coord.run->segments[seg].name, event, detail ? ": " : "", detail ? detail : "");
+}
+
+/*
+ * Try to reach segment seg (own transaction): true if it answers; false if
+ * it is down (the reason in *why).  Other errors -- no user mapping, a
+ * refused password, no mop there -- propagate: the run cannot use the
+ * segment as configured, which waiting does not mend.
+ */
+static bool
+probe(int seg, char **why)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile bool up = false;
+
+	*why = NULL;
+	if (mop_segment_is_local(coord.run->segments[seg].name))
+		return true;
+	coord_begin_tx();
+	PG_TRY();
+	{
+		PGconn	   *conn = mop_segment_connect(coord.run->segments[seg].name, 2);
+
+		mop_segment_disconnect(conn);
+		up = true;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *ed;
+
+		MemoryContextSwitchTo(cxt);
+		ed = CopyErrorData();
+		if (!mop_segment_failed || ERRCODE_TO_CATEGORY(ed->sqlerrcode) != ERRCODE_CONNECTION_EXCEPTION)
+			PG_RE_THROW();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		*why = pstrdup(ed->detail ? ed->detail : ed->message);
+		return false;
+	}
+	PG_END_TRY();
+	coord_commit_tx();
+	return up;
+}
+
+/*
+ * Read the dataset's placement and bind the workers to segments; returns
+ * false (nothing changed) if the dataset is not placed.  Sets coord.n_workers.
+ */
+bool
+coord_segments_load(void)
+{
+	Oid			t[1] = {INT8OID};
+	Datum		v[1] = {Int64GetDatum(coord.ds->id)};
+	int			S = 0,
+				per = Max(coord.run->workers_per_segment, 1),
+				W;
+	int64		n;
+	int32	   *seg_of_row;
+	int32	   *part_of_row;
+
+	coord_begin_tx();
+	if (!mop_catalog_is_02())
+	{
+		coord_commit_tx();
+		return false;
+	}
+	coord_exec_sql("SELECT segment, partition, remote_dataset_id "
+				   "FROM mop.dataset_segments WHERE dataset_id OPERATOR(pg_catalog.=) $1 "
+				   "ORDER BY segment OPERATOR(pg_catalog.<>) 'local', segment, partition",
+				   1, t, v, SPI_OK_SELECT);
+	n = (int64) SPI_processed;
+	if (n == 0)
+	{
+		coord_commit_tx();
+		return false;
+	}
+	seg_of_row = MemoryContextAlloc(TopMemoryContext, sizeof(int32) * n);
+	part_of_row = MemoryContextAlloc(TopMemoryContext, sizeof(int32) * n);
+	for (int64 i = 0; i < n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	td = SPI_tuptable->tupdesc;
+		bool		isnull;
+		char	   *name = TextDatumGetCString(SPI_getbinval(tup, td, 1, &isnull));
+
+		if (S == 0 || strcmp(coord.run->segments[S - 1].name, name) != 0)
+		{
+			if (S == MOP_MAX_WORKERS)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("dataset \"%s\" is placed on more than %d segments", coord.ds->name,
+								MOP_MAX_WORKERS)));
+			strlcpy(coord.run->segments[S].name, name, NAMEDATALEN);
+			coord.run->segments[S].remote_dataset_id =
+				DatumGetInt64(SPI_getbinval(tup, td, 3, &isnull));
+			if (isnull)
+				coord.run->segments[S].remote_dataset_id = 0;
+			S++;
+		}
+		seg_of_row[i] = S - 1;
+		part_of_row[i] = DatumGetInt32(SPI_getbinval(tup, td, 2, &isnull));
+		if (part_of_row[i] >= coord.n_partitions)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("dataset \"%s\" places partition %d, but has %d", coord.ds->name,
+							part_of_row[i], coord.n_partitions)));
+	}
+	coord_commit_tx();
+
+	W = S * per;
+	if (W > MOP_MAX_WORKERS)
+	{
+		per = MOP_MAX_WORKERS / S;
+		W = S * per;
+		elog(LOG, "mop run %lld: %d workers per segment (at most %d workers)",
+			 (long long) coord.run->run_id, per, MOP_MAX_WORKERS);
+	}
+	holds = MemoryContextAllocZero(TopMemoryContext, (Size) W * coord.n_partitions);
+	for (int64 i = 0; i < n; i++)
+		for (int k = 0; k < per; k++)
+			holds[(Size) (seg_of_row[i] * per + k) * coord.n_partitions + part_of_row[i]] = 1;
+	segs = MemoryContextAllocZero(TopMemoryContext, sizeof(SegState) * S);
+	SpinLockAcquire(&coord.run->mutex);
+	coord.run->n_segments = S;
+	for (int w = 0; w < W; w++)
+		coord.run->slots[w].segment = w / per;
+	SpinLockRelease(&coord.run->mutex);
+	coord.n_workers = W;
+	coord.workers_per_segment = per;
+	return true;
+}
+
+/* The scheduler of a placed run; the segments that do not answer start down. */
+mop_sched *
+coord_segments_sched(void)
+{
+	mop_sched  *s = mop_sched_new_placed(coord.n_workers, coord.n_partitions, holds,
+										 (uint64) coord.run->opts.seed,
+										 coord.run->opts.deterministic,
+										 (mop_pick) coord.run->opts.scheduler);
+
+	if (s == NULL)
+		elog(ERROR, "could not create the scheduler (%d workers on %d segments, %d partitions)",
+			 coord.n_workers, coord.run->n_segments, coord.n_partitions);
+	return s;
+}
+
+/* Mark segment seg down (and its workers), unless it is already. */
+static void
+segment_down(mop_sched *s, int seg, const char *why, int worker, int64 model_id, int32 partition)
+{
+	if (segs[seg].down)
+		return;
+	segs[seg].down = true;
+	segs[seg].probe_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), PROBE_INTERVAL_MS);
+	for (int w = 0; w < coord.n_workers; w++)
+		if (coord.run->slots[w].segment == seg)
+			mop_sched_set_worker_down(s, w, 1);
+	record_event(seg, "down", worker, model_id, partition, why);
+}
+
+/* Check every remote segment once before the run starts; those that do not answer start down. */
+void
+coord_segments_check(mop_sched *s)
+{
+	for (int k = 0; k < coord.run->n_segments; k++)
+	{
+		char	   *why;
+
+		if (!probe(k, &why))
+			segment_down(s, k, why, -1, 0, -1);
+	}
+}
+
+/*
+ * Worker w's segment failed during its task: the task goes back to the
+ * scheduler (it wrote nothing) and the segment is marked down.
+ */
+void
+coord_segments_task_down(mop_sched *s, int w, const mop_task *t, const char *error)
+{
+	int			seg = coord.run->slots[w].segment;
+
+	mop_sched_abort(s, t);
+	segment_down(s, seg, error, w, coord.models[t->model].id, t->partition);
+	record_event(seg, "requeued", w, coord.models[t->model].id, t->partition, NULL);
+}
+
+/*
+ * Once per round of the scheduling loop: try the down segments again, and
+ * watch for partitions that no up segment holds.  Returns false when the
+ * run has waited mop.segment_wait for such a partition: it is to end
+ * 'interrupted', with *why saying so.
+ */
+bool
+coord_segments_tick(mop_sched *s, char **why)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int32		p;
+
+	for (int k = 0; k < coord.run->n_segments; k++)
+	{
+		char	   *reason;
+
+		if (!segs[k].down || now < segs[k].probe_at)
+			continue;
+		if (probe(k, &reason))
+		{
+			segs[k].down = false;
+			for (int w = 0; w < coord.n_workers; w++)
+				if (coord.run->slots[w].segment == k)
+					mop_sched_set_worker_down(s, w, 0);
+			record_event(k, "up", -1, 0, -1, NULL);
+		}
+		else
+			segs[k].probe_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), PROBE_INTERVAL_MS);
+	}
+
+	p = mop_sched_finished(s) ? -1 : mop_sched_unreachable(s);
+	if (p < 0)
+	{
+		unreachable_since = 0;
+		unreachable_partition = -1;
+		return true;
+	}
+	if (unreachable_since == 0 || p != unreachable_partition)
+	{
+		int			k = -1;
+
+		/* the (first) segment holding its copy, for the event */
+		for (int w = 0; w < coord.n_workers && k < 0; w++)
+			if (holds[(Size) w * coord.n_partitions + p])
+				k = coord.run->slots[w].segment;
+		unreachable_since = now;
+		unreachable_partition = p;
+		record_event(Max(k, 0), "waiting", -1, 0, p,
+					 psprintf("no copy of partition %d is on a segment that is up; waiting up to %d ms",
+							  p, coord.run->segment_wait_ms));
+	}
+	if (!TimestampDifferenceExceeds(unreachable_since, now, coord.run->segment_wait_ms))
+		return true;
+	*why = psprintf("no segment holding partition %d answered for %d ms (mop.segment_wait)",
+					p, coord.run->segment_wait_ms);
+	for (int w = 0; w < coord.n_workers; w++)
+		if (holds[(Size) w * coord.n_partitions + p])
+		{
+			record_event(coord.run->slots[w].segment, "gave_up", -1, 0, p, *why);
+			break;
+		}
+	return false;
+}

@@ -1,0 +1,109 @@
+/*
+ * segment.h -- other PostgreSQL servers as segments of a dataset.
+ *
+ * A segment is a PostgreSQL server with mop installed that holds copies of
+ * some of a dataset's training partitions, named as PostgreSQL names remote
+ * servers: a foreign server of postgres_fdw, with a user mapping holding the
+ * credentials.  The coordinator's own server is the segment 'local'.
+ *
+ *   segment_conn.c   connecting to a segment as the mapped role of the
+ *                    current user (postgres_fdw's rules: USAGE on the
+ *                    server, a password for non-superusers), and waiting
+ *                    for a query without blocking interrupts, with the
+ *                    segment's heartbeat and mop.segment_timeout;
+ *   segment_place.c  placing a dataset's partitions on segments
+ *                    (mop_prepare(segments => ...), mop_place), the
+ *                    catalog mop.dataset_segments, dropping the copies;
+ *   segment_train.c  one sub-epoch's training on a segment: the narrow
+ *                    waist (mop.train_agg over the segment's buffers) with
+ *                    the model state sent and received as a binary value;
+ *   coord_segments.c the run's side: workers bound to segments, segments
+ *                    going down and coming back, mop.segment_events.
+ *
+ * Nothing but the narrow waist runs on a segment during a run: checkpoints,
+ * hops, epochs and every other catalog row stay on the coordinator's server.
+ */
+#ifndef MOP_SEGMENT_H
+#define MOP_SEGMENT_H
+
+#include "postgres.h"
+
+#include "libpq-fe.h"
+#include "utils/array.h"
+
+#include "mop.h"
+
+/* The coordinator's own server, as a segment name. */
+#define MOP_LOCAL_SEGMENT "local"
+
+/* Is name the local segment? */
+static inline bool
+mop_segment_is_local(const char *name)
+{
+	return name == NULL || strcmp(name, MOP_LOCAL_SEGMENT) == 0;
+}
+
+/*
+ * Connect to segment `server` (a postgres_fdw foreign server) as the
+ * current user's mapping; check that the segment has mop of this version
+ * and pin its search_path.  ERRORs: 42704 no such server or no user
+ * mapping, 42501 no USAGE on the server, 2F003 a non-superuser's mapping
+ * without a password (or a segment that did not ask for it), 28P01 a
+ * password the segment refused, 08001 anything else that prevents the
+ * connection, 0A000 a segment without mop or with another version.  No
+ * password appears in any message.
+ */
+extern PGconn *mop_segment_connect(const char *server, int timeout_s);
+
+/* Close a connection (NULL is fine). */
+extern void mop_segment_disconnect(PGconn *conn);
+
+/*
+ * Send a query with parameters (text, or binary where formats[i] is 1) and
+ * wait for its single result without blocking interrupts; a segment that
+ * sends no heartbeat (a NOTICE its mop.train_agg sends every few hundred
+ * milliseconds, mop.heartbeat) and no result for timeout_ms is cancelled.
+ * Each heartbeat's trained-row count goes to progress->rows.  Returns the
+ * result (PGRES_TUPLES_OK or PGRES_COMMAND_OK), to be PQclear'ed.  Any
+ * failure ERRORs with a class 08 SQLSTATE (the segment is down: the
+ * connection is closed and *connp set to NULL) or with the segment's own
+ * SQLSTATE and message (its connection stays usable).
+ */
+extern PGresult *mop_segment_exec(PGconn **connp, const char *server, const char *sql,
+								  int nparams, const char *const *values,
+								  const int *lengths, const int *formats,
+								  bool binary_result, int timeout_ms,
+								  const MopProgress *progress);
+
+/*
+ * Did the last ERROR of mop_segment_connect or mop_segment_exec mean that
+ * the segment is unusable (refused or dropped the connection, timed out,
+ * refused the credentials) rather than an error of the query?  Reset by
+ * each call of either.
+ */
+extern bool mop_segment_failed;
+
+/* A run's segment connection, kept by a worker across its sub-epochs. */
+extern PGconn **mop_segment_worker_conn(void);
+
+/* segment_train.c: one sub-epoch of training on a segment */
+typedef struct MopSegmentTrained
+{
+	bytea	   *state;			/* NULL: no rows trained */
+	double		loss_sum;
+	double		metric_sum;
+	int64		rows;
+	bool		diverged;
+} MopSegmentTrained;
+
+extern void mop_segment_train(const char *server, int64 remote_dataset_id, int32 partition,
+							  bytea *state, int timeout_ms, const MopProgress *progress,
+							  MopSegmentTrained *out);
+
+/* segment_place.c: place a dataset mop_prepare just packed (SPI connected) */
+extern void mop_place_prepared(const char *name, ArrayType *segments, int replicas);
+
+/* segment_place.c: drop a dataset's copies on its segments (best effort) */
+extern void mop_segment_drop_copies(int64 dataset_id);
+
+#endif							/* MOP_SEGMENT_H */

@@ -1,0 +1,448 @@
+/*
+ * segment_conn.c -- reaching a segment: a connection as the user's mapped
+ * role, and queries that wait without blocking interrupts.
+ *
+ * A segment is named by a foreign server of postgres_fdw; its options (host,
+ * port, dbname, ...) and the current user's user mapping (user, password)
+ * become libpq's connection parameters, as postgres_fdw builds them: only
+ * libpq's own keywords are passed, the rest (postgres_fdw's options) are
+ * ignored.  postgres_fdw's rules hold: the user needs USAGE on the server,
+ * and a non-superuser must authenticate with a password (unless a
+ * superuser set password_required 'false' on the mapping).  No message of
+ * this file shows a connection string or a password; libpq's own messages
+ * (which name host and port, never the password) go to the detail.
+ *
+ * A query runs asynchronously: the process waits on its latch and the
+ * connection's socket, so that a cancel, a terminate or the postmaster's
+ * death is seen at once, and the segment's heartbeat is watched.  The
+ * segment's mop.train_agg sends a NOTICE "mop heartbeat <rows>" every
+ * mop.heartbeat milliseconds (set on the connection); a segment that sends
+ * neither a heartbeat nor the result for the caller's timeout is
+ * cancelled and treated as down, like one that drops the connection.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_foreign_server.h"
+#include "commands/defrem.h"
+#include "executor/spi.h"
+#include "foreign/foreign.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "segment.h"
+
+bool		mop_segment_failed = false;
+
+/* The heartbeat a connection has seen, updated by notice_receiver. */
+typedef struct Heartbeat
+{
+	TimestampTz at;				/* last heartbeat (or the query's start) */
+	int64		rows;			/* rows trained by then */
+} Heartbeat;
+
+static Heartbeat beat;
+
+/* An ERROR saying the segment is unusable. */
+#define segment_down(code, ...) \
+	do { mop_segment_failed = true; ereport(ERROR, (errcode(code), __VA_ARGS__)); } while (0)
+
+/* Is kw one of libpq's connection keywords (and not a debug option)? */
+static bool
+is_libpq_option(const char *kw)
+{
+	static PQconninfoOption *defaults = NULL;
+
+	if (defaults == NULL)
+	{
+		defaults = PQconndefaults();
+		if (defaults == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OUT_OF_MEMORY),
+					 errmsg("out of memory")));
+	}
+	for (PQconninfoOption *o = defaults; o->keyword; o++)
+		if (strcmp(o->keyword, kw) == 0)
+			return strchr(o->dispchar, 'D') == NULL && strcmp(kw, "replication") != 0;
+	return false;
+}
+
+/* Does the mapping require a password (postgres_fdw's password_required)? */
+static bool
+password_required(UserMapping *um)
+{
+	ListCell   *lc;
+
+	foreach(lc, um->options)
+	{
+		DefElem    *d = lfirst(lc);
+
+		if (strcmp(d->defname, "password_required") == 0)
+			return defGetBoolean(d);
+	}
+	return true;
+}
+
+static bool
+has_option(List *options, const char *name)
+{
+	ListCell   *lc;
+
+	foreach(lc, options)
+		if (strcmp(((DefElem *) lfirst(lc))->defname, name) == 0)
+			return true;
+	return false;
+}
+
+/* Record a heartbeat; ignore every other notice of the segment. */
+static void
+notice_receiver(void *arg, const PGresult *res)
+{
+	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+	long long	rows;
+
+	if (msg != NULL && sscanf(msg, "mop heartbeat %lld", &rows) == 1)
+	{
+		beat.at = GetCurrentTimestamp();
+		beat.rows = rows;
+	}
+}
+
+/* The version of mop in this database (cached: it cannot change under a query). */
+static const char *
+local_version(void)
+{
+	static char version[64] = "";
+
+	if (version[0] == '\0')
+	{
+		bool		isnull;
+		Datum		d;
+
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		if (SPI_execute("SELECT e.extversion FROM pg_catalog.pg_extension e "
+						"WHERE e.extname OPERATOR(pg_catalog.=) 'mop'", true, 1) != SPI_OK_SELECT ||
+			SPI_processed != 1)
+			elog(ERROR, "mop is not installed in this database");
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		strlcpy(version, TextDatumGetCString(d), sizeof(version));
+		SPI_finish();
+	}
+	return version;
+}
+
+/* Connect to segment `server` as the current user's mapping. */
+PGconn *
+mop_segment_connect(const char *server, int timeout_s)
+{
+	ForeignServer *fs;
+	ForeignDataWrapper *fdw;
+	UserMapping *um;
+	AclResult	acl;
+	const char **kw;
+	const char **val;
+	int			n = 0;
+	ListCell   *lc;
+	PGconn	   *conn;
+	PGresult   *res;
+	bool		check_password;
+	const char *version = local_version();
+	char		timeout[16];
+
+	mop_segment_failed = false;
+	fs = GetForeignServerByName(server, true);
+	if (fs == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("segment \"%s\" does not exist", server),
+				 errhint("A segment is a foreign server of postgres_fdw: CREATE SERVER %s FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '...', port '...', dbname '...'), with a USER MAPPING; or 'local' for this server.",
+						 quote_identifier(server))));
+	fdw = GetForeignDataWrapper(fs->fdwid);
+	if (strcmp(fdw->fdwname, "postgres_fdw") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("segment \"%s\" is not a postgres_fdw server", server),
+				 errdetail("Its foreign-data wrapper is %s.", fdw->fdwname)));
+	acl = pg_foreign_server_aclcheck(fs->serverid, GetUserId(), ACL_USAGE);
+	if (acl != ACLCHECK_OK)
+		aclcheck_error(acl, OBJECT_FOREIGN_SERVER, fs->servername);
+	/* ERRORs 42704 "user mapping not found" itself */
+	um = GetUserMapping(GetUserId(), fs->serverid);
+	check_password = !superuser() && password_required(um);
+	if (check_password && !has_option(um->options, "password"))
+		segment_down(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED,
+					 errmsg("password is required to reach segment \"%s\"", server),
+					 errdetail("Non-superusers must give a password in their user mapping."),
+					 errhint("ALTER USER MAPPING FOR CURRENT_USER SERVER %s OPTIONS (ADD password '...').",
+							 quote_identifier(server)));
+
+	kw = palloc(sizeof(char *) * (list_length(fs->options) + list_length(um->options) + 4));
+	val = palloc(sizeof(char *) * (list_length(fs->options) + list_length(um->options) + 4));
+	foreach(lc, fs->options)
+	{
+		DefElem    *d = lfirst(lc);
+
+		if (is_libpq_option(d->defname))
+		{
+			kw[n] = d->defname;
+			val[n++] = defGetString(d);
+		}
+	}
+	foreach(lc, um->options)
+	{
+		DefElem    *d = lfirst(lc);
+
+		if (is_libpq_option(d->defname))
+		{
+			kw[n] = d->defname;
+			val[n++] = defGetString(d);
+		}
+	}
+	if (!has_option(fs->options, "connect_timeout"))
+	{
+		snprintf(timeout, sizeof(timeout), "%d", Max(timeout_s, 2));
+		kw[n] = "connect_timeout";
+		val[n++] = timeout;
+	}
+	kw[n] = "fallback_application_name";
+	val[n++] = "mop";
+	kw[n] = "client_encoding";
+	val[n++] = GetDatabaseEncodingName();
+	kw[n] = NULL;
+	val[n] = NULL;
+
+	pgstat_report_wait_start(PG_WAIT_EXTENSION);
+	conn = PQconnectdbParams(kw, val, false);
+	pgstat_report_wait_end();
+	pfree(kw);
+	pfree(val);
+	if (conn == NULL)
+		segment_down(ERRCODE_OUT_OF_MEMORY,
+					 errmsg("could not connect to segment \"%s\": out of memory", server));
+	if (PQstatus(conn) != CONNECTION_OK)
+	{
+		char	   *msg = pchomp(PQerrorMessage(conn));
+		bool		bad_password = PQconnectionNeedsPassword(conn) ||
+			strstr(msg, "password authentication failed") != NULL;
+
+		PQfinish(conn);
+		segment_down(bad_password ? ERRCODE_INVALID_PASSWORD :
+					 ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
+					 errmsg("could not connect to segment \"%s\"", server),
+					 errdetail_internal("%s", msg),
+					 bad_password ?
+					 errhint("Check the password of the user mapping for %s on server %s.",
+							 GetUserNameFromId(GetUserId(), false), quote_identifier(server)) :
+					 errhint("Check that the segment's server is running and that the options of foreign server %s are right.",
+							 quote_identifier(server)));
+	}
+	if (check_password && !PQconnectionUsedPassword(conn))
+	{
+		PQfinish(conn);
+		segment_down(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED,
+					 errmsg("password is required to reach segment \"%s\"", server),
+					 errdetail("Segment \"%s\" did not ask for the password: non-superusers must authenticate with one.", server),
+					 errhint("Make the segment's pg_hba.conf require a password for this role."));
+	}
+	PQsetNoticeReceiver(conn, notice_receiver, NULL);
+
+	/*
+	 * Pin the session's search_path (every query mop sends is
+	 * schema-qualified anyway), ask for heartbeats, and check mop's version:
+	 * a model state is only understood by the same version.
+	 */
+	res = PQexec(conn,
+				 "SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', false), "
+				 "pg_catalog.set_config('mop.heartbeat', '200', false), "
+				 "pg_catalog.set_config('client_min_messages', 'notice', false), "
+				 "(SELECT e.extversion FROM pg_catalog.pg_extension e "
+				 "WHERE e.extname OPERATOR(pg_catalog.=) 'mop')");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+	{
+		char	   *msg = pchomp(PQerrorMessage(conn));
+
+		PQclear(res);
+		PQfinish(conn);
+		segment_down(ERRCODE_CONNECTION_FAILURE,
+					 errmsg("could not set up the connection to segment \"%s\"", server),
+					 errdetail_internal("%s", msg));
+	}
+	if (PQgetisnull(res, 0, 3) || strcmp(PQgetvalue(res, 0, 3), version) != 0)
+	{
+		char	   *theirs = PQgetisnull(res, 0, 3) ? NULL : pstrdup(PQgetvalue(res, 0, 3));
+
+		PQclear(res);
+		PQfinish(conn);
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 theirs ? errmsg("segment \"%s\" has mop %s, this server %s", server, theirs, version) :
+				 errmsg("segment \"%s\" does not have mop installed", server),
+				 errhint("Install the same version of mop in the segment's database (CREATE EXTENSION mop, or ALTER EXTENSION mop UPDATE).")));
+	}
+	PQclear(res);
+	return conn;
+}
+
+void
+mop_segment_disconnect(PGconn *conn)
+{
+	if (conn != NULL)
+		PQfinish(conn);
+}
+
+/* Ask the segment to cancel what it runs (best effort, bounded by libpq). */
+static void
+cancel_query(PGconn *conn)
+{
+	PGcancel   *c = PQgetCancel(conn);
+	char		buf[256];
+
+	if (c != NULL)
+	{
+		(void) PQcancel(c, buf, sizeof(buf));
+		PQfreeCancel(c);
+	}
+}
+
+/* The connection failed: close it and say the segment is down. */
+static void pg_attribute_noreturn()
+connection_lost(PGconn **connp, const char *server, const char *what)
+{
+	char	   *msg = pchomp(PQerrorMessage(*connp));
+
+	PQfinish(*connp);
+	*connp = NULL;
+	segment_down(ERRCODE_CONNECTION_FAILURE,
+				 errmsg("lost the connection to segment \"%s\" %s", server, what),
+				 errdetail_internal("%s", msg));
+}
+
+/* Wait for the query's result, watching interrupts, heartbeats and the timeout. */
+static PGresult *
+wait_result(PGconn **connp, const char *server, int timeout_ms, const MopProgress *progress)
+{
+	PGconn	   *conn = *connp;
+	PGresult   *last = NULL;
+	int64		rows_seen = 0;
+
+	beat.at = GetCurrentTimestamp();
+	beat.rows = 0;
+	for (;;)
+	{
+		PGresult   *res;
+
+		while (PQisBusy(conn))
+		{
+			int			rc;
+
+			rc = WaitLatchOrSocket(MyLatch,
+								   WL_LATCH_SET | WL_SOCKET_READABLE | WL_TIMEOUT |
+								   WL_EXIT_ON_PM_DEATH,
+								   PQsocket(conn), 100L, PG_WAIT_EXTENSION);
+			if (rc & WL_LATCH_SET)
+				ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+			if ((rc & WL_SOCKET_READABLE) && !PQconsumeInput(conn))
+				connection_lost(connp, server, "while it trained");
+			if (beat.rows > rows_seen)
+			{
+				if (progress != NULL && progress->rows != NULL)
+					progress->rows(progress->arg, beat.rows - rows_seen);
+				rows_seen = beat.rows;
+			}
+			if (timeout_ms > 0 &&
+				TimestampDifferenceExceeds(beat.at, GetCurrentTimestamp(), timeout_ms))
+			{
+				cancel_query(conn);
+				PQfinish(conn);
+				*connp = NULL;
+				segment_down(ERRCODE_CONNECTION_FAILURE,
+							 errmsg("segment \"%s\" made no progress for %d ms", server, timeout_ms),
+							 errhint("mop.segment_timeout sets how long a segment may stay silent."));
+			}
+		}
+		res = PQgetResult(conn);
+		if (res == NULL)
+			break;
+		if (last)
+			PQclear(last);
+		last = res;
+	}
+	return last;
+}
+
+/* Send a query and wait for its result; see segment.h. */
+PGresult *
+mop_segment_exec(PGconn **connp, const char *server, const char *sql, int nparams,
+				 const char *const *values, const int *lengths, const int *formats,
+				 bool binary_result, int timeout_ms, const MopProgress *progress)
+{
+	PGresult   *volatile res = NULL;
+	ExecStatusType st;
+
+	mop_segment_failed = false;
+	if (!PQsendQueryParams(*connp, sql, nparams, NULL, values, lengths, formats,
+						   binary_result ? 1 : 0))
+		connection_lost(connp, server, "while sending a query");
+	PG_TRY();
+	{
+		res = wait_result(connp, server, timeout_ms, progress);
+	}
+	PG_CATCH();
+	{
+		/* a cancel, a progress callback's ERROR: stop the segment's query too */
+		if (*connp != NULL)
+		{
+			cancel_query(*connp);
+			PQfinish(*connp);
+			*connp = NULL;
+		}
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (res == NULL)
+		connection_lost(connp, server, "before it answered");
+	st = PQresultStatus(res);
+	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
+		return res;
+	if (PQstatus(*connp) != CONNECTION_OK)
+	{
+		PQclear(res);
+		connection_lost(connp, server, "while it ran a query");
+	}
+	{
+		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+		char	   *msg = pstrdup(PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) ?
+								  PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : "unknown error");
+		const char *d = PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL);
+		const char *h = PQresultErrorField(res, PG_DIAG_MESSAGE_HINT);
+		char	   *detail = d ? pstrdup(d) : NULL;
+		char	   *hint = h ? pstrdup(h) : NULL;
+		int			code = ERRCODE_INTERNAL_ERROR;
+
+		if (state != NULL && strlen(state) == 5)
+			code = MAKE_SQLSTATE(state[0], state[1], state[2], state[3], state[4]);
+		PQclear(res);
+		ereport(ERROR,
+				(errcode(code),
+				 errmsg("segment \"%s\": %s", server, msg),
+				 detail ? errdetail_internal("%s", detail) : 0,
+				 hint ? errhint("%s", hint) : 0));
+	}
+	return NULL;				/* not reached */
+}
+
+/* A worker's connection to its segment, kept across its sub-epochs. */
+PGconn **
+mop_segment_worker_conn(void)
+{
+	static PGconn *conn = NULL;
+
+	return &conn;
+}

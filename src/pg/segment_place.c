@@ -1,0 +1,508 @@
+/*
+ * segment_place.c -- placing a dataset's training partitions on segments.
+ *
+ * mop_place(dataset, segments, replicas) (and mop_prepare(..., segments =>
+ * ...), which calls it once the rows are packed) gives partition p to the
+ * segments segments[(p + r) % S] for r < replicas: replicas copies on
+ * distinct segments, spread evenly (an availability matrix as in Cerebro
+ * standalone).  A remote segment receives, in one transaction of its own, a
+ * mop.datasets row (the dataset's shapes, labels and statistics, named
+ * "<dataset>@<this cluster's system identifier>/<this database's oid>" so
+ * that two coordinators never collide) and the partitions' training
+ * buffers, inserted as the user's mapped role: the segment's row-level
+ * security keeps them that role's.  A partition that 'local' does not hold
+ * has its local training buffers deleted (the data now lives on the
+ * segments); the validation split always stays here, where a run
+ * validates.  mop.dataset_segments records the placement.
+ *
+ * The buffers are read from this server, so placing again needs every
+ * training partition here: a dataset whose partitions live only on
+ * segments is placed anew by preparing it again.  The segments commit
+ * before the caller does; should the caller's transaction abort after
+ * that, the copies stay on the segments unused until the dataset is placed
+ * again under the same name (which replaces them) or dropped there.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "segment.h"
+
+PG_FUNCTION_INFO_V1(mop_place);
+
+/* The dataset's columns a segment's copy needs, in INSERT order. */
+#define DATASET_COLS \
+	"source, features, feature_kind, input_shape, n_features, target, target_kind, " \
+	"target_type, labels, normalized, feature_mean, feature_std, partitions, " \
+	"buffer_rows, validation, train_rows, valid_rows, seed"
+#define N_DATASET_COLS 18
+
+#define REMOTE_DATASET_SQL \
+	"INSERT INTO mop.datasets (name, " DATASET_COLS ") VALUES ($1, $2, $3::pg_catalog.text[], " \
+	"$4, $5::pg_catalog.int4[], $6::pg_catalog.int4, $7, $8, $9, $10::pg_catalog.jsonb, " \
+	"$11::pg_catalog.bool, $12::pg_catalog.float8[], $13::pg_catalog.float8[], " \
+	"$14::pg_catalog.int4, $15::pg_catalog.int4, $16::pg_catalog.float8, $17::pg_catalog.int8, " \
+	"$18::pg_catalog.int8, $19::pg_catalog.int4) RETURNING id"
+
+#define REMOTE_BUFFER_SQL \
+	"INSERT INTO mop.buffers (dataset_id, split, partition, buffer_no, rows, x, y) " \
+	"VALUES ($1::pg_catalog.int8, 'train', $2::pg_catalog.int4, $3::pg_catalog.int4, " \
+	"$4::pg_catalog.int4, $5::pg_catalog.bytea, $6::pg_catalog.bytea)"
+
+typedef struct Placed
+{
+	char	   *segment;
+	int			n_parts;
+	int		   *parts;			/* partitions it holds */
+	int64		buffers;
+	int64		bytes;
+	int64		remote_id;		/* 0 for local */
+} Placed;
+
+/* The segment names of a text[] argument, checked. */
+static char **
+segment_names(ArrayType *a, int *n)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	char	  **out;
+
+	if (ARR_NDIM(a) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("segments must be a one-dimensional array")));
+	deconstruct_array(a, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, n);
+	if (*n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("segments must name at least one segment"),
+				 errhint("Give 'local' for this server and foreign servers of postgres_fdw for others, e.g. ARRAY['local', 'seg1'].")));
+	out = palloc(sizeof(char *) * *n);
+	for (int i = 0; i < *n; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("segments must not contain NULL")));
+		out[i] = TextDatumGetCString(elems[i]);
+		if (out[i][0] == '\0')
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("segments must not contain an empty name")));
+		for (int j = 0; j < i; j++)
+			if (strcmp(out[i], out[j]) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("segment \"%s\" is named twice", out[i]),
+						 errhint("Copies of a partition go to distinct segments; replicas => sets how many.")));
+	}
+	return out;
+}
+
+/* The name of a dataset's copy on a segment. */
+static char *
+remote_name(const char *name)
+{
+	return psprintf("%s@" UINT64_FORMAT "/%u", name, GetSystemIdentifier(), MyDatabaseId);
+}
+
+/* Create the dataset's copy on a segment (replacing an earlier one); its id there. */
+static int64
+create_remote_dataset(PGconn **conn, const char *server, const char *rname,
+					  HeapTuple row, TupleDesc td)
+{
+	const char *values[N_DATASET_COLS + 1];
+	PGresult   *res;
+	int64		id;
+	const char *del = "DELETE FROM mop.datasets WHERE name OPERATOR(pg_catalog.=) $1";
+
+	values[0] = rname;
+	res = mop_segment_exec(conn, server, del, 1, values, NULL, NULL, false, 0, NULL);
+	PQclear(res);
+	for (int i = 0; i < N_DATASET_COLS; i++)
+		values[i + 1] = SPI_getvalue(row, td, i + 2);	/* after the id */
+	res = mop_segment_exec(conn, server, REMOTE_DATASET_SQL, N_DATASET_COLS + 1, values,
+						   NULL, NULL, false, 0, NULL);
+	id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+	PQclear(res);
+	return id;
+}
+
+/* Send partition p's local training buffers to a segment. */
+static void
+send_partition(PGconn **conn, const char *server, int64 local_id, int64 remote_id, int p)
+{
+	Oid			t[2] = {INT8OID, INT4OID};
+	Datum		v[2] = {Int64GetDatum(local_id), Int32GetDatum(p)};
+	char		rid[32],
+				part[16];
+
+	snprintf(rid, sizeof(rid), INT64_FORMAT, remote_id);
+	snprintf(part, sizeof(part), "%d", p);
+	if (SPI_execute_with_args("SELECT buffer_no, rows, x, y FROM mop.buffers "
+							  "WHERE dataset_id OPERATOR(pg_catalog.=) $1 "
+							  "AND split OPERATOR(pg_catalog.=) 'train' "
+							  "AND partition OPERATOR(pg_catalog.=) $2 ORDER BY buffer_no",
+							  2, t, v, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the training buffers of partition %d", p);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	td = SPI_tuptable->tupdesc;
+		bool		isnull;
+		bytea	   *x = DatumGetByteaPP(SPI_getbinval(tup, td, 3, &isnull));
+		bytea	   *y = DatumGetByteaPP(SPI_getbinval(tup, td, 4, &isnull));
+		char		no[16],
+					rows[16];
+		const char *values[6];
+		int			lengths[6] = {0, 0, 0, 0, 0, 0};
+		int			formats[6] = {0, 0, 0, 0, 1, 1};
+		PGresult   *res;
+
+		snprintf(no, sizeof(no), "%d", DatumGetInt32(SPI_getbinval(tup, td, 1, &isnull)));
+		snprintf(rows, sizeof(rows), "%d", DatumGetInt32(SPI_getbinval(tup, td, 2, &isnull)));
+		values[0] = rid;
+		values[1] = part;
+		values[2] = no;
+		values[3] = rows;
+		values[4] = VARDATA_ANY(x);
+		lengths[4] = VARSIZE_ANY_EXHDR(x);
+		values[5] = VARDATA_ANY(y);
+		lengths[5] = VARSIZE_ANY_EXHDR(y);
+		CHECK_FOR_INTERRUPTS();
+		res = mop_segment_exec(conn, server, REMOTE_BUFFER_SQL, 6, values, lengths, formats,
+							   false, 0, NULL);
+		PQclear(res);
+	}
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/* Local training buffers of partition p: how many and their bytes. */
+static void
+local_partition(int64 dataset_id, int p, int64 *buffers, int64 *bytes)
+{
+	Oid			t[2] = {INT8OID, INT4OID};
+	Datum		v[2] = {Int64GetDatum(dataset_id), Int32GetDatum(p)};
+	bool		isnull;
+
+	if (SPI_execute_with_args("SELECT pg_catalog.count(*), "
+							  "COALESCE(pg_catalog.sum(pg_catalog.octet_length(x) "
+							  "OPERATOR(pg_catalog.+) pg_catalog.octet_length(y)), 0)::pg_catalog.int8 "
+							  "FROM mop.buffers WHERE dataset_id OPERATOR(pg_catalog.=) $1 "
+							  "AND split OPERATOR(pg_catalog.=) 'train' "
+							  "AND partition OPERATOR(pg_catalog.=) $2",
+							  2, t, v, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not count the training buffers of partition %d", p);
+	*buffers = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	*bytes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/*
+ * Place dataset `name`'s training partitions on segments, replicas copies
+ * each; returns the placement per segment (*n_out entries).  The caller is
+ * connected to SPI.
+ */
+static Placed *
+place_dataset(const char *name, ArrayType *segs, int replicas, int *n_out)
+{
+	Oid			t[1] = {TEXTOID};
+	Datum		v[1] = {CStringGetTextDatum(name)};
+	int64		dataset_id;
+	int			P,
+				S;
+	char	  **names = segment_names(segs, &S);
+	Placed	   *out;
+	HeapTuple	row;
+	TupleDesc	td;
+	bool		isnull;
+	char	   *rname = remote_name(name);
+	int64	   *part_buffers,
+			   *part_bytes;
+
+	if (replicas < 1 || replicas > S)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("replicas must be between 1 and the number of segments (%d), not %d", S, replicas),
+				 errhint("Each copy of a partition goes to a distinct segment.")));
+	/* the dataset, locked against a concurrent placement or drop */
+	if (SPI_execute_with_args("SELECT id, " DATASET_COLS " FROM mop.datasets "
+							  "WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+							  1, t, v, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read dataset \"%s\"", name);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("dataset \"%s\" does not exist", name),
+				 errhint("Create it with mop_prepare().")));
+	row = SPI_copytuple(SPI_tuptable->vals[0]);
+	td = CreateTupleDescCopy(SPI_tuptable->tupdesc);
+	dataset_id = DatumGetInt64(SPI_getbinval(row, td, 1, &isnull));
+	P = DatumGetInt32(SPI_getbinval(row, td, 14, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+
+	/* every training partition must be here to be copied */
+	{
+		Oid			t1[1] = {INT8OID};
+		Datum		v1[1] = {Int64GetDatum(dataset_id)};
+
+		if (SPI_execute_with_args("SELECT pg_catalog.count(DISTINCT partition) FROM mop.buffers "
+								  "WHERE dataset_id OPERATOR(pg_catalog.=) $1 "
+								  "AND split OPERATOR(pg_catalog.=) 'train'",
+								  1, t1, v1, NULL, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not count the partitions of dataset \"%s\"", name);
+		if (DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)) < P)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("dataset \"%s\" has training partitions only on segments", name),
+					 errdetail("Placing copies them from this server."),
+					 errhint("Prepare the dataset again with mop_prepare(..., segments => ...).")));
+		SPI_freetuptable(SPI_tuptable);
+	}
+
+	part_buffers = palloc(sizeof(int64) * P);
+	part_bytes = palloc(sizeof(int64) * P);
+	for (int p = 0; p < P; p++)
+		local_partition(dataset_id, p, &part_buffers[p], &part_bytes[p]);
+	out = palloc0(sizeof(Placed) * S);
+	for (int s = 0; s < S; s++)
+	{
+		out[s].segment = names[s];
+		out[s].parts = palloc(sizeof(int) * P);
+		for (int p = 0; p < P; p++)
+			for (int r = 0; r < replicas; r++)
+				if ((p + r) % S == s)
+				{
+					out[s].parts[out[s].n_parts++] = p;
+					out[s].buffers += part_buffers[p];
+					out[s].bytes += part_bytes[p];
+				}
+	}
+
+	/* copy to the remote segments, each in its own transaction there */
+	for (int s = 0; s < S; s++)
+	{
+		PGconn	   *volatile conn = NULL;
+
+		if (mop_segment_is_local(names[s]))
+			continue;
+		conn = mop_segment_connect(names[s], 10);
+		PG_TRY();
+		{
+			PGresult   *res;
+			PGconn	   *c = conn;
+
+			res = mop_segment_exec(&c, names[s], "BEGIN", 0, NULL, NULL, NULL, false, 0, NULL);
+			PQclear(res);
+			out[s].remote_id = create_remote_dataset(&c, names[s], rname, row, td);
+			for (int k = 0; k < out[s].n_parts; k++)
+				send_partition(&c, names[s], dataset_id, out[s].remote_id, out[s].parts[k]);
+			res = mop_segment_exec(&c, names[s], "COMMIT", 0, NULL, NULL, NULL, false, 0, NULL);
+			PQclear(res);
+			conn = c;
+		}
+		PG_CATCH();
+		{
+			mop_segment_disconnect(conn);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		mop_segment_disconnect(conn);
+	}
+
+	/* the local side: what 'local' holds stays, the rest of the training split goes */
+	{
+		Oid			t2[2] = {INT8OID, INT4OID};
+		Datum		v2[2];
+		bool	   *local = palloc0(sizeof(bool) * P);
+
+		for (int s = 0; s < S; s++)
+			if (mop_segment_is_local(names[s]))
+				for (int k = 0; k < out[s].n_parts; k++)
+					local[out[s].parts[k]] = true;
+		v2[0] = Int64GetDatum(dataset_id);
+		for (int p = 0; p < P; p++)
+		{
+			if (local[p])
+				continue;
+			v2[1] = Int32GetDatum(p);
+			if (SPI_execute_with_args("DELETE FROM mop.buffers WHERE dataset_id OPERATOR(pg_catalog.=) $1 "
+									  "AND split OPERATOR(pg_catalog.=) 'train' "
+									  "AND partition OPERATOR(pg_catalog.=) $2",
+									  2, t2, v2, NULL, false, 0) != SPI_OK_DELETE)
+				elog(ERROR, "could not delete the local copy of partition %d", p);
+		}
+	}
+
+	/* the catalog */
+	{
+		Oid			t3[1] = {INT8OID};
+		Datum		v3[1] = {Int64GetDatum(dataset_id)};
+		Oid			ti[7] = {INT8OID, TEXTOID, INT4OID, INT8OID, TEXTOID, INT4OID, INT8OID};
+
+		if (SPI_execute_with_args("DELETE FROM mop.dataset_segments "
+								  "WHERE dataset_id OPERATOR(pg_catalog.=) $1",
+								  1, t3, v3, NULL, false, 0) != SPI_OK_DELETE)
+			elog(ERROR, "could not clear the placement of dataset \"%s\"", name);
+		for (int s = 0; s < S; s++)
+			for (int k = 0; k < out[s].n_parts; k++)
+			{
+				Datum		vi[7];
+				char		ni[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+				int			p = out[s].parts[k];
+
+				vi[0] = Int64GetDatum(dataset_id);
+				vi[1] = CStringGetTextDatum(names[s]);
+				vi[2] = Int32GetDatum(out[s].parts[k]);
+				vi[3] = Int64GetDatum(out[s].remote_id);
+				vi[4] = CStringGetTextDatum(rname);
+				if (mop_segment_is_local(names[s]))
+					ni[3] = ni[4] = 'n';
+				vi[5] = Int32GetDatum((int32) part_buffers[p]);
+				vi[6] = Int64GetDatum(part_bytes[p]);
+				if (SPI_execute_with_args("INSERT INTO mop.dataset_segments (dataset_id, segment, partition, "
+										  "remote_dataset_id, remote_name, buffers, bytes) "
+										  "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+										  7, ti, vi, ni, false, 0) != SPI_OK_INSERT)
+					elog(ERROR, "could not record the placement of dataset \"%s\"", name);
+			}
+	}
+	*n_out = S;
+	return out;
+}
+
+/* Called by mop_prepare(segments => ...) once the rows are packed. */
+void
+mop_place_prepared(const char *name, ArrayType *segs, int replicas)
+{
+	int			n;
+
+	(void) place_dataset(name, segs, replicas, &n);
+}
+
+/*
+ * mop_place(dataset text, segments text[], replicas int DEFAULT 1)
+ * RETURNS TABLE (segment text, partitions int[], buffers bigint, bytes bigint)
+ */
+Datum
+mop_place(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Placed	   *placed;
+	int			n;
+	char	   *name;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dataset must not be NULL")));
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("segments must not be NULL"),
+				 errhint("Give 'local' for this server and foreign servers of postgres_fdw for others, e.g. ARRAY['local', 'seg1'].")));
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("replicas must not be NULL")));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	InitMaterializedSRF(fcinfo, 0);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	placed = place_dataset(name, PG_GETARG_ARRAYTYPE_P(1), PG_GETARG_INT32(2), &n);
+	SPI_finish();
+	for (int s = 0; s < n; s++)
+	{
+		Datum		values[4];
+		bool		nulls[4] = {false, false, false, false};
+		Datum	   *parts = palloc(sizeof(Datum) * Max(placed[s].n_parts, 1));
+
+		for (int k = 0; k < placed[s].n_parts; k++)
+			parts[k] = Int32GetDatum(placed[s].parts[k]);
+		values[0] = CStringGetTextDatum(placed[s].segment);
+		values[1] = PointerGetDatum(construct_array(parts, placed[s].n_parts, INT4OID, 4, true, TYPALIGN_INT));
+		values[2] = Int64GetDatum(placed[s].buffers);
+		values[3] = Int64GetDatum(placed[s].bytes);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * A dataset is dropped: drop its copies on its segments, best effort (a
+ * segment that cannot be reached keeps its copy, with a WARNING naming it).
+ * The caller is connected to SPI, before the dataset's rows go.
+ */
+void
+mop_segment_drop_copies(int64 dataset_id)
+{
+	Oid			t[1] = {INT8OID};
+	Datum		v[1] = {Int64GetDatum(dataset_id)};
+	int			n;
+	char	  **segs,
+			  **names;
+
+	if (SPI_execute_with_args("SELECT DISTINCT segment, remote_name FROM mop.dataset_segments "
+							  "WHERE dataset_id OPERATOR(pg_catalog.=) $1 "
+							  "AND segment OPERATOR(pg_catalog.<>) 'local'",
+							  1, t, v, NULL, false, 0) != SPI_OK_SELECT)
+		return;
+	n = (int) SPI_processed;
+	segs = palloc(sizeof(char *) * Max(n, 1));
+	names = palloc(sizeof(char *) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		segs[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		names[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+	}
+	SPI_freetuptable(SPI_tuptable);
+	for (int i = 0; i < n; i++)
+	{
+		MemoryContext cxt = CurrentMemoryContext;
+		ResourceOwner owner = CurrentResourceOwner;
+		PGconn	   *volatile conn = NULL;
+
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(cxt);
+		PG_TRY();
+		{
+			PGconn	   *c;
+			const char *values[1] = {names[i]};
+
+			conn = mop_segment_connect(segs[i], 5);
+			c = conn;
+			PQclear(mop_segment_exec(&c, segs[i],
+									 "DELETE FROM mop.datasets WHERE name OPERATOR(pg_catalog.=) $1",
+									 1, values, NULL, NULL, false, 0, NULL));
+			conn = c;
+			ReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(cxt);
+			CurrentResourceOwner = owner;
+		}
+		PG_CATCH();
+		{
+			ErrorData  *ed;
+
+			MemoryContextSwitchTo(cxt);
+			ed = CopyErrorData();
+			FlushErrorState();
+			RollbackAndReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(cxt);
+			CurrentResourceOwner = owner;
+			ereport(WARNING,
+					(errmsg("could not drop the copy \"%s\" on segment \"%s\": %s", names[i], segs[i],
+							ed->message),
+					 errhint("Drop it there: DELETE FROM mop.datasets WHERE name = '%s'.", names[i])));
+		}
+		PG_END_TRY();
+		mop_segment_disconnect(conn);
+	}
+}
