@@ -63,6 +63,13 @@ SELECT config_no, config->'model' AS model, fits
                                         {"type": "dense", "units": 3}], "learning_rate": 0.01, "seed": 1}',
                    epochs => 1)
  ORDER BY config_no;
+-- blocks nest: the inner count is searched, the outer one fixed
+SELECT config_no,
+       (SELECT string_agg(l->>'units', ',' ORDER BY o) FROM jsonb_array_elements(config->'model') WITH ORDINALITY e(l, o)) AS units
+  FROM mop_explain('blobs', '{"model": [{"repeat": 2, "layers": [{"repeat": [1, 2], "layers": [{"type": "dense", "units": 4, "activation": "relu"}]},
+                                                                {"type": "dense", "units": 5, "activation": "relu"}]},
+                                        {"type": "dense", "units": 3}]}', epochs => 1)
+ ORDER BY config_no;
 
 -- random search samples the alternatives and distributions: every stored
 -- configuration is concrete and within range, and the same seed draws the
