@@ -281,6 +281,14 @@ mop_pbt_sql_body(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("invalid search space parameter \"model\": PBT copies weights between members, so they share one architecture"),
 					 errhint("Give one architecture and lists or distributions for the hyperparameters.")));
+	for (int i = 0; i < desc->n_keys; i++)
+		if (desc->nested[i] && desc->param_of_key[i] >= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid search space parameter \"%s\": PBT cannot search a layer's fields",
+							desc->keys[i]),
+					 errdetail("PBT copies weights between members, so every member keeps the architecture it starts with, every layer field included."),
+					 errhint("Give the layer a fixed value, or search it with mop_random_search, mop_tpe, mop_hyperband or mop_asha.")));
 	mop_check_numeric_space(desc, "PBT");
 	o.quantile = quantile;
 	o.resample_p = resample;
