@@ -15,7 +15,9 @@
  * list nor a distribution is fixed.  "model" is special: its value is an
  * architecture ({"layers": [...]}, or the shorthand list of layers) or a
  * list of architectures.  So is "early_stopping": an object with its keys
- * ({"patience": N, ...}) is its fixed value.  The result is
+ * ({"patience": N, ...}) is its fixed value; and "class_weight": an object
+ * of label -> weight is its fixed value unless it is {"choice": [...]}
+ * (a label named "choice" goes in a list then).  The result is
  * a list of configuration jsonb values in a deterministic order; each is then
  * validated by the caller with mop_config_to_spec, whose errors name the
  * field.  Errors here name the parameter of the space.
@@ -210,6 +212,16 @@ parse_param(SpaceParam *p, const char *key, JsonbValue *v)
 		 getKeyJsonValueFromContainer(v->val.binary.data, "min_delta", 9, NULL)))
 	{
 		/* {"patience": N, ...} is the configuration's value, not a distribution */
+		p->kind = PARAM_FIXED;
+		p->n = 1;
+		p->json = palloc(sizeof(char *));
+		p->json[0] = value_json(v);
+		return;
+	}
+	if (is_container(v, false) && strcmp(key, "class_weight") == 0 &&
+		!getKeyJsonValueFromContainer(v->val.binary.data, "choice", 6, NULL))
+	{
+		/* {"label": weight, ...} is the configuration's value, not a distribution */
 		p->kind = PARAM_FIXED;
 		p->n = 1;
 		p->json = palloc(sizeof(char *));
