@@ -54,7 +54,8 @@ train_class_counts(const MopDataset *ds)
 
 	if (counted != NULL && counted_dataset == ds->id && counted_lxid == MyProc->lxid)
 		return counted;
-	counts = MemoryContextAllocZero(TopMemoryContext, sizeof(int64) * ds->nclasses);
+	/* kept only once complete: an error while counting leaves no cache */
+	counts = palloc0(sizeof(int64) * ds->nclasses);
 	tmp = AllocSetContextCreate(CurrentMemoryContext, "mop class counts",
 								ALLOCSET_DEFAULT_SIZES);
 	SPI_connect();
@@ -106,7 +107,9 @@ train_class_counts(const MopDataset *ds)
 	MemoryContextDelete(tmp);
 	if (counted)
 		pfree(counted);
-	counted = counts;
+	counted = MemoryContextAlloc(TopMemoryContext, sizeof(int64) * ds->nclasses);
+	memcpy(counted, counts, sizeof(int64) * ds->nclasses);
+	pfree(counts);
 	counted_dataset = ds->id;
 	counted_lxid = MyProc->lxid;
 	return counted;

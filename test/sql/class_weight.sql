@@ -75,6 +75,23 @@ SELECT i AS id, i % 20 = 0 AS rare,
   FROM generate_series(1, 2000) i;
 SELECT count(*) AS prepared FROM mop_prepare('cw_imb', 'rare', ARRAY['a', 'b'], partitions => 2, seed => 1);
 SELECT target_kind, labels, train_rows FROM mop.datasets WHERE name = 'cw_imb';
+-- "balanced" is scikit-learn's n / (classes * n_c) over the training
+-- split: the same first state as those weights given explicitly, with the
+-- classes counted here from the float32 labels of the training buffers
+-- (0.0 and 1.0)
+CREATE TABLE cw_counts AS
+SELECT count(*) FILTER (WHERE l = '\x00000000'::bytea) AS n0,
+       count(*) FILTER (WHERE l = '\x0000803f'::bytea) AS n1
+  FROM mop.buffers b, LATERAL generate_series(0, b.rows - 1) r,
+       LATERAL substring(b.y FROM r * 4 + 1 FOR 4) l
+ WHERE b.dataset_id = (SELECT id FROM mop.datasets WHERE name = 'cw_imb') AND b.split = 'train';
+SELECT n0 + n1 AS train_rows, n1 AS rare_rows FROM cw_counts;
+SELECT mop.init_model('cw_imb', '{"model": {"layers": [{"type": "dense", "units": 1}]}, "class_weight": "balanced"}')
+     = mop.init_model('cw_imb', jsonb_build_object('model', '{"layers": [{"type": "dense", "units": 1}]}'::jsonb,
+                                                   'class_weight', jsonb_build_object('false', (n0 + n1) / (2.0::float8 * n0),
+                                                                                      'true', (n0 + n1) / (2.0::float8 * n1))))
+       AS balanced_is_sklearns
+  FROM cw_counts;
 CREATE TABLE cw_imb_cfg AS
 SELECT '{"model": {"layers": [{"type": "dense", "units": 8, "activation": "tanh"}, {"type": "dense", "units": 1}]},
          "optimizer": "adam", "learning_rate": 0.01, "batch_size": 32, "seed": 5}'::jsonb AS base;
