@@ -7,6 +7,16 @@
  * numerically safer than applying them as layers.  The batch loss is the mean
  * over rows (and over outputs for BCE and MSE), as in PyTorch, so gradients
  * are scaled by 1 / rows.
+ *
+ * With class weights w (cross-entropy, and binary cross-entropy of one
+ * output) the batch loss is the weighted mean sum_r w[y_r] l_r / sum_r
+ * w[y_r], as PyTorch's CrossEntropyLoss(weight=w) computes it with its
+ * default mean reduction, so row r's gradient is scaled by w[y_r] / sum w
+ * instead of 1 / rows.  The loss added to *loss_sum is that weighted mean
+ * times the rows, so that callers who divide the sum by the rows (every
+ * caller: the reported loss is "mean loss per row times rows") report each
+ * minibatch's weighted mean.  Without weights the arithmetic is exactly
+ * the unweighted one, bit for bit.
  */
 #include <math.h>
 
@@ -25,18 +35,31 @@ argmax(const float *z, int n)
 }
 
 /*
+ * The class of row r's label y for class weights: the class index for
+ * cross-entropy, 0 or 1 for binary cross-entropy of one output.
+ */
+static inline int
+weight_class(const nn_spec *spec, const float *y, int r)
+{
+	return spec->loss == NN_LOSS_SOFTMAX_CE ? (int) y[r] : (y[r] > 0.5f ? 1 : 0);
+}
+
+/*
  * Loss of nb rows of outputs z [nb, out_dim] against labels y; adds the summed
  * loss and metric into *loss_sum / *metric_sum and, if dz is not NULL, writes
- * the gradient of the mean batch loss.  Returns -1, or the first row whose
- * label is invalid (nothing is added then).
+ * the gradient of the mean batch loss.  cw, if not NULL, holds one weight per
+ * class (see the head comment; binary cross-entropy then has one output and
+ * labels exactly 0 or 1).  Returns -1, or the first row whose label is
+ * invalid (nothing is added then).
  */
 /* Long because it is one switch over the losses, each with its label check, loss, metric and gradient in one pass over a row. */
 int64_t
-nn_loss_eval(const nn_spec *spec, int out_dim, const float *z, const float *y,
-			 int nb, float *dz, double *loss_sum, double *metric_sum)
+nn_loss_eval(const nn_spec *spec, const float *cw, int out_dim, const float *z,
+			 const float *y, int nb, float *dz, double *loss_sum, double *metric_sum)
 {
 	double		lsum = 0.0,
-				msum = 0.0;
+				msum = 0.0,
+				wsum = 0.0;
 	float		inv_nb = 1.0f / (float) nb;
 
 	/* labels first, so a bad one changes nothing */
@@ -56,13 +79,21 @@ nn_loss_eval(const nn_spec *spec, int out_dim, const float *z, const float *y,
 
 				if (!isfinite(t) || (spec->loss == NN_LOSS_SIGMOID_BCE && (t < 0 || t > 1)))
 					return r;
+				/* a class weight needs a class: no soft labels */
+				if (cw && t != 0.0f && t != 1.0f)
+					return r;
 			}
+		if (cw)
+			wsum += (double) cw[weight_class(spec, y, r)];
 	}
 
 	for (int r = 0; r < nb; r++)
 	{
 		const float *zr = z + (int64_t) r * out_dim;
 		float	   *dzr = dz ? dz + (int64_t) r * out_dim : NULL;
+		/* the row's share of the batch loss: 1 / rows, or w[y_r] / sum w */
+		double		w = cw ? (double) cw[weight_class(spec, y, r)] : 1.0;
+		float		rs = cw ? (float) (w / wsum) : inv_nb;
 
 		switch (spec->loss)
 		{
@@ -78,12 +109,12 @@ nn_loss_eval(const nn_spec *spec, int out_dim, const float *z, const float *y,
 					for (int j = 0; j < out_dim; j++)
 						sum += expf(zr[j] - mx);
 					lse = mx + logf(sum);
-					lsum += (double) (lse - zr[label]);
+					lsum += w * (double) (lse - zr[label]);
 					if (dzr)
 					{
 						for (int j = 0; j < out_dim; j++)
-							dzr[j] = expf(zr[j] - lse) * inv_nb;
-						dzr[label] -= inv_nb;
+							dzr[j] = expf(zr[j] - lse) * rs;
+						dzr[label] -= rs;
 					}
 					if (spec->metric == NN_METRIC_TOPK)
 					{
@@ -104,7 +135,7 @@ nn_loss_eval(const nn_spec *spec, int out_dim, const float *z, const float *y,
 			case NN_LOSS_SIGMOID_BCE:
 				{
 					const float *yr = y + (int64_t) r * out_dim;
-					float		scale = inv_nb / (float) out_dim;
+					float		scale = rs / (float) out_dim;
 					double		rl = 0.0,
 								ra = 0.0;
 
@@ -117,7 +148,7 @@ nn_loss_eval(const nn_spec *spec, int out_dim, const float *z, const float *y,
 						if (dzr)
 							dzr[j] = (1.0f / (1.0f + expf(-x)) - yr[j]) * scale;
 					}
-					lsum += rl / out_dim;
+					lsum += w * (rl / out_dim);
 					if (spec->metric == NN_METRIC_LOG_LOSS)
 						msum += rl / out_dim;
 					else if (spec->metric == NN_METRIC_ACCURACY)
@@ -150,6 +181,9 @@ nn_loss_eval(const nn_spec *spec, int out_dim, const float *z, const float *y,
 				}
 		}
 	}
+	/* the weighted mean, times the rows (see the head comment) */
+	if (cw)
+		lsum = lsum / wsum * (double) nb;
 	*loss_sum += lsum;
 	*metric_sum += msum;
 	return -1;

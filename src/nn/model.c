@@ -159,6 +159,7 @@ nn_model_free(nn_model *m)
 	free(m->opt);
 	free(m->ws);
 	free(m->perm);
+	free(m->class_w);
 	nn_metric_acc_free(&m->tacc);
 	nn_metric_acc_free(&m->eacc);
 	free(m);
@@ -182,6 +183,12 @@ nn_model_clone(const nn_model *src, nn_model **out, nn_error *err)
 	m->epochs = src->epochs;
 	m->sub_epochs = src->sub_epochs;
 	m->diverged = src->diverged;
+	if (src->class_w &&
+		(s = nn_model_set_class_weights(m, src->class_w, src->n_class_w, err)) != NN_OK)
+	{
+		nn_model_free(m);
+		return s;
+	}
 	*out = m;
 	return NN_OK;
 }
@@ -204,6 +211,13 @@ nn_model_average(nn_model *dst, nn_model *const *src, int n, nn_error *err)
 			memcmp(src[k]->spec.layers, dst->spec.layers,
 				   sizeof(nn_layer_spec) * dst->spec.n_layers) != 0)
 			return nn_fail(err, NN_ERR_SHAPE, "model %d of %d has another architecture or optimizer",
+						   k + 1, n);
+	/* models trained towards other objectives are not copies of one model */
+	for (int k = 0; k < n; k++)
+		if (src[k]->n_class_w != dst->n_class_w ||
+			(dst->n_class_w > 0 &&
+			 memcmp(src[k]->class_w, dst->class_w, sizeof(float) * dst->n_class_w) != 0))
+			return nn_fail(err, NN_ERR_SHAPE, "model %d of %d has other class weights",
 						   k + 1, n);
 	for (int64_t i = 0; i < P; i++)
 	{
@@ -258,6 +272,85 @@ int64_t
 nn_model_alloc_count(const nn_model *m)
 {
 	return m->allocs;
+}
+
+/*
+ * Classes a class weight can be given for: the outputs of cross-entropy, the
+ * two classes of binary cross-entropy with one output; 0 for the rest
+ * (regression, multi-label binary cross-entropy).
+ */
+int32_t
+nn_plan_n_classes(const nn_spec *spec, const nn_plan *plan)
+{
+	if (spec->loss == NN_LOSS_SOFTMAX_CE)
+		return plan->out_dim;
+	if (spec->loss == NN_LOSS_SIGMOID_BCE && plan->out_dim == 1)
+		return 2;
+	return 0;
+}
+
+int32_t
+nn_model_n_classes(const nn_model *m)
+{
+	return nn_plan_n_classes(&m->spec, &m->plan);
+}
+
+/*
+ * Check n class weights w for a model of `classes` classes; a failure is
+ * reported with status bad (invalid argument, or a corrupt blob).
+ */
+nn_status
+nn_class_weights_check(const float *w, int32_t n, int32_t classes, nn_status bad,
+					   nn_error *err)
+{
+	if (classes == 0)
+		return nn_fail(err, bad, "class weights need a cross-entropy loss over classes (or binary cross-entropy of one output)");
+	if (n != classes)
+		return nn_fail(err, bad, "%d class weights given for a model of %d classes", n, classes);
+	for (int32_t i = 0; i < n; i++)
+		if (!isfinite(w[i]) || !(w[i] > 0.0f))
+			return nn_fail(err, bad, "class weight %d is %g, not a finite number > 0", i,
+						   (double) w[i]);
+	return NN_OK;
+}
+
+/* Set (or with n == 0, remove) the class weights of the training loss. */
+nn_status
+nn_model_set_class_weights(nn_model *m, const float *w, int32_t n, nn_error *err)
+{
+	nn_status	s;
+
+	if (m->streaming)
+		return nn_fail(err, NN_ERR_STATE, "cannot change class weights while training");
+	if (n == 0 || w == NULL)
+	{
+		free(m->class_w);
+		m->class_w = NULL;
+		m->n_class_w = 0;
+		return NN_OK;
+	}
+	if ((s = nn_class_weights_check(w, n, nn_model_n_classes(m), NN_ERR_INVALID, err)) != NN_OK)
+		return s;
+	if (m->n_class_w != n)
+	{
+		float	   *cw = nn_model_alloc(m, (size_t) n * sizeof(float));
+
+		if (!cw)
+			return nn_fail(err, NN_ERR_NOMEM, "out of memory setting %d class weights", n);
+		free(m->class_w);
+		m->class_w = cw;
+		m->n_class_w = n;
+	}
+	memmove(m->class_w, w, (size_t) n * sizeof(float));
+	return NN_OK;
+}
+
+int32_t
+nn_model_class_weights(const nn_model *m, const float **w)
+{
+	if (w)
+		*w = m->class_w;
+	return m->n_class_w;
 }
 
 /* Copy out the progress counters. */
@@ -422,7 +515,7 @@ nn_gradients(nn_model *m, const float *x, const float *y, int nb, double *ls,
 	int64_t		bad;
 
 	*ls = *ms = 0.0;
-	bad = nn_loss_eval(&m->spec, m->plan.out_dim, z, y, nb, m->grad0, ls, ms);
+	bad = nn_loss_eval(&m->spec, m->class_w, m->plan.out_dim, z, y, nb, m->grad0, ls, ms);
 	if (bad >= 0)
 		return nn_fail(err, NN_ERR_INVALID,
 					   "invalid label %g in training row %lld of the batch",
@@ -603,7 +696,8 @@ nn_evaluate(nn_model *m, const float *x, const float *y, int64_t n,
 		int			nb = (int) (n - i < B ? n - i : B);
 		const float *yb = y + i * m->plan.y_dim;
 		const float *z = nn_forward(m, x + i * m->plan.in_dim, nb, 0);
-		int64_t		bad = nn_loss_eval(&m->spec, m->plan.out_dim, z, yb, nb, NULL,
+		/* unweighted: class weights weigh training only (nn.h) */
+		int64_t		bad = nn_loss_eval(&m->spec, NULL, m->plan.out_dim, z, yb, nb, NULL,
 									   &res->loss_sum, &res->metric_sum);
 
 		if (bad >= 0)

@@ -280,6 +280,29 @@ int32_t		nn_model_y_dim(const nn_model *m);		/* label floats per row */
  */
 nn_status	nn_model_set_hyper(nn_model *m, const nn_spec *spec, nn_error *err);
 
+/*
+ * Class weights of the training loss, carried in the model and its blob.
+ * With weights w (one per class, each finite and > 0) a minibatch's loss
+ * is the weighted mean sum_r w[y_r] l_r / sum_r w[y_r], as PyTorch's
+ * CrossEntropyLoss(weight=w) with its mean reduction, and its gradient
+ * follows; nn_train_end's loss_sum adds each minibatch's weighted mean
+ * times its rows.  They apply to softmax cross-entropy (one weight per
+ * class) and to binary cross-entropy of one output (two weights: label 0,
+ * label 1; labels must then be exactly 0 or 1).  Only training is
+ * weighted: nn_evaluate's loss and every metric stay unweighted, as
+ * Keras' class_weight weighs fit() and not its validation.
+ *
+ * nn_model_n_classes: how many weights the model takes (0: none can be
+ * given: regression, multi-label binary cross-entropy).
+ * nn_model_set_class_weights: set n weights (n must be that count), or
+ * with n == 0 or w NULL remove them; not while a training stream is open.
+ * nn_model_class_weights: their count (0: none) and, in *w, the array.
+ */
+int32_t		nn_model_n_classes(const nn_model *m);
+nn_status	nn_model_set_class_weights(nn_model *m, const float *w, int32_t n,
+									   nn_error *err);
+int32_t		nn_model_class_weights(const nn_model *m, const float **w);
+
 /* Progress counters carried in the model (and its blob). */
 typedef struct nn_counters
 {
@@ -375,7 +398,8 @@ nn_status	nn_predict(nn_model *m, const float *x, int64_t n, float *out,
 
 /*
  * Serialization.  A blob is self-contained: magic, format version, spec,
- * counters, RNG state, weights and full optimizer state, with a checksum.
+ * counters, RNG state, class weights, weights and full optimizer state,
+ * with a checksum.
  * nn_model_blob_size() is exact; nn_model_serialize() writes into a buffer
  * of at least that many bytes (so callers can use their own allocator).
  * nn_model_deserialize() trusts nothing and returns a new model.
@@ -399,8 +423,11 @@ nn_status	nn_blob_set_epochs(void *blob, size_t len, int64_t epochs,
 							   nn_error *err);
 
 #define NN_BLOB_MAGIC "MOPMODEL"
-/* 2: the spec ends with the learning-rate schedule (version 1 blobs read as none) */
-#define NN_BLOB_VERSION 2
+/*
+ * 2: the spec ends with the learning-rate schedule (version 1 blobs read as none)
+ * 3: class weights follow the RNG state (older blobs read as none)
+ */
+#define NN_BLOB_VERSION 3
 
 /* Hard limits that keep a hostile blob or spec from allocating absurdly. */
 #define NN_MAX_DIM 65536		/* any single dimension */

@@ -136,6 +136,13 @@ struct nn_model
 	int64_t		sub_epochs;
 	int32_t		diverged;
 
+	/*
+	 * Class weights of the training loss (serialized; NULL: none): one per
+	 * class, nn_model_n_classes() of them, each finite and > 0.
+	 */
+	float	   *class_w;
+	int32_t		n_class_w;
+
 	/* stream state (not serialized: a blob is taken between streams) */
 	int32_t		streaming;
 	int32_t		shuffle;
@@ -187,8 +194,8 @@ void		nn_act_backward(int act, float alpha, const float *x, const float *y,
 							const float *dy, float *dx, int64_t n, int64_t width);
 
 /* loss.c */
-int64_t		nn_loss_eval(const nn_spec *spec, int out_dim, const float *z,
-						 const float *y, int nb, float *dz,
+int64_t		nn_loss_eval(const nn_spec *spec, const float *cw, int out_dim,
+						 const float *z, const float *y, int nb, float *dz,
 						 double *loss_sum, double *metric_sum);
 void		nn_link(int loss, const float *z, float *p, int nb, int out_dim);
 
@@ -204,5 +211,8 @@ nn_status	nn_gradients(nn_model *m, const float *x, const float *y, int nb,
 						 double *ls, double *ms, nn_error *err);
 nn_status	nn_model_alloc_for_blob(const nn_spec *spec, nn_model **out,
 									nn_error *err);
+int32_t		nn_plan_n_classes(const nn_spec *spec, const nn_plan *plan);
+nn_status	nn_class_weights_check(const float *w, int32_t n, int32_t classes,
+								   nn_status bad, nn_error *err);
 
 #endif							/* MOP_NN_INTERNAL_H */

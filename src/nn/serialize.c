@@ -18,6 +18,9 @@
  *           blob lacks and is read as none (a constant rate)
  *     counters: steps, rows trained, epochs, sub-epochs, diverged flag
  *     RNG state (4 x u64): dropout masks and shuffles continue exactly
+ *     from version 3 on the class weights of the training loss: i32 count
+ *           (0: none, else the model's classes), then that many floats; a
+ *           version 1 or 2 blob lacks them and is read as none
  *     n_params, n_opt (i64), then the weights and the optimizer state
  *
  * The decoder trusts nothing.  It checks the magic, the version, the
@@ -25,7 +28,8 @@
  * every read is bounds-checked, the spec is validated by the same code that
  * validates user input (which caps every dimension and the total size), and
  * the parameter counts implied by the spec must equal those stored and fill
- * the payload exactly; progress counters lie in 0..NN_MAX_COUNTER.  Only
+ * the payload exactly; progress counters lie in 0..NN_MAX_COUNTER; class
+ * weights are as many as the model's classes, finite and > 0.  Only
  * then is memory allocated.  test/unit/test_fuzz.c fuzzes all of this.
  */
 #include <stdio.h>
@@ -44,6 +48,7 @@
 #define LAYER_BYTES (12 * 4)
 #define COUNTER_BYTES (4 * 8 + 4)
 #define RNG_BYTES (4 * 8)
+#define CW_COUNT_BYTES 4			/* the class weights' count, version 3 on */
 
 /* 64-bit checksum: multiply-xor over 8-byte words, then a final avalanche. */
 uint64_t
@@ -232,7 +237,8 @@ read_spec(cursor *c, uint32_t version, nn_spec *s, nn_error *err)
 size_t
 nn_model_blob_size(const nn_model *m)
 {
-	return HEADER_SIZE + spec_bytes(&m->spec) + COUNTER_BYTES + RNG_BYTES + 16 +
+	return HEADER_SIZE + spec_bytes(&m->spec) + COUNTER_BYTES + RNG_BYTES +
+		CW_COUNT_BYTES + (size_t) m->n_class_w * sizeof(float) + 16 +
 		(size_t) (m->plan.n_params + m->plan.n_opt) * sizeof(float);
 }
 
@@ -262,6 +268,9 @@ nn_model_serialize(const nn_model *m, void *buf, size_t cap, size_t *len,
 	PUT(&c, m->sub_epochs);
 	PUT(&c, m->diverged);
 	put(&c, m->rng, RNG_BYTES);
+	PUT(&c, m->n_class_w);
+	if (m->n_class_w > 0)
+		put(&c, m->class_w, (size_t) m->n_class_w * sizeof(float));
 	PUT(&c, np);
 	PUT(&c, no);
 	put(&c, m->params, (size_t) np * sizeof(float));
@@ -324,10 +333,13 @@ check_header(const unsigned char *b, size_t len, uint32_t *version_out,
 	return NN_OK;
 }
 
-/* Decode header and spec, leaving the cursor after the spec. */
+/*
+ * Decode header and spec, leaving the cursor after the spec; *version_out
+ * (if not NULL) receives the blob's format version.
+ */
 static nn_status
 decode_spec(const void *blob, size_t len, cursor *c, nn_spec *spec, nn_plan *plan,
-			nn_error *err)
+			uint32_t *version_out, nn_error *err)
 {
 	nn_status	s;
 	nn_error	inner;
@@ -335,6 +347,8 @@ decode_spec(const void *blob, size_t len, cursor *c, nn_spec *spec, nn_plan *pla
 
 	if ((s = check_header(blob, len, &version, err)) != NN_OK)
 		return s;
+	if (version_out)
+		*version_out = version;
 	c->p = (unsigned char *) blob;
 	c->len = len;
 	c->pos = HEADER_SIZE;
@@ -356,7 +370,7 @@ nn_blob_spec(const void *blob, size_t len, nn_spec *spec, nn_error *err)
 
 	if (!plan)
 		return nn_fail(err, NN_ERR_NOMEM, "out of memory");
-	s = decode_spec(blob, len, &c, spec, plan, err);
+	s = decode_spec(blob, len, &c, spec, plan, NULL, err);
 	free(plan);
 	return s;
 }
@@ -375,14 +389,18 @@ nn_model_deserialize(const void *blob, size_t len, nn_model **out, nn_error *err
 				subs,
 				np,
 				no;
-	int32_t		diverged;
+	int32_t		diverged,
+				n_cw = 0,
+				classes;
 	uint64_t	rng[4];
+	float	   *cw = NULL;
+	uint32_t	version;
 	nn_status	s;
 
 	*out = NULL;
 	if (!plan)
 		return nn_fail(err, NN_ERR_NOMEM, "out of memory");
-	s = decode_spec(blob, len, &c, &spec, plan, err);
+	s = decode_spec(blob, len, &c, &spec, plan, &version, err);
 	if (s != NN_OK)
 	{
 		free(plan);
@@ -394,9 +412,32 @@ nn_model_deserialize(const void *blob, size_t len, nn_model **out, nn_error *err
 	GET(&c, subs);
 	GET(&c, diverged);
 	get(&c, rng, RNG_BYTES);
+	classes = nn_plan_n_classes(&spec, plan);
+	if (version >= 3)
+	{
+		GET(&c, n_cw);
+		/* bounded before anything is allocated: 0 or the model's classes */
+		if (!c.overflow && n_cw != 0)
+		{
+			if (n_cw != classes)
+				s = nn_fail(err, NN_ERR_CORRUPT, "blob holds %d class weights for a model of %d classes",
+							n_cw, classes);
+			else if ((size_t) n_cw * sizeof(float) > len - c.pos)
+				s = nn_fail(err, NN_ERR_CORRUPT, "blob ends inside its class weights");
+			else if (!(cw = malloc((size_t) n_cw * sizeof(float))))
+				s = nn_fail(err, NN_ERR_NOMEM, "out of memory");
+			else
+			{
+				get(&c, cw, (size_t) n_cw * sizeof(float));
+				s = nn_class_weights_check(cw, n_cw, classes, NN_ERR_CORRUPT, err);
+			}
+		}
+	}
 	GET(&c, np);
 	GET(&c, no);
-	if (c.overflow)
+	if (s != NN_OK)
+		;
+	else if (c.overflow)
 		s = nn_fail(err, NN_ERR_CORRUPT, "blob ends inside its counters");
 	else if (steps < 0 || rows < 0 || epochs < 0 || subs < 0 || steps > NN_MAX_COUNTER ||
 			 rows > NN_MAX_COUNTER || epochs > NN_MAX_COUNTER || subs > NN_MAX_COUNTER ||
@@ -411,10 +452,23 @@ nn_model_deserialize(const void *blob, size_t len, nn_model **out, nn_error *err
 		s = nn_fail(err, NN_ERR_CORRUPT, "blob payload length does not match its model");
 	free(plan);
 	if (s != NN_OK)
+	{
+		free(cw);
 		return s;
+	}
 
 	if ((s = nn_model_alloc_for_blob(&spec, &m, err)) != NN_OK)
+	{
+		free(cw);
 		return s;
+	}
+	if (n_cw > 0 && (s = nn_model_set_class_weights(m, cw, n_cw, err)) != NN_OK)
+	{
+		free(cw);
+		nn_model_free(m);
+		return s;
+	}
+	free(cw);
 	get(&c, m->params, (size_t) np * sizeof(float));
 	get(&c, m->opt, (size_t) no * sizeof(float));
 	memcpy(m->rng, rng, sizeof(rng));
@@ -440,7 +494,7 @@ nn_blob_set_epochs(void *blob, size_t len, int64_t epochs, nn_error *err)
 
 	if (!plan)
 		return nn_fail(err, NN_ERR_NOMEM, "out of memory");
-	s = decode_spec(blob, len, &c, &spec, plan, err);
+	s = decode_spec(blob, len, &c, &spec, plan, NULL, err);
 	free(plan);
 	if (s != NN_OK)
 		return s;

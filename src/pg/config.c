@@ -32,7 +32,9 @@
 
 #include <math.h>
 
+#include "utils/builtins.h"
 #include "utils/jsonb.h"
+#include "utils/numeric.h"
 
 #include "config_internal.h"
 
@@ -46,6 +48,7 @@ typedef struct ConfigSeen
 	bool		init;
 	bool		l2;
 	JsonbValue *schedule;		/* "lr_schedule", parsed once the rate is known */
+	JsonbValue *class_weight;	/* "class_weight", parsed once the loss is known */
 } ConfigSeen;
 
 /* Check a float in [lo, hi) or (lo, ...) per flags, then store it. */
@@ -364,6 +367,152 @@ mop_patience_epoch(const MopPatience *p, MopPatienceState *st, bool higher_is_be
 	return ++st->wait >= p->patience;
 }
 
+/*
+ * The dataset's labels for a hint: "a", "b", "c" (the first 20, then how
+ * many more).
+ */
+static char *
+labels_hint(const MopDataset *ds)
+{
+	StringInfoData b;
+	int			shown = Min(ds->nclasses, 20);
+
+	initStringInfo(&b);
+	for (int i = 0; i < shown; i++)
+		appendStringInfo(&b, "%s\"%s\"", i ? ", " : "", ds->labels[i]);
+	if (ds->nclasses > shown)
+		appendStringInfo(&b, " and %d more", ds->nclasses - shown);
+	return b.data;
+}
+
+/*
+ * "class_weight": "balanced", or an object of label -> weight (labels as
+ * text, as mop.datasets.labels holds them; a label left out weighs 1); null
+ * is none (for a grid that lists it).  Only for a class or binary target.
+ * Fills cw: balanced, or the n = classes explicit weights by class index;
+ * weights that are all 1 are none (n = 0), the same loss.  Errors name the
+ * key's path.
+ */
+static void
+parse_class_weight(const JsonbValue *v, const MopDataset *ds, const nn_spec *spec,
+				   MopClassWeight *cw)
+{
+	JsonItem   *items;
+	int			n;
+	bool		any = false;
+
+	memset(cw, 0, sizeof(*cw));
+	if (v->type == jbvNull)
+		return;
+	if (ds->target_kind == MOP_TARGET_REGRESSION || spec->loss == NN_LOSS_MSE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"class_weight\": class weights need a class or binary target, but dataset \"%s\" has a regression target",
+						ds->name),
+				 errhint("Leave out \"class_weight\" for a regression model.")));
+	if (v->type == jbvString)
+	{
+		char	   *str = pnstrdup(v->val.string.val, v->val.string.len);
+
+		if (strcmp(str, "balanced") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for \"class_weight\": unknown value \"%s\"", str),
+					 errhint("Use \"balanced\", or a JSON object of label -> weight such as {\"%s\": 2}.",
+							 ds->labels[ds->nclasses - 1])));
+		cw->balanced = true;
+		cw->n = ds->nclasses;
+		return;
+	}
+	if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"class_weight\": must be \"balanced\" or a JSON object of label -> weight"),
+				 errhint("For example {\"class_weight\": {\"%s\": 2}}; labels left out weigh 1.",
+						 ds->labels[ds->nclasses - 1])));
+
+	cw->n = ds->nclasses;
+	cw->w = palloc(sizeof(float) * cw->n);
+	for (int c = 0; c < cw->n; c++)
+		cw->w[c] = 1.0f;
+	items = cfg_object_items(v->val.binary.data, "class_weight", &n);
+	for (int i = 0; i < n; i++)
+	{
+		const char *label = items[i].key;
+		const JsonbValue *iv = &items[i].val;
+		char	   *path = psprintf("class_weight.%s", label);
+		int			c;
+		double		d;
+		float		f;
+
+		for (c = 0; c < ds->nclasses; c++)
+			if (strcmp(ds->labels[c], label) == 0)
+				break;
+		if (c == ds->nclasses)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for \"%s\": dataset \"%s\" has no label \"%s\"",
+							path, ds->name, label),
+					 errhint("Its labels are %s (as text).", labels_hint(ds))));
+		if (iv->type != jbvNumeric)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for \"%s\": must be a number", path),
+					 errhint("A class weight is a finite number > 0, e.g. 2.")));
+		/* no overflow error: a weight out of a float's range is refused below */
+		d = DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow,
+											   NumericGetDatum(iv->val.numeric)));
+		f = (float) d;
+		if (!(d > 0) || !isfinite(f) || !(f > 0))
+		{
+			char	   *text = numeric_normalize(iv->val.numeric);
+			/* by its text: 1e-999 is positive, though its double is 0 */
+			bool		positive = text[0] != '-' && strspn(text, "0.") < strlen(text);
+
+			/* 1e999 is a valid JSON number: show such a value shortly */
+			if (strlen(text) > 24)
+				text = numeric_out_sci(iv->val.numeric, 2);
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 positive ?
+					 errmsg("invalid value for \"%s\": a class weight must lie within the range of a float (about 1e-38 to 3e38), not %s",
+							path, text) :
+					 errmsg("invalid value for \"%s\": a class weight must be a finite number > 0, not %s",
+							path, text),
+					 errhint("A class weight is a finite number > 0; a label left out weighs 1.")));
+		}
+		cw->w[c] = f;
+	}
+	for (int c = 0; c < cw->n; c++)
+		any |= cw->w[c] != 1.0f;
+	if (!any)
+	{
+		pfree(cw->w);
+		cw->w = NULL;
+		cw->n = 0;
+	}
+}
+
+/*
+ * The class weights a configuration asks for (checked as
+ * mop_config_to_spec() checks them) for dataset ds and the spec
+ * mop_config_to_spec() made of the configuration.
+ */
+void
+mop_config_class_weight(Jsonb *config, const MopDataset *ds, const nn_spec *spec,
+						MopClassWeight *cw)
+{
+	JsonbValue *v;
+
+	memset(cw, 0, sizeof(*cw));
+	if (!JB_ROOT_IS_OBJECT(config))
+		return;
+	v = getKeyJsonValueFromContainer(&config->root, "class_weight",
+									 strlen("class_weight"), NULL);
+	if (v != NULL)
+		parse_class_weight(v, ds, spec, cw);
+}
+
 /* One top-level key k of the configuration into spec, noting it in seen. */
 static void
 config_key(const char *k, JsonbValue *v, nn_spec *spec, ConfigSeen *seen)
@@ -371,6 +520,11 @@ config_key(const char *k, JsonbValue *v, nn_spec *spec, ConfigSeen *seen)
 	if (strcmp(k, "lr_schedule") == 0)
 	{
 		seen->schedule = v;
+		return;
+	}
+	if (strcmp(k, "class_weight") == 0)
+	{
+		seen->class_weight = v;
 		return;
 	}
 	if (strcmp(k, "early_stopping") == 0)
@@ -438,7 +592,7 @@ config_key(const char *k, JsonbValue *v, nn_spec *spec, ConfigSeen *seen)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unknown configuration key \"%s\"", k),
-				 errhint("Valid keys are model, optimizer, learning_rate, momentum, nesterov, beta1, beta2, epsilon, rho, l2, weight_decay, clip_norm, lr_schedule, early_stopping, batch_size, loss, metric, top_k, init and seed.")));
+				 errhint("Valid keys are model, optimizer, learning_rate, momentum, nesterov, beta1, beta2, epsilon, rho, l2, weight_decay, clip_norm, lr_schedule, early_stopping, class_weight, batch_size, loss, metric, top_k, init and seed.")));
 }
 
 /*
@@ -597,6 +751,13 @@ mop_config_to_spec(Jsonb *config, const MopDataset *ds, int32 run_epochs,
 	settle_loss_metric(spec, ds, &seen);
 	check_target(spec, ds);
 	check_output_layer(spec, ds);
+	if (seen.class_weight)
+	{
+		MopClassWeight cw;
+
+		/* checked here, read by mop_config_class_weight() */
+		parse_class_weight(seen.class_weight, ds, spec, &cw);
+	}
 
 	st = nn_spec_validate(spec, &err);
 	if (st != NN_OK)

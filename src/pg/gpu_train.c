@@ -172,6 +172,12 @@ mop_gpu_agg_open(nn_model *m, int device, bool training, MemoryContext cxt)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("learning-rate schedules are not supported on the GPU"),
 				 errhint("Train with device => 'cpu', or leave out \"lr_schedule\".")));
+	/* the GPU's loss kernels weigh every row alike */
+	if (training && nn_model_class_weights(m, NULL) > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("class weights are not supported on the GPU"),
+				 errhint("Train with device => 'cpu', or leave out \"class_weight\".")));
 	a = MemoryContextAllocZero(cxt, sizeof(MopGpuAgg));
 	a->api = mop_gpu();
 	a->host = m;

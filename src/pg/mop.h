@@ -138,6 +138,21 @@ extern bool mop_patience_epoch(const MopPatience *p, MopPatienceState *st, bool 
 							   int32 epoch, double metric);
 extern void mop_config_to_spec(Jsonb *config, const MopDataset *ds, int32 run_epochs,
 							   nn_spec *spec);
+
+/*
+ * A configuration's "class_weight": the engine's class weights of the
+ * training loss (nn_model_set_class_weights), by class index.
+ */
+typedef struct MopClassWeight
+{
+	bool		balanced;		/* "balanced": from the training split's class counts */
+	int32		n;				/* the dataset's classes; 0: no class weights */
+	float	   *w;				/* explicit weights (NULL when balanced or none) */
+} MopClassWeight;
+
+extern void mop_config_class_weight(Jsonb *config, const MopDataset *ds, const nn_spec *spec,
+									MopClassWeight *cw);
+
 /* Is layer i's kernel followed by a ReLU-like activation (He under init "auto")? */
 extern bool mop_relu_like_after(const nn_spec *spec, int i);
 

@@ -15,7 +15,9 @@
  * list nor a distribution is fixed.  "model" is special: its value is an
  * architecture ({"layers": [...]}, or the shorthand list of layers) or a
  * list of architectures.  So is "early_stopping": an object with its keys
- * ({"patience": N, ...}) is its fixed value.
+ * ({"patience": N, ...}) is its fixed value; and "class_weight": an object
+ * of label -> weight is its fixed value unless it is {"choice": [...]}
+ * (a label named "choice" goes in a list then).
  *
  * Inside an architecture, a field of a layer in mop's own form ({"type":
  * "dense", "units": [64, 256]}) may be searched the same way, and a block
@@ -722,6 +724,16 @@ parse_param(ParamList *pl, int idx, const char *key, JsonbValue *v)
 	{
 		/* {"patience": N, ...} is the configuration's value, not a distribution */
 		set_fixed(p, v);
+		return;
+	}
+	if (is_container(v, false) && strcmp(key, "class_weight") == 0 &&
+		!getKeyJsonValueFromContainer(v->val.binary.data, "choice", 6, NULL))
+	{
+		/* {"label": weight, ...} is the configuration's value, not a distribution */
+		p->kind = PARAM_FIXED;
+		p->n = 1;
+		p->json = palloc(sizeof(char *));
+		p->json[0] = value_json(v);
 		return;
 	}
 	if (is_container(v, true))

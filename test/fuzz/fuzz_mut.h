@@ -8,7 +8,8 @@
  *
  * Model blobs (layout in src/nn/serialize.c) are mutated structure-aware:
  * the header, every spec field (ints, floats, the seed), the counters, the
- * RNG state, the stored counts and the weights are known by offset; a
+ * RNG state, the class weights, the stored counts and the weights are known
+ * by offset; a
  * mutation is one to four of
  *   bit flips, bytes set to 0x00/0xFF/0x7F/0x80/0x01/0xFE, int32 fields set
  *   to boundary values (0, -1, 1, 2^16, 2^31-1, -2^31, ...), float fields
@@ -55,6 +56,7 @@ uint64_t	nn_blob_checksum(const void *data, size_t n);
 #define FZ_SPEC_TAIL 96			/* loss .. seed, then the lr schedule (version 2) */
 #define FZ_COUNTERS 36
 #define FZ_RNG 32
+#define FZ_CW_COUNT 4			/* the class weights' count (version 3), then the weights */
 #define FZ_COUNTS 16
 
 /* a blob may grow by this much through mutations (callers allocate it) */
@@ -190,6 +192,8 @@ typedef struct fz_layout
 	size_t		spec_end;		/* first byte after the spec */
 	size_t		counters;		/* offsets of the parts after the spec */
 	size_t		rng;
+	size_t		cw;				/* the class weights' count (version 3 on) */
+	int32_t		n_cw;			/* how many follow it (0 if none or insane) */
 	size_t		counts;
 	size_t		floats;
 } fz_layout;
@@ -207,7 +211,16 @@ fz_layout_of(const unsigned char *b, size_t len)
 	L.spec_end = FZ_HDR + FZ_SPEC_HEAD + (size_t) n * FZ_LAYER + FZ_SPEC_TAIL;
 	L.counters = L.spec_end;
 	L.rng = L.counters + FZ_COUNTERS;
-	L.counts = L.rng + FZ_RNG;
+	L.cw = L.rng + FZ_RNG;
+	L.counts = L.cw;
+	if (fz_get32(b, 8) >= 3)
+	{
+		/* a count that does not fit the blob is read as none */
+		int32_t		n = len >= L.cw + FZ_CW_COUNT ? fz_get32(b, L.cw) : 0;
+
+		L.n_cw = n > 0 && n <= 65536 && L.cw + FZ_CW_COUNT + 4 * (size_t) n <= len ? n : 0;
+		L.counts = L.cw + FZ_CW_COUNT + 4 * (size_t) L.n_cw;
+	}
 	L.floats = L.counts + FZ_COUNTS;
 	return L;
 }
@@ -263,6 +276,14 @@ fz_pick_field(fz_rng *r, const fz_layout *L, int *kind)
 	}
 	if (k < 9)
 	{
+		if (L->counts > L->cw && fz_below(r, 3) == 0)
+		{
+			/* the class weights: their count or one of them */
+			uint64_t	f = fz_below(r, (uint64_t) L->n_cw + 1);
+
+			*kind = f == 0 ? FZ_I32 : FZ_F32;
+			return L->cw + 4 * f;
+		}
 		*kind = FZ_I64;			/* counters: steps, rows, epochs, sub-epochs */
 		return L->counters + 8 * fz_below(r, 4);
 	}

@@ -14,7 +14,8 @@
 #      on the GPU, evaluated on both;
 #   3. mop_grid_search (8 configurations, 4 workers, 2 epochs) on the CPU
 #      and on the GPU (4 workers sharing one GPU);
-#   4. mop.gpu_memory too small: the 53200 error.
+#   4. mop.gpu_memory too small: the 53200 error;
+#   5. a model with class weights refused for training on the GPU (0A000).
 # Prints "ok ..." / "not ok ..." lines and the timings as RESULT lines.
 set -u
 bundle=${1:?bundle}
@@ -132,3 +133,13 @@ SQL
 )
 echo "$err" | grep -q "53200" && echo "ok pg_e2e: over mop.gpu_memory: $(echo "$err" | tr '\n' ' ' | cut -c1-400)" ||
 	echo "not ok pg_e2e: over mop.gpu_memory: $err"
+
+# the GPU's losses weigh every row alike: a model with class weights is refused
+err=$(psql -v ON_ERROR_STOP=0 2>&1 <<'SQL'
+SET mop.device = 'gpu';
+\set VERBOSITY verbose
+SELECT mop_train('fm_train', '{"model": {"layers": [{"type": "dense", "units": 10}]}, "class_weight": {"0": 2}, "seed": 1}', epochs => 1);
+SQL
+)
+echo "$err" | grep -q "0A000: class weights are not supported on the GPU" && echo "ok pg_e2e: class weights refused on the GPU" ||
+	echo "not ok pg_e2e: class weights on the GPU: $err"

@@ -211,7 +211,7 @@ TEST(blob_rejects_damage)
 	v = NN_BLOB_VERSION + 1;
 	memcpy(bad + 8, &v, 4);
 	CHECK(decode(bad, len, msg) == NN_ERR_VERSION);
-	CHECK(strstr(msg, "version 3") != NULL);
+	CHECK(strstr(msg, "version 4") != NULL);
 	v = 0;
 	memcpy(bad + 8, &v, 4);
 	CHECK(decode(bad, len, msg) == NN_ERR_VERSION);
@@ -242,7 +242,7 @@ TEST(blob_rejects_damage)
 		/* a stored parameter count that disagrees with the architecture */
 		{
 			int64_t		np;
-			size_t		off = HDR + 88 + 5 * 48 + 24 + 36 + 32;
+			size_t		off = HDR + 88 + 5 * 48 + 24 + 36 + 32 + 4;	/* after the class weights' count (0) */
 
 			memcpy(bad, blob, len);
 			memcpy(&np, bad + off, 8);

@@ -3,7 +3,7 @@
  * buffers through every engine function that reads one.
  *
  * fuzz_blobs: valid blobs of four models (conv + pooling + dropout with
- * Adam, an MLP with binary cross-entropy and Nesterov SGD, a regression
+ * Adam and class weights, an MLP with binary cross-entropy and Nesterov SGD, a regression
  * network with RMSprop and every activation, an AdamW model with top-k
  * accuracy and 'same' convolutions) are mutated by test/fuzz/fuzz_mut.h
  * (bit flips, boundary bytes and field values, NaN/Inf floats, truncations,
@@ -231,6 +231,17 @@ fz_seed_model(int k)
 	{
 		fprintf(stderr, "  seed model %d: %s\n", k, err.msg);
 		return NULL;
+	}
+	if (k == 0)
+	{
+		static const float cw[3] = {0.5f, 2.0f, 1.25f};
+
+		if (nn_model_set_class_weights(m, cw, 3, &err) != NN_OK)
+		{
+			fprintf(stderr, "  seed model %d: %s\n", k, err.msg);
+			nn_model_free(m);
+			return NULL;
+		}
 	}
 	x = malloc(sizeof(float) * n * nn_model_in_dim(m));
 	y = malloc(sizeof(float) * n * nn_model_y_dim(m));

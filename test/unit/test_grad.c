@@ -7,7 +7,8 @@
  * gradient with a central difference of the loss (evaluated in training
  * mode with the RNG restored, so dropout masks are identical).  Gradients of
  * the first layer's parameters flow through every later layer's input
- * gradient, so input gradients are checked too.
+ * gradient, so input gradients are checked too.  The class-weighted losses
+ * are checked the same way, and their values against hand computations.
  */
 #include "harness.h"
 #include "util.h"
@@ -22,13 +23,18 @@ loss_at(nn_model *m, const float *x, const float *y, int nb, const uint64_t rng[
 
 	memcpy(m->rng, rng, sizeof(m->rng));
 	z = nn_forward(m, x, nb, 1);
-	nn_loss_eval(&m->spec, m->plan.out_dim, z, y, nb, NULL, &ls, &ms);
+	nn_loss_eval(&m->spec, m->class_w, m->plan.out_dim, z, y, nb, NULL, &ls, &ms);
 	return ls / nb;
 }
 
-/* Compare analytic and numeric gradients for every parameter of spec. */
+/*
+ * Compare analytic and numeric gradients for every parameter of spec, with
+ * the ncw class weights cw (none: NULL, 0); weighted binary cross-entropy
+ * gets labels 0 and 1, a third of them 1.
+ */
 static void
-grad_check(nn_spec *spec, int nb, uint64_t seed, const char *what)
+grad_check_weighted(nn_spec *spec, const float *cw, int ncw, int nb, uint64_t seed,
+					const char *what)
 {
 	nn_model   *m;
 	nn_error	err;
@@ -51,6 +57,12 @@ grad_check(nn_spec *spec, int nb, uint64_t seed, const char *what)
 		CHECKF(0, "%s: create failed: %s", what, err.msg);
 		return;
 	}
+	if (ncw > 0 && nn_model_set_class_weights(m, cw, ncw, &err) != NN_OK)
+	{
+		CHECKF(0, "%s: class weights refused: %s", what, err.msg);
+		nn_model_free(m);
+		return;
+	}
 	in_dim = m->plan.in_dim;
 	y_dim = m->plan.y_dim;
 	P = m->plan.n_params;
@@ -62,6 +74,9 @@ grad_check(nn_spec *spec, int nb, uint64_t seed, const char *what)
 	if (spec->loss == NN_LOSS_SOFTMAX_CE)
 		for (int i = 0; i < nb; i++)
 			y[i] = (float) (i % m->plan.out_dim);
+	if (spec->loss == NN_LOSS_SIGMOID_BCE && ncw > 0)
+		for (int i = 0; i < nb * y_dim; i++)
+			y[i] = (i % 3 == 0) ? 1.0f : 0.0f;
 	/* biases start at zero; make them non-trivial */
 	for (int t = 0; t < m->plan.n_tensors; t++)
 		if (!m->plan.t[t].is_kernel)
@@ -119,6 +134,12 @@ grad_check(nn_spec *spec, int nb, uint64_t seed, const char *what)
 	free(x);
 	free(y);
 	free(g);
+}
+
+static void
+grad_check(nn_spec *spec, int nb, uint64_t seed, const char *what)
+{
+	grad_check_weighted(spec, NULL, 0, nb, seed, what);
 }
 
 /* A dense net with the given hidden activation and CE loss. */
@@ -282,6 +303,89 @@ TEST(grad_partial_batch)
 	grad_check(&s, 3, 44, "batch smaller than batch_size");
 }
 
+TEST(grad_ce_class_weights)
+{
+	/* 7 rows over 3 classes (3, 2, 2 rows), weights far apart */
+	nn_spec		s;
+	float		cw[3] = {0.25f, 4.0f, 1.5f};
+
+	nn_spec_init(&s);
+	s.in_c = 5;
+	s.batch_size = 7;
+	add_dense(&s, 6, NN_ACT_TANH);
+	add_dense(&s, 3, NN_ACT_NONE);
+	grad_check_weighted(&s, cw, 3, 7, 45, "class-weighted cross-entropy");
+}
+
+TEST(grad_bce_class_weights)
+{
+	nn_spec		s;
+	float		cw[2] = {0.4f, 3.0f};	/* label 0, label 1 */
+
+	nn_spec_init(&s);
+	s.in_c = 4;
+	s.batch_size = 6;
+	s.loss = NN_LOSS_SIGMOID_BCE;
+	add_dense(&s, 5, NN_ACT_RELU);
+	add_dense(&s, 1, NN_ACT_NONE);
+	grad_check_weighted(&s, cw, 2, 6, 46, "class-weighted binary cross-entropy");
+}
+
+TEST(loss_values_class_weighted)
+{
+	/*
+	 * Cross-entropy, two rows: logits (0, 0) of class 1 (loss ln 2) and
+	 * (ln 3, 0) of class 0 (loss ln 4/3); weights w0 = 2, w1 = 0.5.  The
+	 * weighted mean is (0.5 ln 2 + 2 ln 4/3) / 2.5; the sum reported is it
+	 * times the 2 rows.  Gradients: row 0 (0.5 / 2.5) (0.5, 0.5 - 1) =
+	 * (0.1, -0.1); row 1 (2 / 2.5) (0.75 - 1, 0.25) = (-0.2, 0.2).
+	 */
+	nn_spec		s;
+	float		z[4] = {0, 0, (float) log(3.0), 0},
+				y[2] = {1, 0},
+				cw[2] = {2.0f, 0.5f},
+				dz[4];
+	double		ls = 0,
+				ms = 0,
+				want = (0.5 * log(2.0) + 2.0 * log(4.0 / 3.0)) / 2.5;
+
+	nn_spec_init(&s);
+	CHECK(nn_loss_eval(&s, cw, 2, z, y, 2, dz, &ls, &ms) == -1);
+	CHECKF(close_enough(ls, 2.0 * want, 1e-6), "CE loss sum %.9g, want %.9g", ls, 2.0 * want);
+	CHECK(close_enough(dz[0], 0.1, 1e-6) && close_enough(dz[1], -0.1, 1e-6));
+	CHECK(close_enough(dz[2], -0.2, 1e-6) && close_enough(dz[3], 0.2, 1e-6));
+	/* accuracy stays unweighted: row 0 predicts class 0 (a tie), row 1 class 0 */
+	CHECK(ms == 1.0);
+
+	/*
+	 * Binary cross-entropy, one output: logit 0 of label 1 (loss ln 2) and
+	 * logit ln 3 of label 0 (loss ln 4); weights w0 = 3, w1 = 1.  The
+	 * weighted mean is (ln 2 + 3 ln 4) / 4 = 7/4 ln 2; gradients (1/4)
+	 * (0.5 - 1) = -0.125 and (3/4) (0.75 - 0) = 0.5625.
+	 */
+	s.loss = NN_LOSS_SIGMOID_BCE;
+	cw[0] = 3.0f;
+	cw[1] = 1.0f;
+	z[0] = 0;
+	z[1] = (float) log(3.0);
+	y[0] = 1;
+	y[1] = 0;
+	ls = ms = 0;
+	CHECK(nn_loss_eval(&s, cw, 1, z, y, 2, dz, &ls, &ms) == -1);
+	CHECKF(close_enough(ls, 2.0 * 1.75 * log(2.0), 1e-6), "BCE loss sum %.9g", ls);
+	CHECK(close_enough(dz[0], -0.125, 1e-6) && close_enough(dz[1], 0.5625, 1e-6));
+	/* unweighted, the same rows: the plain mean (ln 2 + ln 4) / 2 */
+	ls = ms = 0;
+	CHECK(nn_loss_eval(&s, NULL, 1, z, y, 2, dz, &ls, &ms) == -1);
+	CHECK(close_enough(ls, 3.0 * log(2.0), 1e-6));
+	/* a class weight needs a class: a soft label is refused, nothing added */
+	y[1] = 0.5f;
+	ls = ms = 0;
+	CHECK(nn_loss_eval(&s, cw, 1, z, y, 2, dz, &ls, &ms) == 1);
+	CHECK(ls == 0.0);
+	CHECK(nn_loss_eval(&s, NULL, 1, z, y, 2, dz, &ls, &ms) == -1);
+}
+
 TEST(loss_values_known)
 {
 	/* CE of logits (0, 0) against class 1 is log 2; BCE of 0 is log 2; MSE of (1-3)^2 */
@@ -293,26 +397,26 @@ TEST(loss_values_known)
 				ms = 0;
 
 	nn_spec_init(&s);
-	CHECK(nn_loss_eval(&s, 2, z, &y1, 1, dz, &ls, &ms) == -1);
+	CHECK(nn_loss_eval(&s, NULL, 2, z, &y1, 1, dz, &ls, &ms) == -1);
 	CHECK(close_enough(ls, log(2.0), 1e-6));
 	CHECK(close_enough(dz[0], 0.5, 1e-6) && close_enough(dz[1], -0.5, 1e-6));
 	s.loss = NN_LOSS_SIGMOID_BCE;
 	ls = ms = 0;
-	CHECK(nn_loss_eval(&s, 1, z, &y1, 1, dz, &ls, &ms) == -1);
+	CHECK(nn_loss_eval(&s, NULL, 1, z, &y1, 1, dz, &ls, &ms) == -1);
 	CHECK(close_enough(ls, log(2.0), 1e-6) && close_enough(dz[0], -0.5, 1e-6));
 	s.loss = NN_LOSS_MSE;
 	s.metric = NN_METRIC_MAE;
 	z[0] = 1;
 	y1 = 3;
 	ls = ms = 0;
-	CHECK(nn_loss_eval(&s, 1, z, &y1, 1, dz, &ls, &ms) == -1);
+	CHECK(nn_loss_eval(&s, NULL, 1, z, &y1, 1, dz, &ls, &ms) == -1);
 	CHECK(close_enough(ls, 4.0, 1e-6) && close_enough(ms, 2.0, 1e-6));
 	CHECK(close_enough(dz[0], -4.0, 1e-6));
 	/* a class index out of range is reported, not used */
 	s.loss = NN_LOSS_SOFTMAX_CE;
 	s.metric = NN_METRIC_ACCURACY;
 	y1 = 2;
-	CHECK(nn_loss_eval(&s, 2, z, &y1, 1, dz, &ls, &ms) == 0);
+	CHECK(nn_loss_eval(&s, NULL, 2, z, &y1, 1, dz, &ls, &ms) == 0);
 }
 
 TEST(topk_metric)
@@ -327,11 +431,11 @@ TEST(topk_metric)
 	s.metric = NN_METRIC_TOPK;
 	s.top_k = 2;
 	y = 2;						/* second best: in the top 2 */
-	nn_loss_eval(&s, 4, z, &y, 1, NULL, &ls, &ms);
+	nn_loss_eval(&s, NULL, 4, z, &y, 1, NULL, &ls, &ms);
 	CHECK(ms == 1.0);
 	y = 3;						/* third best: not */
 	ms = 0;
-	nn_loss_eval(&s, 4, z, &y, 1, NULL, &ls, &ms);
+	nn_loss_eval(&s, NULL, 4, z, &y, 1, NULL, &ls, &ms);
 	CHECK(ms == 0.0);
 }
 

@@ -7,16 +7,21 @@
  * parameter tensor concatenated in nn_model_tensor() order (for each layer
  * with parameters: kernel, then bias), each in the engine's layout
  * (dense kernel [in, out], conv2d kernel [kh, kw, c_in, f] HWIO, bias [out]).
- * Data: raw float32 x (n rows x in_dim, NHWC images) and y (n class indices).
+ * Data: raw float32 x (n rows x in_dim, NHWC images) and y (n class indices,
+ * or n labels 0/1 with --loss bce and a network of one output).
  *
  * Usage:
  *   nn_xcheck --input 784|HxWxC --arch mlp|cnn_small|lenet|LAYERS
  *             --opt adam|adamw|sgd|rmsprop --lr F --batch B
  *             [--momentum F] [--nesterov 0|1] [--beta1 F] [--beta2 F]
  *             [--eps F] [--rho F] [--l2 F] [--wd F] [--clip F] [--threads T]
+ *             [--loss ce|bce] [--class-weights W0,W1,...]
  *             [--weights-in FILE] --x FILE --y FILE --n ROWS
  *             --losses FILE --weights-out FILE
  *   nn_xcheck --input ... --arch ... --describe
+ *
+ * --class-weights sets one weight per class of the training loss
+ * (nn_model_set_class_weights) on both models below.
  *
  * Training runs one nn_train(shuffle = 0) call per minibatch of --batch rows
  * (the last one may be partial) and records loss_sum / rows per step.  A
@@ -53,6 +58,25 @@ opt_code(const char *s)
 	if (strcmp(s, "rmsprop") == 0)
 		return NN_OPT_RMSPROP;
 	return -1;
+}
+
+/* Parse "w0,w1,..." into w (at most cap); returns the count, -1 if malformed. */
+static int
+parse_weights(const char *s, float *w, int cap)
+{
+	int			n = 0;
+	char	   *end;
+
+	while (*s)
+	{
+		if (n == cap)
+			return -1;
+		w[n++] = strtof(s, &end);
+		if (end == s || (*end != ',' && *end != '\0'))
+			return -1;
+		s = *end ? end + 1 : end;
+	}
+	return n;
 }
 
 static int
@@ -94,7 +118,9 @@ main(int argc, char **argv)
 	long		n = 0;
 	int			describe = 0,
 				threads = 1,
+				ncw = 0,
 				i;
+	float		cw[NN_MAX_DIM > 1024 ? 1024 : NN_MAX_DIM];
 	int32_t		nt,
 				t;
 	int64_t		total = 0;
@@ -140,6 +166,24 @@ main(int argc, char **argv)
 			spec.clip_norm = strtof(v, NULL);
 		else if (ARG("--threads"))
 			threads = atoi(v);
+		else if (ARG("--loss"))
+		{
+			spec.loss = strcmp(v, "bce") == 0 ? NN_LOSS_SIGMOID_BCE :
+				strcmp(v, "ce") == 0 ? NN_LOSS_SOFTMAX_CE : -1;
+			if (spec.loss < 0)
+			{
+				fprintf(stderr, "nn_xcheck: bad --loss %s\n", v);
+				return 2;
+			}
+		}
+		else if (ARG("--class-weights"))
+		{
+			if ((ncw = parse_weights(v, cw, (int) (sizeof(cw) / sizeof(cw[0])))) < 1)
+			{
+				fprintf(stderr, "nn_xcheck: bad --class-weights %s\n", v);
+				return 2;
+			}
+		}
 		else if (ARG("--weights-in"))
 			win = v;
 		else if (ARG("--x"))
@@ -175,6 +219,8 @@ main(int argc, char **argv)
 		die("nn_spec_validate", &e);
 	if (nn_model_create(&spec, &m, &e) != NN_OK)
 		die("nn_model_create", &e);
+	if (ncw > 0 && nn_model_set_class_weights(m, cw, ncw, &e) != NN_OK)
+		die("nn_model_set_class_weights", &e);
 
 	nt = nn_model_n_tensors(m);
 	for (t = 0; t < nt; t++)
@@ -275,6 +321,8 @@ main(int argc, char **argv)
 		/* streaming path: same weights, whole buffer in one call */
 		if (nn_model_create(&spec, &m2, &e) != NN_OK)
 			die("nn_model_create", &e);
+		if (ncw > 0 && nn_model_set_class_weights(m2, cw, ncw, &e) != NN_OK)
+			die("nn_model_set_class_weights", &e);
 		if (w0 && import_weights(m2, w0, nw))
 			return 2;
 		if (!w0)

@@ -8,6 +8,14 @@ test/xcheck/nn_xcheck (the engine) and PyTorch on the same batches of
 Fashion-MNIST with the same optimizer (shuffle off), then compare per-step
 losses and final weights.
 
+The class-weighted cases train with class weights w: PyTorch's
+F.cross_entropy(weight=w) (mean reduction: sum w[y] l / sum w[y] over the
+minibatch) and, for binary cross-entropy of one output on a binary target
+(Fashion-MNIST's class 0 against the rest, 10% positive), the same weighted
+mean of F.binary_cross_entropy_with_logits(reduction='none') with w[y] per
+row.  test/sh/xcheck_class_weight.sh runs them in the test suite
+(--only class_weight).
+
 Layouts: Linear [out,in] -> engine dense kernel [in,out]; Conv2d [f,cin,kh,kw]
 -> engine HWIO [kh,kw,cin,f]; images NHWC in the engine, NCHW in PyTorch; the
 engine flattens H,W,C where PyTorch flattens C,H,W, so the rows of the first
@@ -78,6 +86,14 @@ CASES = [
     ("cnn/adam", "28x28x1", "cnn_small", 32, dict(opt="adam", lr=1e-3)),
     ("cnn/sgd+nesterov+l2+clip", "28x28x1", "cnn_small", 32,
      dict(opt="sgd", lr=0.05, momentum=0.9, nesterov=1, l2=1e-3, clip=1.0)),
+    # class weights: far apart, so a wrong weighting shows in the first step
+    ("mlp/adam+class_weight", "784", "mlp", 32,
+     dict(opt="adam", lr=1e-3, cw=[0.3, 2.5, 1.0, 0.7, 4.0, 1.2, 0.5, 3.0, 1.8, 0.9])),
+    ("mlp/sgd+class_weight+clip", "784", "mlp", 32,
+     dict(opt="sgd", lr=0.05, momentum=0.9, nesterov=1, clip=1.0,
+          cw=[1.0, 0.25, 2.0, 1.0, 0.5, 3.0, 1.0, 0.75, 1.5, 6.0])),
+    ("mlp-bce/sgd+class_weight", "784", "dense:64:relu,dense:1", 32,
+     dict(opt="sgd", lr=0.05, momentum=0.9, loss="bce", cw=[0.55, 5.0])),
 ]
 
 
@@ -191,6 +207,21 @@ def make_optimizer(model, exports, o, dtype_params):
     raise SystemExit(f"unknown optimizer {opt}")
 
 
+def torch_loss(out, y, o):
+    """The minibatch loss: (class-weighted) cross-entropy, or binary
+    cross-entropy of one output; class weights give the weighted mean
+    sum w[y] l / sum w[y], as CrossEntropyLoss(weight=w) computes it."""
+    # the engine's float32 weights, in the model's precision
+    w = torch.from_numpy(np.array(o["cw"], dtype=np.float32)).to(out.dtype) if "cw" in o else None
+    if o.get("loss") == "bce":
+        l = F.binary_cross_entropy_with_logits(out[:, 0], y.to(out.dtype), reduction="none")
+        if w is None:
+            return l.mean()
+        wy = w[y]
+        return (wy * l).sum() / wy.sum()
+    return F.cross_entropy(out, y, weight=w)
+
+
 def train_torch(model, exports, o, xb, yb, batch):
     opt = make_optimizer(model, exports, o, None)
     params = [p for p, _, _ in exports]
@@ -199,7 +230,7 @@ def train_torch(model, exports, o, xb, yb, batch):
     for r in range(0, n, batch):
         opt.zero_grad(set_to_none=True)
         out = model(xb[r:r + batch])
-        loss = F.cross_entropy(out, yb[r:r + batch])
+        loss = torch_loss(out, yb[r:r + batch], o)
         loss.backward()
         if o.get("clip", 0.0) > 0:
             norm = torch.nn.utils.clip_grad_norm_(params, o["clip"])
@@ -260,6 +291,8 @@ def run_case(args, tmp, name, input_s, arch, batch, o, X, Y):
 
     x = X[:n]
     y = Y[:n]
+    if o.get("loss") == "bce":
+        y = (y == 0).astype(np.float32)   # class 0 against the rest: 10% positive
     parts = input_s.split("x")
     xt = torch.from_numpy(x.copy())
     if len(parts) == 3:
@@ -283,9 +316,11 @@ def run_case(args, tmp, name, input_s, arch, batch, o, X, Y):
            "--losses", f_l, "--weights-out", f_w1]
     for k, flag in (("momentum", "--momentum"), ("nesterov", "--nesterov"), ("beta1", "--beta1"),
                     ("beta2", "--beta2"), ("eps", "--eps"), ("rho", "--rho"), ("l2", "--l2"),
-                    ("wd", "--wd"), ("clip", "--clip")):
+                    ("wd", "--wd"), ("clip", "--clip"), ("loss", "--loss")):
         if k in o:
-            cmd += [flag, repr(o[k])]
+            cmd += [flag, o[k] if isinstance(o[k], str) else repr(o[k])]
+    if "cw" in o:
+        cmd += ["--class-weights", ",".join(repr(float(np.float32(w))) for w in o["cw"])]
     res = subprocess.run(cmd, capture_output=True, text=True)
     info = {}
     tensors = []
