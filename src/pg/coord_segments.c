@@ -18,6 +18,14 @@
  * no copy on an up segment, the run waits for mop.segment_wait and then
  * ends 'interrupted' (mop_resume continues it; nothing committed is lost).
  * Each of these events is a row of mop.segment_events.
+ *
+ * Membership is elastic: every few seconds the coordinator reads the
+ * dataset's placement again.  A segment given partitions meanwhile
+ * (mop_add_segment) gets its workers, started now, with tasks from the
+ * next sub-epoch boundary on ('joined'); one whose partitions were taken
+ * away (mop_remove_segment) finishes the sub-epoch it trains and gets no
+ * more ('left').  The scheduler is made with room for every worker a run
+ * may have (MOP_MAX_WORKERS), the spares holding nothing until then.
  */
 #include "postgres.h"
 
@@ -41,8 +49,12 @@ typedef struct SegState
 	TimestampTz probe_at;		/* when to try it again */
 } SegState;
 
-static SegState *segs = NULL;	/* [coord.run->n_segments] */
-static uint8 *holds = NULL;		/* [n_workers * n_partitions] */
+/* how often the placement is read again */
+#define RELOAD_INTERVAL_MS 1000
+
+static SegState segs[MOP_MAX_WORKERS];	/* [coord.run->n_segments] */
+static uint8 *holds = NULL;		/* [MOP_MAX_WORKERS * n_partitions] */
+static TimestampTz reload_at = 0;
 static TimestampTz unreachable_since = 0;
 static int32 unreachable_partition = -1;
 
@@ -116,6 +128,82 @@ probe(int seg, char **why)
 	return up;
 }
 
+/* Segment index of name, or -1. */
+static int
+segment_index(const char *name)
+{
+	for (int k = 0; k < coord.run->n_segments; k++)
+		if (strcmp(coord.run->segments[k].name, name) == 0)
+			return k;
+	return -1;
+}
+
+/*
+ * Read the dataset's placement (own transaction) into want[k * P + p] for
+ * the segments known, adding the new ones (up to room for their workers) to
+ * the run's segments with their copy's id (at most `room` of them); returns
+ * the rows read.
+ */
+static int64
+read_placement(uint8 *want, int room)
+{
+	Oid			t[1] = {INT8OID};
+	Datum		v[1] = {Int64GetDatum(coord.ds->id)};
+	int			P = coord.n_partitions;
+	int64		n;
+
+	memset(want, 0, (Size) MOP_MAX_WORKERS * P);
+	coord_begin_tx();
+	coord_exec_sql("SELECT segment, partition, remote_dataset_id "
+				   "FROM mop.dataset_segments WHERE dataset_id OPERATOR(pg_catalog.=) $1 "
+				   "ORDER BY segment OPERATOR(pg_catalog.<>) 'local', segment, partition",
+				   1, t, v, SPI_OK_SELECT);
+	n = (int64) SPI_processed;
+	for (int64 i = 0; i < n; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	td = SPI_tuptable->tupdesc;
+		bool		isnull;
+		char	   *name = TextDatumGetCString(SPI_getbinval(tup, td, 1, &isnull));
+		int32		p = DatumGetInt32(SPI_getbinval(tup, td, 2, &isnull));
+		int64		remote = DatumGetInt64(SPI_getbinval(tup, td, 3, &isnull));
+		int			k = segment_index(name);
+
+		if (isnull)
+			remote = 0;
+		if (p < 0 || p >= P)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("dataset \"%s\" places partition %d, but has %d", coord.ds->name, p, P)));
+		if (k < 0)
+		{
+			if (room <= 0 || coord.run->n_segments == MOP_MAX_WORKERS)
+			{
+				elog(LOG, "mop run %lld: no room for the workers of segment \"%s\" (at most %d workers)",
+					 (long long) coord.run->run_id, name, MOP_MAX_WORKERS);
+				continue;
+			}
+			k = coord.run->n_segments;
+			SpinLockAcquire(&coord.run->mutex);
+			strlcpy(coord.run->segments[k].name, name, NAMEDATALEN);
+			coord.run->segments[k].remote_dataset_id = remote;
+			coord.run->n_segments = k + 1;
+			SpinLockRelease(&coord.run->mutex);
+			room--;
+		}
+		else if (coord.run->segments[k].remote_dataset_id != remote)
+		{
+			/* placed again: the copy has a new id there */
+			SpinLockAcquire(&coord.run->mutex);
+			coord.run->segments[k].remote_dataset_id = remote;
+			SpinLockRelease(&coord.run->mutex);
+		}
+		want[(Size) k * P + p] = 1;
+	}
+	coord_commit_tx();
+	return n;
+}
+
 /*
  * Read the dataset's placement and bind the workers to segments; returns
  * false (nothing changed) if the dataset is not placed.  Sets coord.n_workers.
@@ -123,92 +211,49 @@ probe(int seg, char **why)
 bool
 coord_segments_load(void)
 {
-	Oid			t[1] = {INT8OID};
-	Datum		v[1] = {Int64GetDatum(coord.ds->id)};
-	int			S = 0,
+	int			P = coord.n_partitions,
+				S,
 				per = Max(coord.run->workers_per_segment, 1),
 				W;
-	int64		n;
-	int32	   *seg_of_row;
-	int32	   *part_of_row;
+	uint8	   *want;
+	bool		is_02;
 
 	coord_begin_tx();
-	if (!mop_catalog_is_02())
-	{
-		coord_commit_tx();
-		return false;
-	}
-	coord_exec_sql("SELECT segment, partition, remote_dataset_id "
-				   "FROM mop.dataset_segments WHERE dataset_id OPERATOR(pg_catalog.=) $1 "
-				   "ORDER BY segment OPERATOR(pg_catalog.<>) 'local', segment, partition",
-				   1, t, v, SPI_OK_SELECT);
-	n = (int64) SPI_processed;
-	if (n == 0)
-	{
-		coord_commit_tx();
-		return false;
-	}
-	seg_of_row = MemoryContextAlloc(TopMemoryContext, sizeof(int32) * n);
-	part_of_row = MemoryContextAlloc(TopMemoryContext, sizeof(int32) * n);
-	for (int64 i = 0; i < n; i++)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	td = SPI_tuptable->tupdesc;
-		bool		isnull;
-		char	   *name = TextDatumGetCString(SPI_getbinval(tup, td, 1, &isnull));
-
-		if (S == 0 || strcmp(coord.run->segments[S - 1].name, name) != 0)
-		{
-			if (S == MOP_MAX_WORKERS)
-				ereport(ERROR,
-						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-						 errmsg("dataset \"%s\" is placed on more than %d segments", coord.ds->name,
-								MOP_MAX_WORKERS)));
-			strlcpy(coord.run->segments[S].name, name, NAMEDATALEN);
-			coord.run->segments[S].remote_dataset_id =
-				DatumGetInt64(SPI_getbinval(tup, td, 3, &isnull));
-			if (isnull)
-				coord.run->segments[S].remote_dataset_id = 0;
-			S++;
-		}
-		seg_of_row[i] = S - 1;
-		part_of_row[i] = DatumGetInt32(SPI_getbinval(tup, td, 2, &isnull));
-		if (part_of_row[i] >= coord.n_partitions)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("dataset \"%s\" places partition %d, but has %d", coord.ds->name,
-							part_of_row[i], coord.n_partitions)));
-	}
+	is_02 = mop_catalog_is_02();
 	coord_commit_tx();
-
-	W = S * per;
-	if (W > MOP_MAX_WORKERS)
+	if (!is_02)
+		return false;
+	want = palloc((Size) MOP_MAX_WORKERS * P);
+	coord.n_workers = 0;
+	coord.workers_per_segment = per;
+	if (read_placement(want, MOP_MAX_WORKERS) == 0)
+		return false;
+	S = coord.run->n_segments;
+	if (S * per > MOP_MAX_WORKERS)
 	{
-		per = MOP_MAX_WORKERS / S;
-		W = S * per;
+		per = Max(MOP_MAX_WORKERS / S, 1);
+		coord.workers_per_segment = per;
 		elog(LOG, "mop run %lld: %d workers per segment (at most %d workers)",
 			 (long long) coord.run->run_id, per, MOP_MAX_WORKERS);
 	}
-	holds = MemoryContextAllocZero(TopMemoryContext, (Size) W * coord.n_partitions);
-	for (int64 i = 0; i < n; i++)
-		for (int k = 0; k < per; k++)
-			holds[(Size) (seg_of_row[i] * per + k) * coord.n_partitions + part_of_row[i]] = 1;
-	segs = MemoryContextAllocZero(TopMemoryContext, sizeof(SegState) * S);
+	W = Min(S * per, MOP_MAX_WORKERS);
+	holds = MemoryContextAllocZero(TopMemoryContext, (Size) MOP_MAX_WORKERS * P);
 	SpinLockAcquire(&coord.run->mutex);
-	coord.run->n_segments = S;
-	for (int w = 0; w < W; w++)
-		coord.run->slots[w].segment = w / per;
+	for (int w = 0; w < MOP_MAX_WORKERS; w++)
+		coord.run->slots[w].segment = w < W ? w / per : -1;
 	SpinLockRelease(&coord.run->mutex);
+	for (int w = 0; w < W; w++)
+		memcpy(holds + (Size) w * P, want + (Size) (w / per) * P, P);
 	coord.n_workers = W;
-	coord.workers_per_segment = per;
+	pfree(want);
 	return true;
 }
 
-/* The scheduler of a placed run; the segments that do not answer start down. */
+/* The scheduler of a placed run, with room for workers of segments joining later. */
 mop_sched *
 coord_segments_sched(void)
 {
-	mop_sched  *s = mop_sched_new_placed(coord.n_workers, coord.n_partitions, holds,
+	mop_sched  *s = mop_sched_new_placed(MOP_MAX_WORKERS, coord.n_partitions, holds,
 										 (uint64) coord.run->opts.seed,
 										 coord.run->opts.deterministic,
 										 (mop_pick) coord.run->opts.scheduler);
@@ -217,6 +262,69 @@ coord_segments_sched(void)
 		elog(ERROR, "could not create the scheduler (%d workers on %d segments, %d partitions)",
 			 coord.n_workers, coord.run->n_segments, coord.n_partitions);
 	return s;
+}
+
+/*
+ * Follow the placement as mop_add_segment and mop_remove_segment change it:
+ * workers gain and lose copies, a new segment's workers start.
+ */
+static void
+reload(mop_sched *s)
+{
+	int			P = coord.n_partitions,
+				per = Max(coord.workers_per_segment, 1),
+				before = coord.run->n_segments;
+	uint8	   *want = palloc((Size) MOP_MAX_WORKERS * P);
+
+	(void) read_placement(want, (MOP_MAX_WORKERS - coord.n_workers) / per);
+	/* the new segments' workers */
+	for (int k = before; k < coord.run->n_segments; k++)
+	{
+		int			first = coord.n_workers;
+
+		for (int j = 0; j < per; j++)
+		{
+			int			w = first + j;
+
+			SpinLockAcquire(&coord.run->mutex);
+			coord.run->slots[w].segment = k;
+			SpinLockRelease(&coord.run->mutex);
+			if (!coord_start_worker(w))
+			{
+				elog(LOG, "mop run %lld: could not start a worker for segment \"%s\"",
+					 (long long) coord.run->run_id, coord.run->segments[k].name);
+				break;
+			}
+		}
+		record_event(k, "joined", -1, 0, -1,
+					 psprintf("%d workers", coord.n_workers - first));
+	}
+	/* every worker holds what its segment holds now */
+	for (int w = 0; w < coord.n_workers; w++)
+	{
+		int			k = coord.run->slots[w].segment;
+		bool		had = false,
+					has = false;
+
+		if (k < 0)
+			continue;
+		for (int p = 0; p < P; p++)
+		{
+			uint8		on = want[(Size) k * P + p];
+
+			had |= holds[(Size) w * P + p] != 0;
+			has |= on != 0;
+			if (holds[(Size) w * P + p] != on)
+			{
+				holds[(Size) w * P + p] = on;
+				(void) mop_sched_set_holds(s, w, p, on);
+			}
+		}
+		/* one event per segment: at its first worker */
+		if (had && !has && (w == 0 || coord.run->slots[w - 1].segment != k))
+			record_event(k, "left", -1, 0, -1, NULL);
+	}
+	pfree(want);
 }
 
 /* Mark segment seg down (and its workers), unless it is already. */
@@ -272,6 +380,11 @@ coord_segments_tick(mop_sched *s, char **why)
 	TimestampTz now = GetCurrentTimestamp();
 	int32		p;
 
+	if (now >= reload_at)
+	{
+		reload(s);
+		reload_at = TimestampTzPlusMilliseconds(now, RELOAD_INTERVAL_MS);
+	}
 	for (int k = 0; k < coord.run->n_segments; k++)
 	{
 		char	   *reason;
@@ -302,7 +415,7 @@ coord_segments_tick(mop_sched *s, char **why)
 		int			k = -1;
 
 		/* the (first) segment holding its copy, for the event */
-		for (int w = 0; w < coord.n_workers && k < 0; w++)
+			for (int w = 0; w < coord.n_workers && k < 0; w++)
 			if (holds[(Size) w * coord.n_partitions + p])
 				k = coord.run->slots[w].segment;
 		unreachable_since = now;

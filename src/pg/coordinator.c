@@ -81,6 +81,21 @@ coord_add_model(mop_sched *s, int32 epochs)
 	return i;
 }
 
+static bool start_worker(int i);
+
+/* Start worker i mid-run (a segment joined); false if it could not be started. */
+bool
+coord_start_worker(int i)
+{
+	if (i < 0 || i >= MOP_MAX_WORKERS || !start_worker(i))
+		return false;
+	coord.n_workers = Max(coord.n_workers, i + 1);
+	SpinLockAcquire(&coord.run->mutex);
+	coord.run->workers_started = coord.n_workers;
+	SpinLockRelease(&coord.run->mutex);
+	return true;
+}
+
 /* Start worker i; returns false if it could not be started. */
 static bool
 start_worker(int i)

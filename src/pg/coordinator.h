@@ -68,6 +68,7 @@ extern MopCoord coord;
 
 /* coordinator.c */
 extern int32 coord_add_model(mop_sched *s, int32 epochs);
+extern bool coord_start_worker(int i);
 
 /* coord_catalog.c */
 extern void coord_exec_sql(const char *sql, int nargs, Oid *types, Datum *vals, int expect);

@@ -185,6 +185,63 @@ send_partition(PGconn **conn, const char *server, int64 local_id, int64 remote_i
 	SPI_freetuptable(SPI_tuptable);
 }
 
+/*
+ * Copy partition p's training buffers from one segment's copy (src, its
+ * copy's id src_id there) to another's (dst, dst_id): a partition that is
+ * not on this server any more travels through it, buffer by buffer.
+ */
+static void
+relay_partition(PGconn **src, const char *src_name, int64 src_id,
+				PGconn **dst, const char *dst_name, int64 dst_id, int p)
+{
+	char		sid[32],
+				did[32],
+				part[16];
+	const char *values[6];
+	PGresult   *res;
+
+	snprintf(sid, sizeof(sid), INT64_FORMAT, src_id);
+	snprintf(did, sizeof(did), INT64_FORMAT, dst_id);
+	snprintf(part, sizeof(part), "%d", p);
+	values[0] = sid;
+	values[1] = part;
+	res = mop_segment_exec(src, src_name,
+						   "SELECT buffer_no::pg_catalog.text, rows::pg_catalog.text, x, y FROM mop.buffers "
+						   "WHERE dataset_id OPERATOR(pg_catalog.=) $1::pg_catalog.int8 "
+						   "AND split OPERATOR(pg_catalog.=) 'train' "
+						   "AND partition OPERATOR(pg_catalog.=) $2::pg_catalog.int4 ORDER BY buffer_no",
+						   2, values, NULL, NULL, true, 0, NULL);
+	PG_TRY();
+	{
+		if (PQntuples(res) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("segment \"%s\" has no training buffers of partition %d to copy", src_name, p)));
+		for (int i = 0; i < PQntuples(res); i++)
+		{
+			int			lengths[6] = {0, 0, 0, 0, PQgetlength(res, i, 2), PQgetlength(res, i, 3)};
+			int			formats[6] = {0, 0, 0, 0, 1, 1};
+			char	   *no = pnstrdup(PQgetvalue(res, i, 0), PQgetlength(res, i, 0));
+			char	   *rows = pnstrdup(PQgetvalue(res, i, 1), PQgetlength(res, i, 1));
+
+			values[0] = did;
+			values[1] = part;
+			values[2] = no;
+			values[3] = rows;
+			values[4] = PQgetvalue(res, i, 2);
+			values[5] = PQgetvalue(res, i, 3);
+			CHECK_FOR_INTERRUPTS();
+			PQclear(mop_segment_exec(dst, dst_name, REMOTE_BUFFER_SQL, 6, values, lengths, formats,
+									 false, 0, NULL));
+		}
+	}
+	PG_FINALLY();
+	{
+		PQclear(res);
+	}
+	PG_END_TRY();
+}
+
 /* Local training buffers of partition p: how many and their bytes. */
 static void
 local_partition(int64 dataset_id, int p, int64 *buffers, int64 *bytes)
@@ -207,6 +264,56 @@ local_partition(int64 dataset_id, int p, int64 *buffers, int64 *bytes)
 }
 
 /*
+ * The dataset's row (id and the columns a copy needs), locked FOR NO KEY
+ * UPDATE against a concurrent placement or drop (a run's sub-epochs, which
+ * lock it FOR KEY SHARE, go on); with no_live_run, refused (55006) while a
+ * run trains on it, whose workers use the placement.
+ */
+static HeapTuple
+lock_dataset(const char *name, bool no_live_run, TupleDesc *td, int64 *id, int *P)
+{
+	Oid			t[1] = {TEXTOID};
+	Datum		v[1] = {CStringGetTextDatum(name)};
+	HeapTuple	row;
+	bool		isnull;
+
+	if (SPI_execute_with_args("SELECT id, " DATASET_COLS " FROM mop.datasets "
+							  "WHERE name OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE",
+							  1, t, v, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read dataset \"%s\"", name);
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("dataset \"%s\" does not exist", name),
+				 errhint("Create it with mop_prepare().")));
+	row = SPI_copytuple(SPI_tuptable->vals[0]);
+	*td = CreateTupleDescCopy(SPI_tuptable->tupdesc);
+	*id = DatumGetInt64(SPI_getbinval(row, *td, 1, &isnull));
+	*P = DatumGetInt32(SPI_getbinval(row, *td, 14, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	if (no_live_run)
+	{
+		Oid			t1[1] = {INT8OID};
+		Datum		v1[1] = {Int64GetDatum(*id)};
+
+		if (SPI_execute_with_args("SELECT id FROM mop.runs WHERE dataset_id OPERATOR(pg_catalog.=) $1 "
+								  "AND status OPERATOR(pg_catalog.=) ANY ('{pending,running}'::pg_catalog.text[]) "
+								  "ORDER BY id LIMIT 1",
+								  1, t1, v1, NULL, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read the runs of dataset \"%s\"", name);
+		if (SPI_processed == 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_IN_USE),
+					 errmsg("dataset \"%s\" is in use by run %s", name,
+							SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
+					 errdetail("Placing it again would move the copies its workers train on."),
+					 errhint("Wait for the run (mop_wait) or cancel it; mop_add_segment and mop_remove_segment change the placement while runs go on.")));
+		SPI_freetuptable(SPI_tuptable);
+	}
+	return row;
+}
+
+/*
  * Place dataset `name`'s training partitions on segments, replicas copies
  * each; returns the placement per segment (*n_out entries).  The caller is
  * connected to SPI.
@@ -214,8 +321,6 @@ local_partition(int64 dataset_id, int p, int64 *buffers, int64 *bytes)
 static Placed *
 place_dataset(const char *name, ArrayType *segs, int replicas, int *n_out)
 {
-	Oid			t[1] = {TEXTOID};
-	Datum		v[1] = {CStringGetTextDatum(name)};
 	int64		dataset_id;
 	int			P,
 				S;
@@ -233,21 +338,7 @@ place_dataset(const char *name, ArrayType *segs, int replicas, int *n_out)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("replicas must be between 1 and the number of segments (%d), not %d", S, replicas),
 				 errhint("Each copy of a partition goes to a distinct segment.")));
-	/* the dataset, locked against a concurrent placement or drop */
-	if (SPI_execute_with_args("SELECT id, " DATASET_COLS " FROM mop.datasets "
-							  "WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
-							  1, t, v, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read dataset \"%s\"", name);
-	if (SPI_processed != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("dataset \"%s\" does not exist", name),
-				 errhint("Create it with mop_prepare().")));
-	row = SPI_copytuple(SPI_tuptable->vals[0]);
-	td = CreateTupleDescCopy(SPI_tuptable->tupdesc);
-	dataset_id = DatumGetInt64(SPI_getbinval(row, td, 1, &isnull));
-	P = DatumGetInt32(SPI_getbinval(row, td, 14, &isnull));
-	SPI_freetuptable(SPI_tuptable);
+	row = lock_dataset(name, true, &td, &dataset_id, &P);
 
 	/* every training partition must be here to be copied */
 	{
@@ -505,4 +596,398 @@ mop_segment_drop_copies(int64 dataset_id)
 		PG_END_TRY();
 		mop_segment_disconnect(conn);
 	}
+}
+
+/* The segment's copy of a dataset, if it holds one: its id there and name. */
+static bool
+segment_copy(int64 dataset_id, const char *segment, int64 *remote_id, char **rname)
+{
+	Oid			t[2] = {INT8OID, TEXTOID};
+	Datum		v[2] = {Int64GetDatum(dataset_id), CStringGetTextDatum(segment)};
+	bool		isnull;
+	bool		found;
+
+	if (SPI_execute_with_args("SELECT remote_dataset_id, remote_name FROM mop.dataset_segments "
+							  "WHERE dataset_id OPERATOR(pg_catalog.=) $1 "
+							  "AND segment OPERATOR(pg_catalog.=) $2 LIMIT 1",
+							  2, t, v, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the placement");
+	found = SPI_processed == 1;
+	if (found)
+	{
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		*remote_id = isnull ? 0 : DatumGetInt64(d);
+		*rname = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return found;
+}
+
+/* Does the segment hold partition p of the dataset? */
+static bool
+holds_partition(int64 dataset_id, const char *segment, int p)
+{
+	Oid			t[3] = {INT8OID, TEXTOID, INT4OID};
+	Datum		v[3] = {Int64GetDatum(dataset_id), CStringGetTextDatum(segment), Int32GetDatum(p)};
+	bool		found;
+
+	if (SPI_execute_with_args("SELECT 1 FROM mop.dataset_segments "
+							  "WHERE dataset_id OPERATOR(pg_catalog.=) $1 "
+							  "AND segment OPERATOR(pg_catalog.=) $2 AND partition OPERATOR(pg_catalog.=) $3",
+							  3, t, v, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the placement");
+	found = SPI_processed == 1;
+	SPI_freetuptable(SPI_tuptable);
+	return found;
+}
+
+/* Has the dataset a placement at all? */
+static bool
+is_placed(int64 dataset_id)
+{
+	Oid			t[1] = {INT8OID};
+	Datum		v[1] = {Int64GetDatum(dataset_id)};
+	bool		found;
+
+	if (SPI_execute_with_args("SELECT 1 FROM mop.dataset_segments "
+							  "WHERE dataset_id OPERATOR(pg_catalog.=) $1 LIMIT 1",
+							  1, t, v, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the placement");
+	found = SPI_processed == 1;
+	SPI_freetuptable(SPI_tuptable);
+	return found;
+}
+
+PG_FUNCTION_INFO_V1(mop_add_segment);
+
+/*
+ * mop_add_segment(dataset text, segment text, partitions int[] DEFAULT NULL)
+ * RETURNS TABLE (segment text, partitions int[], buffers bigint, bytes bigint)
+ *
+ * Copy partitions (NULL: all) of a placed dataset to one more segment, or
+ * to one that holds others already; the partitions it holds are skipped.
+ * A partition is sent from this server if it is here, else relayed from a
+ * segment that holds it.  Running
+ * runs over the dataset start workers on the segment within seconds.
+ */
+Datum
+mop_add_segment(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *name,
+			   *seg;
+	HeapTuple	row;
+	TupleDesc	td;
+	int64		dataset_id,
+				remote_id = 0;
+	int			P,
+				n = 0;
+	int		   *parts;
+	char	   *rname = NULL;
+	int64		buffers = 0,
+				bytes = 0;
+	Datum	   *out;
+	char	  **src;
+	int64	   *src_id,
+			   *part_b,
+			   *part_by;
+	PGconn	   *volatile src_conn = NULL;
+	const char *volatile src_name = NULL;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dataset and segment must not be NULL")));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	seg = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	InitMaterializedSRF(fcinfo, 0);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	row = lock_dataset(name, false, &td, &dataset_id, &P);
+	if (!is_placed(dataset_id))
+	{
+		/* not placed at all: every partition is local; record that first */
+		Oid			t[1] = {INT8OID};
+		Datum		v[1] = {Int64GetDatum(dataset_id)};
+
+		if (SPI_execute_with_args("INSERT INTO mop.dataset_segments (dataset_id, segment, partition, "
+								  "buffers, bytes) SELECT $1, 'local', b.partition, pg_catalog.count(*), "
+								  "pg_catalog.sum(pg_catalog.octet_length(b.x) OPERATOR(pg_catalog.+) "
+								  "pg_catalog.octet_length(b.y)) FROM mop.buffers b "
+								  "WHERE b.dataset_id OPERATOR(pg_catalog.=) $1 "
+								  "AND b.split OPERATOR(pg_catalog.=) 'train' GROUP BY b.partition",
+								  1, t, v, NULL, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not record the placement of dataset \"%s\"", name);
+	}
+	parts = palloc(sizeof(int) * Max(P, 1));
+	if (PG_ARGISNULL(2))
+	{
+		for (int p = 0; p < P; p++)
+			if (!holds_partition(dataset_id, seg, p))
+				parts[n++] = p;
+	}
+	else
+	{
+		ArrayType  *a = PG_GETARG_ARRAYTYPE_P(2);
+		Datum	   *el;
+		bool	   *nulls;
+		int			ne;
+
+		if (ARR_NDIM(a) > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("partitions must be a one-dimensional array")));
+		deconstruct_array(a, INT4OID, 4, true, TYPALIGN_INT, &el, &nulls, &ne);
+		for (int i = 0; i < ne; i++)
+		{
+			int			p = DatumGetInt32(el[i]);
+
+			if (nulls[i] || p < 0 || p >= P)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("dataset \"%s\" has no partition %s", name,
+								nulls[i] ? "NULL" : psprintf("%d", p)),
+						 errhint("Its partitions are 0 to %d.", P - 1)));
+			if (!holds_partition(dataset_id, seg, p))
+			{
+				bool		dup = false;
+
+				for (int j = 0; j < n; j++)
+					dup |= parts[j] == p;
+				if (!dup)
+					parts[n++] = p;
+			}
+		}
+	}
+	/* where each partition is copied from: here, or a segment holding it */
+	src = palloc0(sizeof(char *) * Max(n, 1));
+	src_id = palloc0(sizeof(int64) * Max(n, 1));
+	part_b = palloc0(sizeof(int64) * Max(n, 1));
+	part_by = palloc0(sizeof(int64) * Max(n, 1));
+	for (int k = 0; k < n; k++)
+	{
+		local_partition(dataset_id, parts[k], &part_b[k], &part_by[k]);
+		if (part_b[k] > 0)
+			continue;
+		if (mop_segment_is_local(seg))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("partition %d of dataset \"%s\" is not on this server any more", parts[k], name),
+					 errhint("Prepare the dataset again to have its partitions here.")));
+		{
+			Oid			t[2] = {INT8OID, INT4OID};
+			Datum		v[2] = {Int64GetDatum(dataset_id), Int32GetDatum(parts[k])};
+			bool		isnull;
+
+			if (SPI_execute_with_args("SELECT segment, remote_dataset_id, buffers, bytes FROM mop.dataset_segments "
+									  "WHERE dataset_id OPERATOR(pg_catalog.=) $1 "
+									  "AND partition OPERATOR(pg_catalog.=) $2 "
+									  "AND remote_dataset_id IS NOT NULL ORDER BY segment LIMIT 1",
+									  2, t, v, NULL, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
+				ereport(ERROR,
+						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+						 errmsg("partition %d of dataset \"%s\" has no copy to send", parts[k], name)));
+			src[k] = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+			src_id[k] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+			part_b[k] = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+			part_by[k] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull));
+			SPI_freetuptable(SPI_tuptable);
+		}
+	}
+
+	remote_id = 0;
+	rname = NULL;
+	if (n > 0 && !mop_segment_is_local(seg))
+	{
+		PGconn	   *volatile conn = mop_segment_connect(seg, 10);
+
+		PG_TRY();
+		{
+			PGconn	   *c = conn;
+
+			PQclear(mop_segment_exec(&c, seg, "BEGIN", 0, NULL, NULL, NULL, false, 0, NULL));
+			if (!segment_copy(dataset_id, seg, &remote_id, &rname))
+			{
+				rname = remote_name(name);
+				remote_id = create_remote_dataset(&c, seg, rname, row, td);
+			}
+			for (int k = 0; k < n; k++)
+			{
+				if (src[k] == NULL)
+					send_partition(&c, seg, dataset_id, remote_id, parts[k]);
+				else
+				{
+					if (src_conn == NULL || strcmp(src_name, src[k]) != 0)
+					{
+						mop_segment_disconnect(src_conn);
+						src_conn = NULL;
+						src_name = src[k];
+						src_conn = mop_segment_connect(src_name, 10);
+					}
+					{
+						PGconn	   *sc = src_conn;
+
+						relay_partition(&sc, src_name, src_id[k], &c, seg, remote_id, parts[k]);
+						src_conn = sc;
+					}
+				}
+			}
+			PQclear(mop_segment_exec(&c, seg, "COMMIT", 0, NULL, NULL, NULL, false, 0, NULL));
+			conn = c;
+		}
+		PG_CATCH();
+		{
+			mop_segment_disconnect(conn);
+			mop_segment_disconnect(src_conn);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		mop_segment_disconnect(conn);
+		mop_segment_disconnect(src_conn);
+	}
+	out = palloc(sizeof(Datum) * Max(n, 1));
+	for (int k = 0; k < n; k++)
+	{
+		Oid			ti[7] = {INT8OID, TEXTOID, INT4OID, INT8OID, TEXTOID, INT4OID, INT8OID};
+		Datum		vi[7];
+		char		ni[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+		int64		b = part_b[k],
+					by = part_by[k];
+
+		vi[0] = Int64GetDatum(dataset_id);
+		vi[1] = CStringGetTextDatum(seg);
+		vi[2] = Int32GetDatum(parts[k]);
+		vi[3] = Int64GetDatum(remote_id);
+		vi[4] = rname ? CStringGetTextDatum(rname) : (Datum) 0;
+		if (mop_segment_is_local(seg))
+			ni[3] = ni[4] = 'n';
+		vi[5] = Int32GetDatum((int32) b);
+		vi[6] = Int64GetDatum(by);
+		if (SPI_execute_with_args("INSERT INTO mop.dataset_segments (dataset_id, segment, partition, "
+								  "remote_dataset_id, remote_name, buffers, bytes) "
+								  "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+								  7, ti, vi, ni, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not record the placement of dataset \"%s\"", name);
+		buffers += b;
+		bytes += by;
+		out[k] = Int32GetDatum(parts[k]);
+	}
+	SPI_finish();
+	{
+		Datum		values[4];
+		bool		nulls[4] = {false, false, false, false};
+
+		values[0] = CStringGetTextDatum(seg);
+		values[1] = PointerGetDatum(construct_array(out, n, INT4OID, 4, true, TYPALIGN_INT));
+		values[2] = Int64GetDatum(buffers);
+		values[3] = Int64GetDatum(bytes);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+PG_FUNCTION_INFO_V1(mop_remove_segment);
+
+/*
+ * mop_remove_segment(dataset text, segment text) RETURNS int
+ *
+ * Take a segment out of a dataset's placement; refused (55000) if it holds
+ * the only copy of a partition.  Running runs stop giving its workers work
+ * within seconds (a sub-epoch under way finishes).  Its copy there is
+ * dropped unless a run over the dataset is running (whose workers may
+ * still read it): then it stays, with a NOTICE.  Returns the partitions
+ * the segment held.
+ */
+Datum
+mop_remove_segment(PG_FUNCTION_ARGS)
+{
+	char	   *name,
+			   *seg;
+	HeapTuple	row;
+	TupleDesc	td;
+	int64		dataset_id,
+				remote_id = 0;
+	int			P,
+				removed;
+	char	   *rname = NULL;
+	bool		live;
+	Oid			t[2] = {INT8OID, TEXTOID};
+	Datum		v[2];
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("dataset and segment must not be NULL")));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	seg = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	row = lock_dataset(name, false, &td, &dataset_id, &P);
+	(void) row;
+	v[0] = Int64GetDatum(dataset_id);
+	v[1] = CStringGetTextDatum(seg);
+	if (!segment_copy(dataset_id, seg, &remote_id, &rname))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("segment \"%s\" holds no partition of dataset \"%s\"", seg, name),
+				 errhint("mop.segments lists the segments of each dataset.")));
+	/* a partition whose only copy is there */
+	if (SPI_execute_with_args("SELECT s.partition FROM mop.dataset_segments s "
+							  "WHERE s.dataset_id OPERATOR(pg_catalog.=) $1 AND s.segment OPERATOR(pg_catalog.=) $2 "
+							  "AND NOT EXISTS (SELECT 1 FROM mop.dataset_segments o "
+							  "WHERE o.dataset_id OPERATOR(pg_catalog.=) $1 "
+							  "AND o.partition OPERATOR(pg_catalog.=) s.partition "
+							  "AND o.segment OPERATOR(pg_catalog.<>) $2) ORDER BY 1 LIMIT 1",
+							  2, t, v, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the placement");
+	if (SPI_processed == 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("segment \"%s\" holds the only copy of partition %s of dataset \"%s\"", seg,
+						SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), name),
+				 errhint("Copy it to another segment first: mop_add_segment('%s', '...', partitions => ARRAY[%s]).",
+						 name, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1))));
+	if (SPI_execute_with_args("DELETE FROM mop.dataset_segments WHERE dataset_id OPERATOR(pg_catalog.=) $1 "
+							  "AND segment OPERATOR(pg_catalog.=) $2",
+							  2, t, v, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not change the placement");
+	removed = (int) SPI_processed;
+	if (SPI_execute_with_args("SELECT 1 FROM mop.runs WHERE dataset_id OPERATOR(pg_catalog.=) $1 "
+							  "AND status OPERATOR(pg_catalog.=) ANY ('{pending,running}'::pg_catalog.text[]) LIMIT 1",
+							  1, t, v, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the runs of dataset \"%s\"", name);
+	live = SPI_processed > 0;
+	if (!mop_segment_is_local(seg))
+	{
+		if (live)
+			ereport(NOTICE,
+					(errmsg("the copy \"%s\" on segment \"%s\" is kept: a run over dataset \"%s\" is running",
+							rname, seg, name),
+					 errhint("Drop it there once the run is over: DELETE FROM mop.datasets WHERE name = '%s'.",
+							 rname)));
+		else
+		{
+			PGconn	   *volatile conn = mop_segment_connect(seg, 10);
+
+			PG_TRY();
+			{
+				PGconn	   *c = conn;
+				const char *values[1] = {rname};
+
+				PQclear(mop_segment_exec(&c, seg, "DELETE FROM mop.datasets WHERE name OPERATOR(pg_catalog.=) $1",
+										 1, values, NULL, NULL, false, 0, NULL));
+				conn = c;
+			}
+			PG_CATCH();
+			{
+				mop_segment_disconnect(conn);
+				PG_RE_THROW();
+			}
+			PG_END_TRY();
+			mop_segment_disconnect(conn);
+		}
+	}
+	SPI_finish();
+	PG_RETURN_INT32(removed);
 }

@@ -75,16 +75,24 @@ void		mop_sched_free(mop_sched *s);
 /*
  * Placed data (segments, replicas): a scheduler whose worker w holds a copy
  * of partition p where holds[w * n_partitions + p] is non-zero, instead of
- * p % W.  Every worker must hold a partition and every partition must be
- * held (else NULL); several workers may hold one partition (copies on
- * distinct servers, or several workers of one server), and there may be
- * more workers than partitions.  A model is still on one worker at a time
+ * p % W.  Every partition must be held (else NULL); several workers may
+ * hold one partition (copies on distinct servers, or several workers of
+ * one server), there may be more workers than partitions, and a worker may
+ * hold nothing yet (a spare for a server that joins later).  A model is still on one worker at a time
  * and visits each partition once per epoch, from whichever copy; in
  * deterministic mode it still visits them in the seed's order, so its
  * result does not depend on where the partitions are.
  */
 mop_sched  *mop_sched_new_placed(int n_workers, int n_partitions, const uint8_t *holds,
 								 uint64_t seed, int deterministic, mop_pick pick);
+
+/*
+ * Worker w gains (on) or loses a copy of partition p: a server joins or
+ * leaves, or is given other partitions, while the run goes on.  A task the
+ * worker runs on it finishes as usual; from then on the worker is given
+ * only what it holds.  Returns -1 on a scheduler that is not placed.
+ */
+int			mop_sched_set_holds(mop_sched *s, int32_t worker, int32_t partition, int on);
 
 /*
  * A worker is down (its server failed) or up again: a down worker gets no

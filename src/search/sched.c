@@ -113,16 +113,7 @@ mop_sched_new_placed(int n_workers, int n_partitions, const uint8_t *holds,
 
 	if (!holds || n_workers < 1 || n_workers > 1 << 16 || n_partitions < 1)
 		return NULL;
-	/* every worker holds something, every partition is held */
-	for (int w = 0; w < n_workers; w++)
-	{
-		int			any = 0;
-
-		for (int p = 0; p < n_partitions && !any; p++)
-			any = holds[(size_t) w * n_partitions + p] != 0;
-		if (!any)
-			return NULL;
-	}
+	/* every partition is held (a worker may hold nothing yet: a spare) */
 	for (int p = 0; p < n_partitions; p++)
 	{
 		int			any = 0;
@@ -158,6 +149,16 @@ worker_holds(const mop_sched *s, int32_t w, int32_t p)
 	if (s->holds)
 		return s->holds[(size_t) w * s->P + p];
 	return p % s->W == w;
+}
+
+/* Worker w gains (on) or loses a copy of partition p (a placed scheduler only). */
+int
+mop_sched_set_holds(mop_sched *s, int32_t worker, int32_t partition, int on)
+{
+	if (!s->holds || worker < 0 || worker >= s->W || partition < 0 || partition >= s->P)
+		return -1;
+	s->holds[(size_t) worker * s->P + partition] = on != 0;
+	return 0;
 }
 
 /* Mark a worker down (its partitions' copies unreachable) or up again. */

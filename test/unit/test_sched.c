@@ -458,10 +458,10 @@ TEST(sched_placed_invariants)
 
 TEST(sched_placed_rejects_bad_holders)
 {
-	uint8_t		hold[3 * 3] = {1, 1, 0, 0, 1, 0, 0, 0, 0};	/* worker 2 holds nothing */
+	uint8_t		hold[3 * 3] = {1, 1, 0, 0, 1, 0, 0, 0, 0};	/* partition 2: nobody */
 
 	CHECK(mop_sched_new_placed(3, 3, hold, 1, 0, MOP_PICK_RANDOM) == NULL);
-	hold[8] = 1;				/* worker 2 holds partition 2 only: fine */
+	hold[8] = 1;				/* worker 2 holds partition 2: fine */
 	{
 		mop_sched  *s = mop_sched_new_placed(3, 3, hold, 1, 0, MOP_PICK_RANDOM);
 
@@ -539,5 +539,62 @@ TEST(sched_placed_worker_down)
 	placement(2, 1, 2, 2, hold);
 	s = mop_sched_new_placed(2, 2, hold, 1, 0, MOP_PICK_RANDOM);
 	CHECK(drive_placed(s, 2, 2, 3, 2, hold, 8, 0, 2, -1, NULL) == 3 * 2 * 2 + 1);
+	mop_sched_free(s);
+}
+
+/*
+ * Elastic membership: a spare worker that holds nothing gets no task until
+ * it is given copies (a server joining mid-run); a worker whose copies are
+ * taken away (a server leaving) finishes its task and gets no more; the
+ * invariants hold throughout.
+ */
+TEST(sched_placed_join_and_leave)
+{
+	enum {W = 3, P = 2};
+	uint8_t		hold[W * P] = {1, 1, 0, 0, 0, 0};	/* worker 0 holds both; 1, 2 spares */
+	mop_sched  *s = mop_sched_new_placed(W, P, hold, 4, 0, MOP_PICK_RANDOM);
+	mop_task	t0,
+				t1,
+				t2;
+	int			visits[2][P] = {{0}};
+
+	CHECK(s != NULL);
+	mop_sched_add_model(s, 2);
+	mop_sched_add_model(s, 2);
+	CHECK(mop_sched_next(s, 1, &t1) == MOP_WAIT);	/* a spare holds nothing */
+	CHECK(mop_sched_next(s, 0, &t0) == MOP_ASSIGNED);
+	/* worker 1 joins with partition 1, worker 2 with both */
+	CHECK(mop_sched_set_holds(s, 1, 1, 1) == 0);
+	CHECK(mop_sched_set_holds(s, 2, 0, 1) == 0 && mop_sched_set_holds(s, 2, 1, 1) == 0);
+	CHECK(mop_sched_next(s, 2, &t2) == MOP_ASSIGNED);
+	CHECK(t2.model != t0.model);
+	mop_sched_complete(s, &t0, 1);
+	visits[t0.model][t0.partition]++;
+	/* worker 0 leaves: it loses both copies */
+	CHECK(mop_sched_set_holds(s, 0, 0, 0) == 0 && mop_sched_set_holds(s, 0, 1, 0) == 0);
+	CHECK(mop_sched_next(s, 0, &t0) == MOP_WAIT);
+	mop_sched_complete(s, &t2, 1);
+	visits[t2.model][t2.partition]++;
+	for (int guard = 0; guard < 100 && !mop_sched_finished(s); guard++)
+		for (int w = 1; w < W; w++)
+		{
+			mop_task	t;
+
+			if (mop_sched_next(s, w, &t) == MOP_ASSIGNED)
+			{
+				if (w == 1)
+					CHECK(t.partition == 1);
+				mop_sched_complete(s, &t, 1);
+				visits[t.model][t.partition]++;
+			}
+		}
+	CHECK(mop_sched_finished(s));
+	for (int m = 0; m < 2; m++)
+		for (int p = 0; p < P; p++)
+			CHECKF(visits[m][p] == 2, "model %d partition %d: %d visits in 2 epochs", m, p, visits[m][p]);
+	CHECK(mop_sched_set_holds(s, 9, 0, 1) == -1);
+	mop_sched_free(s);
+	s = mop_sched_new(2, 2, 1, 0, MOP_PICK_RANDOM);
+	CHECK(mop_sched_set_holds(s, 0, 0, 1) == -1);	/* not placed */
 	mop_sched_free(s);
 }

@@ -14,11 +14,13 @@
 #   4. with replicas => 1 the run waits for the partition's only copy
 #      (mop.segment_wait), ends 'interrupted', and mop_resume finishes it
 #      once the segment is back, again bit-identical;
-#   5. credentials: no user mapping (42704), a wrong password (28P01, and
+#   5. elastic membership: a segment joins a running run (mop_add_segment)
+#      and one leaves it (mop_remove_segment); the models are unchanged;
+#   6. credentials: no user mapping (42704), a wrong password (28P01, and
 #      the password in no log), a mapping without a password for a
 #      non-superuser (2F003); one tenant never reaches another's buffers on
 #      a segment, even with a forged placement row;
-#   6. mop_drop_dataset drops the copies on the segments.
+#   7. mop_drop_dataset drops the copies on the segments.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -192,7 +194,52 @@ is(sq($coord, "SELECT status FROM mop.runs WHERE id = $run"), 'done', 'mop_resum
 invariants_ok($run, 4, 12, 'resumed');
 is(states($run), states($ref), 'the resumed models are bit-identical to the local ones');
 
-# 5. credentials and tenants ----------------------------------------------------
+# 5. elastic membership: a segment joins and one leaves during a run -----------
+sq($coord, q{SELECT 1 FROM mop_prepare('pts', 'label', ARRAY['v'], dataset => 'elastic', partitions => 4,
+                                      buffer_rows => 256, seed => 5,
+                                      segments => ARRAY['local', 'seg1'], replicas => 1)});
+($ret, $out, $err) = $coord->psql('postgres', q{SELECT mop_remove_segment('elastic', 'seg1')});
+like($err, qr/segment "seg1" holds the only copy of partition 1 of dataset "elastic"/,
+	"a segment holding a partition's only copy cannot leave");
+($ret, $out, $err) = $coord->psql('postgres', q{SELECT mop_place('elastic', ARRAY['local'])});
+like($err, qr/has training partitions only on segments/, 'placing again needs the partitions here');
+# a slower model, so that the run is still going while segments come and go
+my $fast = $space;
+$space =~ s/"units": 256/"units": 2048/;
+$ref = grid('here', 20);
+$run = grid('elastic', 20, 'false');
+$coord->poll_query_until('postgres', "SELECT count(*) >= 4 FROM mop.hops WHERE run_id = $run")
+	or die 'no progress';
+is(sq($coord, q{SELECT string_agg(p::text, ',') FROM mop_add_segment('elastic', 'seg2'), unnest(partitions) p}),
+	'0,1,2,3', 'seg2 joins with copies of every partition (1 and 3 relayed from seg1)');
+is(sq($coord, "SELECT status FROM mop.runs WHERE id = $run"), 'running', 'while the run goes on');
+$coord->poll_query_until('postgres',
+	"SELECT count(*) > 0 FROM mop.hops h WHERE run_id = $run AND worker = 2")
+	or diag 'seg2 trained nothing';
+is(sq($coord, "SELECT status FROM mop.runs WHERE id = $run"), 'running', 'seg2 trains in the running run');
+is(sq($coord, "SELECT count(*) FROM mop.segment_events WHERE run_id = $run AND segment = 'seg2' AND event = 'joined'"),
+	'1', 'the join is recorded');
+cmp_ok(sq($coord, "SELECT count(*) FROM mop.hops WHERE run_id = $run AND worker = 2"), '>', 0,
+	"the joined segment's worker trains in the running run");
+$coord->psql('postgres', q{SET client_min_messages = notice; SELECT mop_remove_segment('elastic', 'seg1')},
+	stderr => \$err);
+like($err, qr/the copy "elastic@.*" on segment "seg1" is kept: a run over dataset "elastic" is running/,
+	'seg1 leaves; its copy stays while the run reads it');
+$coord->poll_query_until('postgres',
+	"SELECT count(*) > 0 FROM mop.segment_events WHERE run_id = $run AND segment = 'seg1' AND event = 'left'")
+	or die 'seg1 never left';
+my $left_at = sq($coord, "SELECT at FROM mop.segment_events WHERE run_id = $run AND segment = 'seg1' AND event = 'left'");
+$coord->poll_query_until('postgres', "SELECT status <> 'running' FROM mop.runs WHERE id = $run")
+	or die 'the run did not end';
+is(sq($coord, "SELECT status FROM mop.runs WHERE id = $run"), 'done', 'the elastic run is done');
+cmp_ok(sq($coord, "SELECT count(*) FROM mop.hops WHERE run_id = $run AND worker = 1 AND started_at > '$left_at'"),
+	'==', 0, 'the segment that left gets no sub-epoch after it left');
+invariants_ok($run, 4, 20, 'elastic');
+is(states($run), states($ref), 'a join and a leave change nothing in the models (deterministic)');
+is(sq($seg1, q{SELECT count(*) FROM mop.datasets WHERE name LIKE 'elastic@%'}), '1', "seg1's copy was kept");
+$space = $fast;
+
+# 6. credentials and tenants ----------------------------------------------------
 sq($seg1, q{CREATE ROLE alice LOGIN PASSWORD 'alice-S3cret'; CREATE ROLE bob LOGIN PASSWORD 'bob-S3cret';});
 sq($coord, q{
 CREATE ROLE alice LOGIN; CREATE ROLE bob LOGIN;
@@ -236,7 +283,7 @@ is(sq($coord, q{SELECT count(*) FROM mop.hops h JOIN mop.runs r ON r.id = h.run_
 my $log = slurp_file($coord->logfile) . slurp_file($seg1->logfile);
 unlike($log, qr/alice-S3cret|bob-S3cret|wrong-Passw0rd/, 'no password in any server log');
 
-# 6. dropping a dataset drops its copies --------------------------------------
+# 7. dropping a dataset drops its copies --------------------------------------
 sq($coord, q{SELECT mop_drop_dataset('spread')});
 is(sq($seg1, q{SELECT count(*) FROM mop.datasets WHERE name LIKE 'spread@%'}), '0', "the copy on seg1 is dropped");
 is(sq($seg2, q{SELECT count(*) FROM mop.datasets WHERE name LIKE 'spread@%'}), '0', "the copy on seg2 is dropped");
