@@ -51,6 +51,8 @@ struct mop_sched
 	int32_t   **perms;
 	uint8_t    *holds;			/* [W * P]: worker w holds a copy of partition p;
 								 * NULL: p belongs to worker p % W */
+	int32_t    *held;			/* with holds: worker w's partitions, ascending, */
+	int32_t    *held_at;		/* at held[held_at[w] .. held_at[w + 1]) */
 	uint8_t    *down;			/* [W]: worker w is down (its segment failed) */
 };
 
@@ -139,13 +141,30 @@ mop_sched_new_placed(int n_workers, int n_partitions, const uint8_t *holds,
 	s->W = n_workers;
 	s->down = calloc(n_workers, 1);
 	s->holds = malloc((size_t) n_workers * n_partitions);
-	if (!s->down || !s->holds)
+	s->held_at = malloc(sizeof(int32_t) * ((size_t) n_workers + 1));
+	if (!s->down || !s->holds || !s->held_at)
 	{
 		mop_sched_free(s);
 		return NULL;
 	}
-	for (size_t i = 0; i < (size_t) n_workers * n_partitions; i++)
-		s->holds[i] = holds[i] != 0;
+	s->held_at[0] = 0;
+	for (int w = 0; w < n_workers; w++)
+	{
+		int32_t		n = 0;
+
+		for (int p = 0; p < n_partitions; p++)
+			n += (s->holds[(size_t) w * n_partitions + p] = holds[(size_t) w * n_partitions + p] != 0);
+		s->held_at[w + 1] = s->held_at[w] + n;
+	}
+	if (!(s->held = malloc(sizeof(int32_t) * (s->held_at[n_workers] ? s->held_at[n_workers] : 1))))
+	{
+		mop_sched_free(s);
+		return NULL;
+	}
+	for (int w = 0, k = 0; w < n_workers; w++)
+		for (int p = 0; p < n_partitions; p++)
+			if (s->holds[(size_t) w * n_partitions + p])
+				s->held[k++] = p;
 	return s;
 }
 
@@ -212,6 +231,8 @@ mop_sched_free(mop_sched *s)
 		free(s->perms[i]);
 	free(s->perms);
 	free(s->holds);
+	free(s->held);
+	free(s->held_at);
 	free(s->down);
 	free(s);
 }
@@ -424,7 +445,16 @@ partition_for(mop_sched *s, int32_t i, int32_t w)
 
 		return worker_holds(s, w, p) ? p : -1;
 	}
-	for (int32_t p = s->holds ? 0 : w; p < s->P; p += s->holds ? 1 : s->W)
+	if (s->holds)
+	{
+		if (s->down[w])
+			return -1;
+		for (int32_t j = s->held_at[w]; j < s->held_at[w + 1]; j++)
+			if (!ms->visited[s->held[j]])
+				return s->held[j];
+		return -1;
+	}
+	for (int32_t p = w; p < s->P; p += s->W)
 		if (!ms->visited[p] && worker_holds(s, w, p))
 			return p;
 	return -1;
@@ -525,10 +555,18 @@ mop_sched_next(mop_sched *s, int32_t worker, mop_task *task)
 	{
 		int32_t		cnt = 0;
 
-		for (int32_t p = s->holds ? 0 : worker; p < s->P; p += s->holds ? 1 : s->W)
-			if (!s->m[best].visited[p] && worker_holds(s, worker, p) &&
-				below(next_rand(s), ++cnt) == 0)
-				best_p = p;
+		if (s->holds)
+		{
+			/* the worker is up: partition_for found best_p */
+			for (int32_t j = s->held_at[worker]; j < s->held_at[worker + 1]; j++)
+				if (!s->m[best].visited[s->held[j]] && below(next_rand(s), ++cnt) == 0)
+					best_p = s->held[j];
+		}
+		else
+			for (int32_t p = worker; p < s->P; p += s->W)
+				if (!s->m[best].visited[p] && worker_holds(s, worker, p) &&
+					below(next_rand(s), ++cnt) == 0)
+					best_p = p;
 	}
 	s->m[best].busy = 1;
 	s->m[best].started = 1;
