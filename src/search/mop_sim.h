@@ -66,31 +66,48 @@ int			mop_sim_run(int W, int P, int n_models, const int32_t *epochs,
  * time they ran is wasted) and its workers get nothing until it is back
  * (mop_sched_set_worker_down).  A segment joining the run at time t is one
  * that holds its copies from the start but is down until t: down = 0,
- * up = t.  Outages of one segment must not overlap; those at one instant
- * apply in the list's order, and a task that ends at the instant its
- * segment fails counts as done.
+ * up = t.  Outages of one segment must not overlap; at one instant,
+ * segments coming back apply first, then failures in the list's order, and
+ * a task that ends at the instant its segment fails counts as done.
  *
  * The run ends when every model has done its epochs, or when nothing runs,
  * nothing can be started and no segment will come back: a deadlock, with
  * `unreachable` a partition some model still needs whose every copy is
  * down for good.
  *
- * Lower bound (lower_bound), for a finished run:
- *   max(T_cap, t_first + longest chain)
- * where
- *   - every sub-epoch is counted at its cheapest: training plus the network
- *     cost unless the local segment holds a copy of its partition; total_work
- *     is the sum of these over all models, epochs and partitions;
- *   - T_cap is the earliest time by which the workers that are up could have
- *     done total_work: the smallest T with  integral over [0, T] of
- *     (workers up at t) dt  >=  total_work  (infinite if they never can);
- *     with no outages it is total_work / W;
- *   - the longest chain is the largest total of one model's sub-epochs (a
- *     model is on one worker at a time), started no earlier than t_first,
- *     the first time a segment is up.
- * Work lost to aborted tasks is not in the bound: it depends on the
- * schedule, and the ratio makespan / lower_bound counts it as overhead.
+ * Lower bound (lower_bound), for a finished run: the largest of three.
+ * Every sub-epoch is counted at its cheapest: its training, plus the
+ * network cost unless the local segment holds a copy of its partition;
+ * total_work is the sum over all models, epochs and partitions.
+ *   bound_capacity   the earliest T by which the workers that are up could
+ *                    have done total_work: the smallest T with
+ *                      integral over [0, T] of (workers up at t) dt >= total_work
+ *                    (total_work / W when no segment is ever down);
+ *   bound_placement  the same for each run of consecutive partitions (mod
+ *                    S) a .. a + L - 1 and the only segments that hold them,
+ *                    a .. a + L + replicas - 2: their work can be done there
+ *                    and nowhere else, so a failed segment's neighbours must
+ *                    take over its partitions (each partition p counts with
+ *                    the partitions p + S, p + 2S, ... that share its
+ *                    segments; computed for S <= MOP_SIM_ARC_MAX, else 0);
+ *   bound_chain      the longest model's total (a model is on one worker at
+ *                    a time), from the first time a segment is up.
+ * A bound that cannot be met (no worker up for good) is infinite.  Work
+ * lost to aborted tasks is not in the bound: it depends on the schedule,
+ * and the ratio makespan / lower_bound counts it as overhead.
+ *
+ * These bounds know the outages in advance: a scheduler that did would
+ * give a segment's partitions to its models before it fails.  One that
+ * does not know cannot, and bound_from_outages tells how well it did from
+ * where it stood: at each instant a segment fails, comes back or joins,
+ * the capacity and placement bounds of the work not done yet (this run's
+ * state then; a task in flight counts as done as far as it got), from that
+ * instant on; the largest of these.  It is a lower bound on the makespan
+ * of any schedule that is in this run's state at that instant, not of
+ * every schedule (0 without outages).
  */
+#define MOP_SIM_ARC_MAX 4096
+
 typedef struct mop_sim_outage
 {
 	int32_t		segment;
@@ -123,8 +140,12 @@ typedef struct mop_sim_segments
 typedef struct mop_sim_seg_result
 {
 	double		makespan;		/* time of the last completed sub-epoch */
-	double		lower_bound;	/* see above */
-	double		total_work;		/* training + least network time, the bound's */
+	double		lower_bound;	/* the largest of the three below */
+	double		bound_capacity;
+	double		bound_placement;
+	double		bound_chain;
+	double		bound_from_outages;
+	double		total_work;		/* training + least network time, the bounds' */
 	double		network_time;	/* network time of the completed sub-epochs */
 	double		wasted_work;	/* time aborted tasks had run, network included */
 	int64_t		n_aborted;

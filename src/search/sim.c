@@ -118,6 +118,7 @@ typedef struct seg_event
 	int32_t		order;			/* place in the list, for ties */
 } seg_event;
 
+/* time order; at one instant comebacks first, then the list's order */
 static int
 event_cmp(const void *a, const void *b)
 {
@@ -126,64 +127,101 @@ event_cmp(const void *a, const void *b)
 
 	if (x->time != y->time)
 		return x->time < y->time ? -1 : 1;
+	if (x->up != y->up)
+		return y->up - x->up;
 	return x->order - y->order;
 }
 
 /*
- * The lower bound's T_cap: the earliest T by which the workers up in
- * [0, T] could have done `work` (events sorted; INFINITY if never).  Also
- * sets *t_first, the first time any segment is up (INFINITY if none ever).
+ * The earliest T >= t0 by which the workers of segments g0 .. g0 + len - 1
+ * (mod S), n_up of them up at t0, could have done `work` in the time they
+ * are up (events sorted, later than t0 or applied at t0; outages of a
+ * segment do not overlap); INFINITY if they never can.  Also sets
+ * *t_first, the first time one of them is up.
  */
 static double
-capacity_bound(int S, int per, const seg_event *ev, int n_ev, double work,
-			   uint8_t *down, double *t_first)
+arc_bound(int S, int per, const seg_event *ev, int n_ev, double t0, int n_up,
+		  int g0, int len, double work, double *t_first)
 {
-	int			k = 0,
-				n_up = S;
-	double		t = 0,
-				left = work,
-				T = INFINITY;
+	int			k = 0;
+	double		t = t0,
+				left = work;
 
 	*t_first = INFINITY;
-	memset(down, 0, S);
 	for (;;)
 	{
-		double		next;
-		double		cap;
+		double		next,
+					cap;
 
 		/* apply every event at time t */
-		while (k < n_ev && ev[k].time <= t)
-		{
-			int			g = ev[k].segment;
-
-			if (ev[k].up && down[g])
-				n_up++;
-			else if (!ev[k].up && !down[g])
-				n_up--;
-			down[g] = !ev[k].up;
-			k++;
-		}
+		for (; k < n_ev && ev[k].time <= t; k++)
+			if ((ev[k].segment - g0 + S) % S < len)
+				n_up += ev[k].up ? 1 : -1;
 		if (n_up > 0 && *t_first == INFINITY)
 			*t_first = t;
 		cap = (double) n_up * per;
 		next = k < n_ev ? ev[k].time : INFINITY;
 		if (left <= 0)
-		{
-			T = t;
-			break;
-		}
+			return t;
 		if (cap > 0 && t + left / cap <= next)
-		{
-			T = t + left / cap;
-			break;
-		}
+			return t + left / cap;
 		if (next == INFINITY)
-			break;				/* no worker up for good: never */
+			return INFINITY;	/* no worker up for good: never */
 		left -= cap * (next - t);
 		t = next;
 	}
-	memset(down, 0, S);
-	return T;
+}
+
+/*
+ * The capacity and placement bounds (mop_sim.h) of the work class_w[c]
+ * left in each class of partitions at time t0, when the segments seg_down
+ * says are down (events: those after t0, or at t0 not yet applied).  Sets
+ * *capacity and *t_first (the whole ring's), returns the placement bound.
+ * upc: scratch of 2S + 1 ints.
+ */
+static double
+bounds_from(int S, int per, int replicas, const seg_event *ev, int n_ev, double t0,
+			const uint8_t *seg_down, const double *class_w, int *upc,
+			double *capacity, double *t_first)
+{
+	double		total = 0,
+				worst = 0,
+				t;
+
+	upc[0] = 0;
+	for (int g = 0; g < 2 * S; g++)
+		upc[g + 1] = upc[g] + !seg_down[g % S];
+	for (int g = 0; g < S; g++)
+		total += class_w[g];
+	*capacity = arc_bound(S, per, ev, n_ev, t0, upc[S], 0, S, total, t_first);
+	/* classes a .. a + L - 1 are held by segments a .. a + L + replicas - 2 only */
+	if (S <= MOP_SIM_ARC_MAX)
+		for (int a = 0; a < S; a++)
+		{
+			double		work = 0;
+
+			for (int L = 1; L + replicas - 1 < S; L++)
+			{
+				int			len = L + replicas - 1;
+				double		T;
+
+				work += class_w[(a + L - 1) % S];
+				T = arc_bound(S, per, ev, n_ev, t0, upc[a + len] - upc[a], a, len, work, &t);
+				if (T > worst)
+					worst = T;
+			}
+		}
+	return worst;
+}
+
+/* The cheapest a sub-epoch of model i on partition p can be (mop_sim.h). */
+static inline double
+cheapest(const mop_sim_segments *c, double net, int i, int p)
+{
+	int			local = c->local_segment >= 0 &&
+		(c->local_segment - p % c->n_segments + c->n_segments) % c->n_segments < c->replicas;
+
+	return c->cost[i] * (c->part_factor ? c->part_factor[p] : 1.0) + (local ? 0 : net);
 }
 
 /* Simulate a run over segments (mop_sim.h). */
@@ -198,6 +236,11 @@ mop_sim_run_segments(const mop_sim_segments *c, mop_sim_seg_result *res)
 				k = 0;
 	uint8_t    *holds = NULL,
 			   *seg_down = NULL;
+	double	   *class_work = NULL,
+			   *class_left = NULL,
+			   *class_rem = NULL;
+	int		   *upc = NULL,
+				changed = 0;
 	seg_event  *ev = NULL;
 	mop_sched  *s = NULL;
 	mop_task   *task = NULL;
@@ -235,17 +278,31 @@ mop_sim_run_segments(const mop_sim_segments *c, mop_sim_seg_result *res)
 		if (o->segment < 0 || o->segment >= S || !(o->down >= 0) ||
 			(o->up >= 0 && o->up <= o->down) || isnan(o->up))
 			return -1;
+		/* outages of one segment do not overlap */
+		for (int i = 0; i < j; i++)
+		{
+			const mop_sim_outage *q = &c->outages[i];
+
+			if (q->segment == o->segment &&
+				(o->up < 0 || q->down < o->up) && (q->up < 0 || o->down < q->up))
+				return -1;
+		}
 	}
 
 	holds = calloc((size_t) W * P, 1);
 	seg_down = calloc(S, 1);
+	class_work = calloc(S, sizeof(double));
+	class_left = calloc(S, sizeof(double));
+	class_rem = calloc(S, sizeof(double));
+	upc = calloc(2 * (size_t) S + 1, sizeof(int));
 	ev = malloc(sizeof(seg_event) * (2 * (size_t) c->n_outages + 1));
 	task = calloc(W, sizeof(mop_task));
 	start = calloc(W, sizeof(double));
 	finish = calloc(W, sizeof(double));
 	net_of = calloc(W, sizeof(double));
 	busy = calloc(W, sizeof(int));
-	if (!holds || !seg_down || !ev || !task || !start || !finish || !net_of || !busy)
+	if (!holds || !seg_down || !class_work || !class_left || !class_rem || !upc || !ev ||
+		!task || !start || !finish || !net_of || !busy)
 		goto fail;
 	for (int p = 0; p < P; p++)
 		for (int r = 0; r < c->replicas; r++)
@@ -271,7 +328,11 @@ mop_sim_run_segments(const mop_sim_segments *c, mop_sim_seg_result *res)
 	}
 	qsort(ev, n_ev, sizeof(seg_event), event_cmp);
 
-	/* the work, at its cheapest, and the lower bound */
+	/*
+	 * The work, at its cheapest, per model and per class of partitions (the
+	 * partitions p with one p % S, which have their copies on the same
+	 * segments), and the lower bound.
+	 */
 	for (int i = 0; i < c->n_models; i++)
 	{
 		double		work = 0;
@@ -280,11 +341,10 @@ mop_sim_run_segments(const mop_sim_segments *c, mop_sim_seg_result *res)
 			goto fail;
 		for (int p = 0; p < P; p++)
 		{
-			int			local = c->local_segment >= 0 &&
-				(c->local_segment - p % S + S) % S < c->replicas;
+			double		one = cheapest(c, net, i, p);
 
-			work += c->cost[i] * (c->part_factor ? c->part_factor[p] : 1.0) +
-				(local ? 0 : net);
+			work += one;
+			class_work[p % S] += one * c->epochs[i];
 		}
 		work *= c->epochs[i];
 		res->total_work += work;
@@ -292,10 +352,15 @@ mop_sim_run_segments(const mop_sim_segments *c, mop_sim_seg_result *res)
 			longest = work;
 		cap += (int64_t) c->epochs[i] * P;
 	}
-	res->lower_bound = capacity_bound(S, per, ev, n_ev, res->total_work, seg_down,
-										&t_first);
-	if (c->n_models > 0 && t_first + longest > res->lower_bound)
-		res->lower_bound = t_first + longest;
+	res->bound_placement = bounds_from(S, per, c->replicas, ev, n_ev, 0, seg_down, class_work,
+									   upc, &res->bound_capacity, &t_first);
+	res->bound_chain = c->n_models > 0 ? t_first + longest : 0;
+	res->lower_bound = res->bound_capacity;
+	if (res->bound_chain > res->lower_bound)
+		res->lower_bound = res->bound_chain;
+	if (res->bound_placement > res->lower_bound)
+		res->lower_bound = res->bound_placement;
+	memcpy(class_left, class_work, sizeof(double) * S);
 	if (c->keep_hops && !(res->hops = malloc(sizeof(mop_sim_hop) * (cap ? cap : 1))))
 		goto fail;
 
@@ -322,6 +387,28 @@ mop_sim_run_segments(const mop_sim_segments *c, mop_sim_seg_result *res)
 			}
 			seg_down[g] = !ev[k].up;
 			k++;
+			changed = 1;
+		}
+		/* what no schedule could beat from here */
+		if (changed && !mop_sched_finished(s))
+		{
+			double		capb,
+						placeb,
+						t;
+
+			for (int g = 0; g < S; g++)
+				class_rem[g] = class_left[g];
+			for (int w = 0; w < W; w++)
+				if (busy[w])
+				{
+					double		least = cheapest(c, net, task[w].model, task[w].partition);
+
+					class_rem[task[w].partition % S] -= fmin(now - start[w], least);
+				}
+			placeb = bounds_from(S, per, c->replicas, ev + k, n_ev - k, now, seg_down,
+								 class_rem, upc, &capb, &t);
+			res->bound_from_outages = fmax(res->bound_from_outages, fmax(capb, placeb));
+			changed = 0;
 		}
 		for (int w = 0; w < W; w++)
 		{
@@ -368,6 +455,8 @@ mop_sim_run_segments(const mop_sim_segments *c, mop_sim_seg_result *res)
 		busy[first] = 0;
 		/* the coordinator measures a sub-epoch's wall time, network included */
 		mop_sched_complete(s, &task[first], finish[first] - start[first]);
+		class_left[task[first].partition % S] -=
+			cheapest(c, net, task[first].model, task[first].partition);
 		res->network_time += net_of[first];
 		res->makespan = now;
 		if (c->keep_hops && res->n_hops < cap)
@@ -386,6 +475,10 @@ mop_sim_run_segments(const mop_sim_segments *c, mop_sim_seg_result *res)
 	mop_sched_free(s);
 	free(holds);
 	free(seg_down);
+	free(class_work);
+	free(class_left);
+	free(class_rem);
+	free(upc);
 	free(ev);
 	free(task);
 	free(start);
@@ -398,6 +491,10 @@ fail:
 	mop_sched_free(s);
 	free(holds);
 	free(seg_down);
+	free(class_work);
+	free(class_left);
+	free(class_rem);
+	free(upc);
 	free(ev);
 	free(task);
 	free(start);

@@ -131,8 +131,9 @@ main(int argc, char **argv)
 	printf("outages at (failure-free bound %.0f s):", lb0);
 	for (int f = 0; f < N_FAIL; f++)
 		printf(" segment %d at %.0f s%s", fail_seg[f], fail_at[f], f < N_FAIL - 1 ? "," : "\n");
-	printf("%-10s %-8s %-13s %10s %10s %7s %8s %5s %6s %5s %6s\n", "scenario", "policy", "mode",
-		   "makespan", "bound", "ratio", "wasted s", "abort", "net %", "dlock", "secs");
+	printf("%-10s %-8s %-13s %10s %10s %7s %10s %7s %8s %5s %6s %5s %6s\n", "scenario", "policy",
+		   "mode", "makespan", "bound", "ratio", "from outg", "ratio", "wasted s", "abort", "net %",
+		   "dlock", "secs");
 	for (int sc = 0; sc < 4; sc++)
 		for (size_t k = 0; k < sizeof(runs) / sizeof(runs[0]); k++)
 		{
@@ -153,9 +154,11 @@ main(int argc, char **argv)
 				fprintf(stderr, "simulation failed\n");
 				return 1;
 			}
-			printf("%-10s %-8s %-13s %10.1f %10.1f %7.4f %8.1f %5lld %6.2f %5s %6.2f\n", scen[sc],
-				   mop_pick_name(runs[k].pick), runs[k].det ? "deterministic" : "asynchronous",
-				   r.makespan, r.lower_bound, r.makespan / r.lower_bound, r.wasted_work,
+			printf("%-10s %-8s %-13s %10.1f %10.1f %7.4f %10.1f %7.4f %8.1f %5lld %6.2f %5s %6.2f\n",
+				   scen[sc], mop_pick_name(runs[k].pick),
+				   runs[k].det ? "deterministic" : "asynchronous", r.makespan, r.lower_bound,
+				   r.makespan / r.lower_bound, r.bound_from_outages,
+				   r.bound_from_outages > 0 ? r.makespan / r.bound_from_outages : 0, r.wasted_work,
 				   (long long) r.n_aborted, 100.0 * r.network_time / r.total_work,
 				   r.deadlock ? "yes" : "no", (double) (clock() - t0) / CLOCKS_PER_SEC);
 			fflush(stdout);
