@@ -53,6 +53,7 @@ struct mop_sched
 								 * NULL: p belongs to worker p % W */
 	int32_t    *held;			/* with holds: worker w's partitions, ascending, */
 	int32_t    *held_at;		/* at held[held_at[w] .. held_at[w + 1]) */
+	int32_t    *up_copies;		/* with holds: [P], the up workers holding p */
 	uint8_t    *down;			/* [W]: worker w is down (its segment failed) */
 };
 
@@ -142,7 +143,8 @@ mop_sched_new_placed(int n_workers, int n_partitions, const uint8_t *holds,
 	s->down = calloc(n_workers, 1);
 	s->holds = malloc((size_t) n_workers * n_partitions);
 	s->held_at = malloc(sizeof(int32_t) * ((size_t) n_workers + 1));
-	if (!s->down || !s->holds || !s->held_at)
+	s->up_copies = calloc(n_partitions, sizeof(int32_t));
+	if (!s->down || !s->holds || !s->held_at || !s->up_copies)
 	{
 		mop_sched_free(s);
 		return NULL;
@@ -164,7 +166,10 @@ mop_sched_new_placed(int n_workers, int n_partitions, const uint8_t *holds,
 	for (int w = 0, k = 0; w < n_workers; w++)
 		for (int p = 0; p < n_partitions; p++)
 			if (s->holds[(size_t) w * n_partitions + p])
+			{
 				s->held[k++] = p;
+				s->up_copies[p]++;
+			}
 	return s;
 }
 
@@ -183,8 +188,12 @@ worker_holds(const mop_sched *s, int32_t w, int32_t p)
 void
 mop_sched_set_worker_down(mop_sched *s, int32_t worker, int down)
 {
-	if (worker >= 0 && worker < s->W)
-		s->down[worker] = down != 0;
+	if (worker < 0 || worker >= s->W || s->down[worker] == (down != 0))
+		return;
+	s->down[worker] = down != 0;
+	if (s->holds)
+		for (int32_t j = s->held_at[worker]; j < s->held_at[worker + 1]; j++)
+			s->up_copies[s->held[j]] += down ? -1 : 1;
 }
 
 int
@@ -233,6 +242,7 @@ mop_sched_free(mop_sched *s)
 	free(s->holds);
 	free(s->held);
 	free(s->held_at);
+	free(s->up_copies);
 	free(s->down);
 	free(s);
 }
@@ -550,17 +560,47 @@ mop_sched_next(mop_sched *s, int32_t worker, mop_task *task)
 	}
 	if (best < 0)
 		return any_left ? MOP_WAIT : MOP_DONE;
-	/* in random mode, also pick uniformly among the worker's unvisited partitions */
+	/*
+	 * In asynchronous mode, also pick among the worker's unvisited
+	 * partitions: uniformly, or with placed data by their copies' load.
+	 */
 	if (!s->deterministic && !s->m[best].seq && (s->holds || s->W < s->P))
 	{
 		int32_t		cnt = 0;
 
 		if (s->holds)
 		{
-			/* the worker is up: partition_for found best_p */
+			/*
+			 * Placed data: the partition with the most work waiting for
+			 * each up copy of it -- the estimated work of the models yet to
+			 * visit it this epoch, over the up workers that hold it -- so
+			 * that a partition with fewer copies (next to a failed segment)
+			 * is not left for the end; ties uniformly at random.  The
+			 * worker is up and holds best_p (partition_for).
+			 */
+			double		best_pr = -1;
+
 			for (int32_t j = s->held_at[worker]; j < s->held_at[worker + 1]; j++)
-				if (!s->m[best].visited[s->held[j]] && below(next_rand(s), ++cnt) == 0)
-					best_p = s->held[j];
+			{
+				int32_t		p = s->held[j];
+				double		waiting = 0,
+							pr;
+
+				if (s->m[best].visited[p])
+					continue;
+				for (int32_t i = 0; i < s->n; i++)
+					if (!s->m[i].visited[p] && remaining(s, &s->m[i]) > 0)
+						waiting += est_cost(s, &s->m[i]);
+				pr = waiting / s->up_copies[p];
+				if (pr > best_pr)
+				{
+					best_pr = pr;
+					best_p = p;
+					cnt = 1;
+				}
+				else if (pr == best_pr && below(next_rand(s), ++cnt) == 0)
+					best_p = p;
+			}
 		}
 		else
 			for (int32_t p = worker; p < s->P; p += s->W)

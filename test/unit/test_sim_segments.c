@@ -2,7 +2,8 @@
  * test_sim_segments.c -- the simulator over segments (mop_sim_run_segments):
  * MOP's invariants when segments fail, come back and join; deterministic
  * visiting orders that do not depend on outages; a partition lost for good
- * reported as a deadlock; the lower bound.
+ * reported as a deadlock; the lower bound.  And the placed scheduler's
+ * choice of partition, which the outages exercise.
  */
 #include "harness.h"
 #include "../../src/search/mop_sched.h"
@@ -332,10 +333,15 @@ TEST(simseg_lower_bound)
 	c.outages = out;
 	CHECK(mop_sim_run_segments(&c, &r) == 0);
 	CHECK(close_enough(r.lower_bound, 8, 1e-12) && close_enough(r.makespan, 8, 1e-12));
-	/* segment 1 joins at 2 s: 1 x 2 + 2 x (T - 2) = 8, T = 5 */
+	/*
+	 * segment 1 joins at 2 s: 1 x 2 + 2 x (T - 2) = 8, T = 5; a greedy
+	 * schedule may be a sub-epoch late (two models left for two workers,
+	 * one of them with both partitions to do)
+	 */
 	out[0].up = 2;
 	CHECK(mop_sim_run_segments(&c, &r) == 0);
-	CHECK(close_enough(r.lower_bound, 5, 1e-12) && close_enough(r.makespan, 5, 1e-12));
+	CHECK(close_enough(r.lower_bound, 5, 1e-12));
+	CHECK(r.makespan >= 5 - 1e-12 && r.makespan <= 6 + 1e-12);
 	/* both down until 3 s: the bound starts there */
 	{
 		mop_sim_outage two[2] = {{0, 0, 3}, {1, 0, 3}};
@@ -391,4 +397,33 @@ TEST(simseg_rejects_bad_config)
 	c.replicas = 1;
 	CHECK(mop_sim_run_segments(&c, &r) == -1);
 	CHECK(mop_sim_run_segments(NULL, &r) == -1);
+}
+
+/*
+ * The scheduler with placed data, asynchronous: a worker holding two
+ * partitions the model needs gives it the one with fewer up copies for the
+ * same work waiting; with as many copies, either.
+ */
+TEST(sched_placed_scarce_copy_first)
+{
+	/* w0 holds 0 and 1, w1 holds 1, w2 holds 0 */
+	uint8_t		hold[3 * 2] = {1, 1, 0, 1, 1, 0};
+	int			seen[2] = {0, 0};
+
+	for (uint64_t seed = 1; seed <= 40; seed++)
+	{
+		mop_sched  *s = mop_sched_new_placed(3, 2, hold, seed, 0, MOP_PICK_RANDOM);
+		mop_task	t;
+
+		for (int i = 0; i < 4; i++)
+			mop_sched_add_model(s, 1);
+		mop_sched_set_worker_down(s, 2, 1);		/* partition 0: one copy up */
+		CHECK(mop_sched_next(s, 0, &t) == MOP_ASSIGNED && t.partition == 0);
+		mop_sched_abort(s, &t);
+		mop_sched_set_worker_down(s, 2, 0);		/* two copies each again */
+		CHECK(mop_sched_next(s, 0, &t) == MOP_ASSIGNED);
+		seen[t.partition]++;
+		mop_sched_free(s);
+	}
+	CHECK(seen[0] > 0 && seen[1] > 0);
 }
