@@ -7,9 +7,13 @@
  *   fail       3 of the 64 segments (5%) fail for good at random times;
  *   fail+back  the same 3 failures, each segment back 10% of the run later;
  *   join       3 segments down from the start, joining at random times.
- * Reports makespan against the lower bound of mop_sim.h (which counts the
- * worker-time the outages take away) for the pick policies, asynchronous
- * and deterministic.  Target: within 10%.
+ * Reports, for the pick policies random and longest, asynchronous and
+ * deterministic: makespan against lower_bound of mop_sim.h (the worker-time
+ * the outages take away and which segments hold which partitions, known in
+ * advance) -- target: within 10% --, and against bound_from_outages (what
+ * no schedule could beat from the state this one was in at each outage);
+ * the time aborted tasks had run, how many, the network time as a share of
+ * the work, whether the run deadlocked, and the simulation's CPU time.
  *
  * Workload (the project's generator, src/common/splitmix64.h, seed 2026):
  * a model's sub-epoch takes exp(N(ln 3, 0.6)) seconds of training
