@@ -81,7 +81,12 @@ void		mop_sched_free(mop_sched *s);
  * hold nothing yet (a spare for a server that joins later).  A model is still on one worker at a time
  * and visits each partition once per epoch, from whichever copy; in
  * deterministic mode it still visits them in the seed's order, so its
- * result does not depend on where the partitions are.
+ * result does not depend on where the partitions are.  In asynchronous
+ * mode, a worker that holds several partitions the picked model has yet to
+ * visit gives it the one with the most work waiting per up copy (the
+ * estimated work of the models yet to visit it this epoch, over the up
+ * workers that hold it; ties at random): the partitions that lost a copy
+ * when a segment failed are not left for the end.
  */
 mop_sched  *mop_sched_new_placed(int n_workers, int n_partitions, const uint8_t *holds,
 								 uint64_t seed, int deterministic, mop_pick pick);

@@ -51,6 +51,9 @@ struct mop_sched
 	int32_t   **perms;
 	uint8_t    *holds;			/* [W * P]: worker w holds a copy of partition p;
 								 * NULL: p belongs to worker p % W */
+	int32_t    *held;			/* with holds: worker w's partitions, ascending, */
+	int32_t    *held_at;		/* at held[held_at[w] .. held_at[w + 1]) */
+	int32_t    *up_copies;		/* with holds: [P], the up workers holding p */
 	uint8_t    *down;			/* [W]: worker w is down (its segment failed) */
 };
 
@@ -104,6 +107,40 @@ mop_sched_new(int n_workers, int n_partitions, uint64_t seed, int deterministic,
 	return s;
 }
 
+/*
+ * (Re)build, from the holds matrix and the down flags, each worker's list
+ * of partitions and each partition's count of up copies; -1 out of memory.
+ */
+static int
+index_holds(mop_sched *s)
+{
+	int32_t    *held;
+
+	s->held_at[0] = 0;
+	memset(s->up_copies, 0, sizeof(int32_t) * s->P);
+	for (int w = 0; w < s->W; w++)
+	{
+		int32_t		n = 0;
+
+		for (int p = 0; p < s->P; p++)
+			n += s->holds[(size_t) w * s->P + p];
+		s->held_at[w + 1] = s->held_at[w] + n;
+	}
+	if (!(held = malloc(sizeof(int32_t) * (s->held_at[s->W] ? s->held_at[s->W] : 1))))
+		return -1;
+	free(s->held);
+	s->held = held;
+	for (int w = 0, k = 0; w < s->W; w++)
+		for (int p = 0; p < s->P; p++)
+			if (s->holds[(size_t) w * s->P + p])
+			{
+				s->held[k++] = p;
+				if (!s->down[w])
+					s->up_copies[p]++;
+			}
+	return 0;
+}
+
 /* New scheduler whose workers hold the partitions that holds[w * P + p] says. */
 mop_sched *
 mop_sched_new_placed(int n_workers, int n_partitions, const uint8_t *holds,
@@ -130,13 +167,20 @@ mop_sched_new_placed(int n_workers, int n_partitions, const uint8_t *holds,
 	s->W = n_workers;
 	s->down = calloc(n_workers, 1);
 	s->holds = malloc((size_t) n_workers * n_partitions);
-	if (!s->down || !s->holds)
+	s->held_at = malloc(sizeof(int32_t) * ((size_t) n_workers + 1));
+	s->up_copies = calloc(n_partitions, sizeof(int32_t));
+	if (!s->down || !s->holds || !s->held_at || !s->up_copies)
 	{
 		mop_sched_free(s);
 		return NULL;
 	}
 	for (size_t i = 0; i < (size_t) n_workers * n_partitions; i++)
 		s->holds[i] = holds[i] != 0;
+	if (index_holds(s) != 0)
+	{
+		mop_sched_free(s);
+		return NULL;
+	}
 	return s;
 }
 
@@ -157,16 +201,22 @@ mop_sched_set_holds(mop_sched *s, int32_t worker, int32_t partition, int on)
 {
 	if (!s->holds || worker < 0 || worker >= s->W || partition < 0 || partition >= s->P)
 		return -1;
+	if (s->holds[(size_t) worker * s->P + partition] == (on != 0))
+		return 0;
 	s->holds[(size_t) worker * s->P + partition] = on != 0;
-	return 0;
+	return index_holds(s);
 }
 
 /* Mark a worker down (its partitions' copies unreachable) or up again. */
 void
 mop_sched_set_worker_down(mop_sched *s, int32_t worker, int down)
 {
-	if (worker >= 0 && worker < s->W)
-		s->down[worker] = down != 0;
+	if (worker < 0 || worker >= s->W || s->down[worker] == (down != 0))
+		return;
+	s->down[worker] = down != 0;
+	if (s->holds)
+		for (int32_t j = s->held_at[worker]; j < s->held_at[worker + 1]; j++)
+			s->up_copies[s->held[j]] += down ? -1 : 1;
 }
 
 int
@@ -213,6 +263,9 @@ mop_sched_free(mop_sched *s)
 		free(s->perms[i]);
 	free(s->perms);
 	free(s->holds);
+	free(s->held);
+	free(s->held_at);
+	free(s->up_copies);
 	free(s->down);
 	free(s);
 }
@@ -425,7 +478,16 @@ partition_for(mop_sched *s, int32_t i, int32_t w)
 
 		return worker_holds(s, w, p) ? p : -1;
 	}
-	for (int32_t p = s->holds ? 0 : w; p < s->P; p += s->holds ? 1 : s->W)
+	if (s->holds)
+	{
+		if (s->down[w])
+			return -1;
+		for (int32_t j = s->held_at[w]; j < s->held_at[w + 1]; j++)
+			if (!ms->visited[s->held[j]])
+				return s->held[j];
+		return -1;
+	}
+	for (int32_t p = w; p < s->P; p += s->W)
 		if (!ms->visited[p] && worker_holds(s, w, p))
 			return p;
 	return -1;
@@ -521,15 +583,53 @@ mop_sched_next(mop_sched *s, int32_t worker, mop_task *task)
 	}
 	if (best < 0)
 		return any_left ? MOP_WAIT : MOP_DONE;
-	/* in random mode, also pick uniformly among the worker's unvisited partitions */
+	/*
+	 * In asynchronous mode, also pick among the worker's unvisited
+	 * partitions: uniformly, or with placed data by their copies' load.
+	 */
 	if (!s->deterministic && !s->m[best].seq && (s->holds || s->W < s->P))
 	{
 		int32_t		cnt = 0;
 
-		for (int32_t p = s->holds ? 0 : worker; p < s->P; p += s->holds ? 1 : s->W)
-			if (!s->m[best].visited[p] && worker_holds(s, worker, p) &&
-				below(next_rand(s), ++cnt) == 0)
-				best_p = p;
+		if (s->holds)
+		{
+			/*
+			 * Placed data: the partition with the most work waiting for
+			 * each up copy of it -- the estimated work of the models yet to
+			 * visit it this epoch, over the up workers that hold it -- so
+			 * that a partition with fewer copies (next to a failed segment)
+			 * is not left for the end; ties uniformly at random.  The
+			 * worker is up and holds best_p (partition_for).
+			 */
+			double		best_pr = -1;
+
+			for (int32_t j = s->held_at[worker]; j < s->held_at[worker + 1]; j++)
+			{
+				int32_t		p = s->held[j];
+				double		waiting = 0,
+							pr;
+
+				if (s->m[best].visited[p])
+					continue;
+				for (int32_t i = 0; i < s->n; i++)
+					if (!s->m[i].visited[p] && remaining(s, &s->m[i]) > 0)
+						waiting += est_cost(s, &s->m[i]);
+				pr = waiting / s->up_copies[p];
+				if (pr > best_pr)
+				{
+					best_pr = pr;
+					best_p = p;
+					cnt = 1;
+				}
+				else if (pr == best_pr && below(next_rand(s), ++cnt) == 0)
+					best_p = p;
+			}
+		}
+		else
+			for (int32_t p = worker; p < s->P; p += s->W)
+				if (!s->m[best].visited[p] && worker_holds(s, worker, p) &&
+					below(next_rand(s), ++cnt) == 0)
+					best_p = p;
 	}
 	s->m[best].busy = 1;
 	s->m[best].started = 1;
