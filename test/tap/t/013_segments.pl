@@ -120,6 +120,9 @@ like($err, qr/segment "nosuch" does not exist/, 'an unknown segment is named');
 ($ret, $out, $err) = $coord->psql('postgres', q{SELECT mop_place('spread', ARRAY['local', 'local'])});
 like($err, qr/segment "local" is named twice/, 'a segment named twice is refused');
 
+($ret, $out, $err) = $coord->psql('postgres', q{SELECT mop_train('spread', '{"model": [{"type": "dense", "units": 3}]}', 1)});
+like($err, qr/dataset "spread" has partitions on other servers/, 'mop_train refuses a dataset with partitions elsewhere');
+
 # 2. a deterministic grid over segments = the same grid over local data -------
 my $space = '{"model": {"layers": [{"type": "dense", "units": 256, "activation": "relu"}, {"type": "dense", "units": 3}]}, "learning_rate": [0.01, 0.003], "batch_size": [16, 32], "seed": 3}';
 sub grid
