@@ -185,6 +185,35 @@ mop_catalog_is_02(void)
 	return OidIsValid(rel) && get_attnum(rel, "best_state") != InvalidAttrNumber;
 }
 
+/* See mop.h. */
+int32
+mop_dataset_remote_partition(int64 dataset_id)
+{
+	Oid			nsp = get_namespace_oid("mop", true);
+	Oid			t[1] = {INT8OID};
+	Datum		v[1] = {Int64GetDatum(dataset_id)};
+	int32		p = -1;
+	bool		isnull;
+
+	/* a catalog before segments (0.1, or a 0.2 of before them) places nothing */
+	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("dataset_segments", nsp)))
+		return -1;
+	SPI_connect();
+	if (SPI_execute_with_args("SELECT s.partition FROM mop.dataset_segments s "
+							  "WHERE s.dataset_id OPERATOR(pg_catalog.=) $1 AND NOT EXISTS "
+							  "(SELECT 1 FROM mop.dataset_segments l "
+							  "WHERE l.dataset_id OPERATOR(pg_catalog.=) s.dataset_id "
+							  "AND l.segment OPERATOR(pg_catalog.=) 'local' "
+							  "AND l.partition OPERATOR(pg_catalog.=) s.partition) "
+							  "ORDER BY s.partition LIMIT 1",
+							  1, t, v, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read mop.dataset_segments");
+	if (SPI_processed == 1)
+		p = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	return p;
+}
+
 /*
  * The dataset of model model_id, and (if state is not NULL) a copy of one of
  * the model's checkpoints: its best (the checkpoint of its best epoch; the

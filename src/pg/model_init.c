@@ -54,6 +54,17 @@ train_class_counts(const MopDataset *ds)
 
 	if (counted != NULL && counted_dataset == ds->id && counted_lxid == MyProc->lxid)
 		return counted;
+	{
+		/* labels on segments only are not counted here: refuse, rather than weigh by a part */
+		int32		p = mop_dataset_remote_partition(ds->id);
+
+		if (p >= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("class_weight \"balanced\" cannot weigh dataset \"%s\": its partition %d is only on segments", ds->name, p),
+					 errdetail("\"balanced\" counts the labels of the training buffers on this server."),
+					 errhint("Give \"class_weight\" as a JSON object of label -> weight, or place the dataset with 'local' holding every partition.")));
+	}
 	/* kept only once complete: an error while counting leaves no cache */
 	counts = palloc0(sizeof(int64) * ds->nclasses);
 	tmp = AllocSetContextCreate(CurrentMemoryContext, "mop class counts",

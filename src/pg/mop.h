@@ -108,6 +108,14 @@ typedef enum MopCheckpoint
 extern MopDataset *mop_dataset_of_model(int64 model_id, MopCheckpoint which, bytea **state);
 extern bool mop_catalog_is_02(void);
 
+/*
+ * The first training partition of dataset dataset_id that only segments
+ * hold (mop.dataset_segments places it, but not on 'local'), or -1: what a
+ * reader of this server's training buffers (mop_train, the "balanced"
+ * class weights) would silently miss.
+ */
+extern int32 mop_dataset_remote_partition(int64 dataset_id);
+
 /* predict.c */
 extern MopCheckpoint mop_checkpoint_arg(FunctionCallInfo fcinfo, int argno);
 extern ModelHandle *mop_model_of(int64 model_id, MopCheckpoint which, MemoryContext cxt,

@@ -45,8 +45,10 @@ mop_segment_is_local(const char *name)
 
 /*
  * Connect to segment `server` (a postgres_fdw foreign server) as the
- * current user's mapping; check that the segment has mop of this version
- * and pin its search_path.  ERRORs: 42704 no such server or no user
+ * current user's mapping, waiting on the latch for at most timeout_s
+ * seconds (the server's connect_timeout option, if it has one); check
+ * that the segment has mop of this version and pin its search_path.
+ * ERRORs: 42704 no such server or no user
  * mapping, 42501 no USAGE on the server, 2F003 a non-superuser's mapping
  * without a password (or a segment that did not ask for it), 28P01 a
  * password the segment refused, 08001 anything else that prevents the
@@ -60,9 +62,12 @@ extern void mop_segment_disconnect(PGconn *conn);
 
 /*
  * Send a query with parameters (text, or binary where formats[i] is 1) and
- * wait for its single result without blocking interrupts; a segment that
- * sends no heartbeat (a NOTICE its mop.train_agg sends every few hundred
- * milliseconds, mop.heartbeat) and no result for timeout_ms is cancelled.
+ * wait for its single result without blocking interrupts (the connection
+ * is non-blocking: sending waits on the latch too); a segment that sends
+ * no heartbeat (a NOTICE its mop.train_agg sends every few hundred
+ * milliseconds, mop.heartbeat) and no result for timeout_ms is given up:
+ * the connection is closed (never PQcancel, which blocks on a frozen
+ * server), and the segment's backend ends the query on its own.
  * Each heartbeat's trained-row count goes to progress->rows.  Returns the
  * result (PGRES_TUPLES_OK or PGRES_COMMAND_OK), to be PQclear'ed.  Any
  * failure ERRORs with a class 08 SQLSTATE (the segment is down: the

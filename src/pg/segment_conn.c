@@ -12,13 +12,23 @@
  * this file shows a connection string or a password; libpq's own messages
  * (which name host and port, never the password) go to the detail.
  *
- * A query runs asynchronously: the process waits on its latch and the
- * connection's socket, so that a cancel, a terminate or the postmaster's
- * death is seen at once, and the segment's heartbeat is watched.  The
- * segment's mop.train_agg sends a NOTICE "mop heartbeat <rows>" every
- * mop.heartbeat milliseconds (set on the connection); a segment that sends
- * neither a heartbeat nor the result for the caller's timeout is
- * cancelled and treated as down, like one that drops the connection.
+ * Nothing here blocks in libpq: the connection is made with
+ * PQconnectStartParams/PQconnectPoll under a deadline, the connection is
+ * non-blocking (a query's parameters, a model state of many megabytes,
+ * are flushed as the segment reads them), and the process waits on its
+ * latch and the connection's socket, so that a cancel, a terminate or the
+ * postmaster's death is seen at once, and the segment's heartbeat is
+ * watched.  The segment's mop.train_agg sends a NOTICE "mop heartbeat
+ * <rows>" every mop.heartbeat milliseconds (set on the connection); a
+ * segment that sends neither a heartbeat nor the result for the caller's
+ * timeout is treated as down, like one that drops the connection.
+ *
+ * A query given up (a timeout, a cancel, a terminate) is not cancelled with
+ * PQcancel, which waits for the segment's postmaster to close the cancel
+ * connection and so blocks for ever on a frozen server: the connection is
+ * closed instead, and the segment's backend, which checks for a closed
+ * client every second (client_connection_check_interval, set on the
+ * connection) and fails to send its next heartbeat, ends its query.
  */
 #include "postgres.h"
 
@@ -47,6 +57,12 @@ typedef struct Heartbeat
 } Heartbeat;
 
 static Heartbeat beat;
+
+/* The result send_and_wait holds while it waits for the next (cleared on an ERROR). */
+static PGresult *pending = NULL;
+
+/* How often the segment's backend checks that its client is still there. */
+#define CLIENT_CHECK_MS "1000"
 
 /* An ERROR saying the segment is unusable. */
 #define segment_down(code, ...) \
@@ -137,6 +153,58 @@ local_version(void)
 	return version;
 }
 
+static PGresult *send_and_wait(PGconn **connp, const char *server, const char *sql,
+								int nparams, const char *const *values, const int *lengths,
+								const int *formats, bool binary_result, int timeout_ms,
+								const MopProgress *progress);
+
+/*
+ * Drive a connection started by PQconnectStartParams to its end, waiting
+ * on the latch and the socket: interrupts are served, and at most
+ * timeout_s seconds pass (0: no limit), as libpq's connect_timeout would
+ * in a blocking connect.  ERRORs (class 08) on a timeout; the caller
+ * closes the connection.
+ */
+static void
+connect_poll(PGconn *conn, const char *server, int timeout_s)
+{
+	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+	TimestampTz deadline = timeout_s > 0 ?
+		TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_s * 1000) : 0;
+
+	if (PQstatus(conn) == CONNECTION_BAD)
+		return;
+	while (st != PGRES_POLLING_OK && st != PGRES_POLLING_FAILED)
+	{
+		int			io = st == PGRES_POLLING_READING ? WL_SOCKET_READABLE : WL_SOCKET_WRITEABLE;
+		long		wait_ms = 1000;
+		int			rc;
+
+		if (deadline != 0)
+		{
+			TimestampTz now = GetCurrentTimestamp();
+
+			if (now >= deadline)
+			{
+				/* as libpq says it; the status stays short of CONNECTION_OK */
+				segment_down(ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
+							 errmsg("could not connect to segment \"%s\"", server),
+							 errdetail("timeout expired after %d s", timeout_s),
+							 errhint("Check that the segment's server is running and that the options of foreign server %s are right.",
+									 quote_identifier(server)));
+			}
+			wait_ms = Min(wait_ms, (long) ((deadline - now) / 1000) + 1);
+		}
+		rc = WaitLatchOrSocket(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH | io,
+							   PQsocket(conn), wait_ms, PG_WAIT_EXTENSION);
+		if (rc & WL_LATCH_SET)
+			ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (rc & io)
+			st = PQconnectPoll(conn);
+	}
+}
+
 /* Connect to segment `server` as the current user's mapping. */
 PGconn *
 mop_segment_connect(const char *server, int timeout_s)
@@ -150,10 +218,12 @@ mop_segment_connect(const char *server, int timeout_s)
 	int			n = 0;
 	ListCell   *lc;
 	PGconn	   *conn;
+	PGconn	  **connp;
 	PGresult   *res;
 	bool		check_password;
 	const char *version = local_version();
 	char		timeout[16];
+	int			connect_s = Max(timeout_s, 2);
 
 	mop_segment_failed = false;
 	fs = GetForeignServerByName(server, true);
@@ -204,9 +274,21 @@ mop_segment_connect(const char *server, int timeout_s)
 			val[n++] = defGetString(d);
 		}
 	}
-	if (!has_option(fs->options, "connect_timeout"))
+	if (has_option(fs->options, "connect_timeout"))
 	{
-		snprintf(timeout, sizeof(timeout), "%d", Max(timeout_s, 2));
+		/* the server's own: PQconnectPoll leaves it to its caller */
+		foreach(lc, fs->options)
+		{
+			DefElem    *d = lfirst(lc);
+
+			if (strcmp(d->defname, "connect_timeout") == 0)
+				connect_s = atoi(defGetString(d));
+		}
+		connect_s = connect_s <= 0 ? 0 : Max(connect_s, 2);
+	}
+	else
+	{
+		snprintf(timeout, sizeof(timeout), "%d", connect_s);
 		kw[n] = "connect_timeout";
 		val[n++] = timeout;
 	}
@@ -217,14 +299,23 @@ mop_segment_connect(const char *server, int timeout_s)
 	kw[n] = NULL;
 	val[n] = NULL;
 
-	pgstat_report_wait_start(PG_WAIT_EXTENSION);
-	conn = PQconnectdbParams(kw, val, false);
-	pgstat_report_wait_end();
+	conn = PQconnectStartParams(kw, val, false);
 	pfree(kw);
 	pfree(val);
 	if (conn == NULL)
 		segment_down(ERRCODE_OUT_OF_MEMORY,
 					 errmsg("could not connect to segment \"%s\": out of memory", server));
+	PG_TRY();
+	{
+		connect_poll(conn, server, connect_s);
+	}
+	PG_CATCH();
+	{
+		/* a cancel or a terminate while connecting */
+		PQfinish(conn);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	if (PQstatus(conn) != CONNECTION_OK)
 	{
 		char	   *msg = pchomp(PQerrorMessage(conn));
@@ -251,41 +342,77 @@ mop_segment_connect(const char *server, int timeout_s)
 					 errhint("Make the segment's pg_hba.conf require a password for this role."));
 	}
 	PQsetNoticeReceiver(conn, notice_receiver, NULL);
-
-	/*
-	 * Pin the session's search_path (every query mop sends is
-	 * schema-qualified anyway), ask for heartbeats, and check mop's version:
-	 * a model state is only understood by the same version.
-	 */
-	res = PQexec(conn,
-				 "SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', false), "
-				 "pg_catalog.set_config('mop.heartbeat', '200', false), "
-				 "pg_catalog.set_config('client_min_messages', 'notice', false), "
-				 "(SELECT e.extversion FROM pg_catalog.pg_extension e "
-				 "WHERE e.extname OPERATOR(pg_catalog.=) 'mop')");
-	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+	if (PQsetnonblocking(conn, 1) != 0)
 	{
 		char	   *msg = pchomp(PQerrorMessage(conn));
 
-		PQclear(res);
 		PQfinish(conn);
 		segment_down(ERRCODE_CONNECTION_FAILURE,
 					 errmsg("could not set up the connection to segment \"%s\"", server),
 					 errdetail_internal("%s", msg));
 	}
-	if (PQgetisnull(res, 0, 3) || strcmp(PQgetvalue(res, 0, 3), version) != 0)
-	{
-		char	   *theirs = PQgetisnull(res, 0, 3) ? NULL : pstrdup(PQgetvalue(res, 0, 3));
 
+	/*
+	 * Pin the session's search_path (every query mop sends is
+	 * schema-qualified anyway), ask for heartbeats, and check mop's version:
+	 * a model state is only understood by the same version.  The setup
+	 * waits as any query does, for at most the connection's timeout.
+	 */
+	connp = palloc(sizeof(PGconn *));
+	*connp = conn;
+	PG_TRY();
+	{
+		res = send_and_wait(connp, server,
+							"SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', false), "
+							"pg_catalog.set_config('mop.heartbeat', '200', false), "
+							"pg_catalog.set_config('client_min_messages', 'notice', false), "
+							"(SELECT e.extversion FROM pg_catalog.pg_extension e "
+							"WHERE e.extname OPERATOR(pg_catalog.=) 'mop')",
+							0, NULL, NULL, NULL, false, connect_s * 1000, NULL);
+		if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQnfields(res) != 4)
+		{
+			char	   *msg = pchomp(PQresultErrorMessage(res));
+
+			PQclear(res);
+			segment_down(ERRCODE_CONNECTION_FAILURE,
+						 errmsg("could not set up the connection to segment \"%s\"", server),
+						 errdetail_internal("%s", msg));
+		}
+		if (PQgetisnull(res, 0, 3) || strcmp(PQgetvalue(res, 0, 3), version) != 0)
+		{
+			char	   *theirs = PQgetisnull(res, 0, 3) ? NULL : pstrdup(PQgetvalue(res, 0, 3));
+
+			PQclear(res);
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 theirs ? errmsg("segment \"%s\" has mop %s, this server %s", server, theirs, version) :
+					 errmsg("segment \"%s\" does not have mop installed", server),
+					 errhint("Install the same version of mop in the segment's database (CREATE EXTENSION mop, or ALTER EXTENSION mop UPDATE).")));
+		}
 		PQclear(res);
-		PQfinish(conn);
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 theirs ? errmsg("segment \"%s\" has mop %s, this server %s", server, theirs, version) :
-				 errmsg("segment \"%s\" does not have mop installed", server),
-				 errhint("Install the same version of mop in the segment's database (CREATE EXTENSION mop, or ALTER EXTENSION mop UPDATE).")));
+
+		/*
+		 * A backend that lost its client ends its query within a second
+		 * (see the head comment); best effort: a platform that cannot
+		 * check refuses the setting, which changes nothing else.
+		 */
+		PQclear(send_and_wait(connp, server,
+							  "SELECT pg_catalog.set_config('client_connection_check_interval', '" CLIENT_CHECK_MS "', false)",
+							  0, NULL, NULL, NULL, false, connect_s * 1000, NULL));
 	}
-	PQclear(res);
+	PG_CATCH();
+	{
+		if (pending)
+			PQclear(pending);
+		pending = NULL;
+		if (*connp != NULL)
+			PQfinish(*connp);
+		*connp = NULL;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	conn = *connp;
+	pfree(connp);
 	return conn;
 }
 
@@ -294,20 +421,6 @@ mop_segment_disconnect(PGconn *conn)
 {
 	if (conn != NULL)
 		PQfinish(conn);
-}
-
-/* Ask the segment to cancel what it runs (best effort, bounded by libpq). */
-static void
-cancel_query(PGconn *conn)
-{
-	PGcancel   *c = PQgetCancel(conn);
-	char		buf[256];
-
-	if (c != NULL)
-	{
-		(void) PQcancel(c, buf, sizeof(buf));
-		PQfreeCancel(c);
-	}
 }
 
 /* The connection failed: close it and say the segment is down. */
@@ -323,57 +436,93 @@ connection_lost(PGconn **connp, const char *server, const char *what)
 				 errdetail_internal("%s", msg));
 }
 
-/* Wait for the query's result, watching interrupts, heartbeats and the timeout. */
-static PGresult *
-wait_result(PGconn **connp, const char *server, int timeout_ms, const MopProgress *progress)
+/*
+ * Wait for the socket (readable, and writeable while flushing), the latch
+ * or 100 ms; serve interrupts, read what came, pass heartbeats on, and
+ * give up on a segment silent for timeout_ms.
+ */
+static void
+wait_socket(PGconn **connp, const char *server, bool flushing, int timeout_ms,
+			const MopProgress *progress, int64 *rows_seen)
 {
 	PGconn	   *conn = *connp;
-	PGresult   *last = NULL;
+	int			rc;
+
+	rc = WaitLatchOrSocket(MyLatch,
+						   WL_LATCH_SET | WL_SOCKET_READABLE | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH |
+						   (flushing ? WL_SOCKET_WRITEABLE : 0),
+						   PQsocket(conn), 100L, PG_WAIT_EXTENSION);
+	if (rc & WL_LATCH_SET)
+		ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+	if ((rc & WL_SOCKET_READABLE) && !PQconsumeInput(conn))
+		connection_lost(connp, server, flushing ? "while sending a query" : "while it trained");
+	if (beat.rows > *rows_seen)
+	{
+		if (progress != NULL && progress->rows != NULL)
+			progress->rows(progress->arg, beat.rows - *rows_seen);
+		*rows_seen = beat.rows;
+	}
+	if (timeout_ms > 0 &&
+		TimestampDifferenceExceeds(beat.at, GetCurrentTimestamp(), timeout_ms))
+	{
+		/* no PQcancel: it blocks on a frozen segment (see the head comment) */
+		PQfinish(conn);
+		*connp = NULL;
+		segment_down(ERRCODE_CONNECTION_FAILURE,
+					 errmsg("segment \"%s\" made no progress for %d ms", server, timeout_ms),
+					 errhint("mop.segment_timeout sets how long a segment may stay silent."));
+	}
+}
+
+/*
+ * Send a query and wait for its last result, which is returned whatever
+ * its status; ERRORs (class 08, the connection closed and *connp NULL) if
+ * the connection fails or the segment stays silent for timeout_ms.
+ */
+static PGresult *
+send_and_wait(PGconn **connp, const char *server, const char *sql, int nparams,
+			  const char *const *values, const int *lengths, const int *formats,
+			  bool binary_result, int timeout_ms, const MopProgress *progress)
+{
 	int64		rows_seen = 0;
+	PGresult   *last;
 
 	beat.at = GetCurrentTimestamp();
 	beat.rows = 0;
+	if (!PQsendQueryParams(*connp, sql, nparams, NULL, values, lengths, formats,
+						   binary_result ? 1 : 0))
+		connection_lost(connp, server, "while sending a query");
+	for (;;)
+	{
+		int			r = PQflush(*connp);
+
+		if (r == 0)
+			break;
+		if (r < 0)
+			connection_lost(connp, server, "while sending a query");
+		wait_socket(connp, server, true, timeout_ms, progress, &rows_seen);
+	}
+	if (pending)
+		PQclear(pending);		/* left by an ERROR that nobody cleaned up */
+	pending = NULL;
 	for (;;)
 	{
 		PGresult   *res;
 
-		while (PQisBusy(conn))
-		{
-			int			rc;
-
-			rc = WaitLatchOrSocket(MyLatch,
-								   WL_LATCH_SET | WL_SOCKET_READABLE | WL_TIMEOUT |
-								   WL_EXIT_ON_PM_DEATH,
-								   PQsocket(conn), 100L, PG_WAIT_EXTENSION);
-			if (rc & WL_LATCH_SET)
-				ResetLatch(MyLatch);
-			CHECK_FOR_INTERRUPTS();
-			if ((rc & WL_SOCKET_READABLE) && !PQconsumeInput(conn))
-				connection_lost(connp, server, "while it trained");
-			if (beat.rows > rows_seen)
-			{
-				if (progress != NULL && progress->rows != NULL)
-					progress->rows(progress->arg, beat.rows - rows_seen);
-				rows_seen = beat.rows;
-			}
-			if (timeout_ms > 0 &&
-				TimestampDifferenceExceeds(beat.at, GetCurrentTimestamp(), timeout_ms))
-			{
-				cancel_query(conn);
-				PQfinish(conn);
-				*connp = NULL;
-				segment_down(ERRCODE_CONNECTION_FAILURE,
-							 errmsg("segment \"%s\" made no progress for %d ms", server, timeout_ms),
-							 errhint("mop.segment_timeout sets how long a segment may stay silent."));
-			}
-		}
-		res = PQgetResult(conn);
+		while (PQisBusy(*connp))
+			wait_socket(connp, server, false, timeout_ms, progress, &rows_seen);
+		res = PQgetResult(*connp);
 		if (res == NULL)
 			break;
-		if (last)
-			PQclear(last);
-		last = res;
+		if (pending)
+			PQclear(pending);
+		pending = res;
 	}
+	last = pending;
+	pending = NULL;
+	if (last == NULL)
+		connection_lost(connp, server, "before it answered");
 	return last;
 }
 
@@ -383,31 +532,34 @@ mop_segment_exec(PGconn **connp, const char *server, const char *sql, int nparam
 				 const char *const *values, const int *lengths, const int *formats,
 				 bool binary_result, int timeout_ms, const MopProgress *progress)
 {
-	PGresult   *volatile res = NULL;
+	PGresult   *res;
 	ExecStatusType st;
 
 	mop_segment_failed = false;
-	if (!PQsendQueryParams(*connp, sql, nparams, NULL, values, lengths, formats,
-						   binary_result ? 1 : 0))
-		connection_lost(connp, server, "while sending a query");
 	PG_TRY();
 	{
-		res = wait_result(connp, server, timeout_ms, progress);
+		res = send_and_wait(connp, server, sql, nparams, values, lengths, formats,
+							binary_result, timeout_ms, progress);
 	}
 	PG_CATCH();
 	{
-		/* a cancel, a progress callback's ERROR: stop the segment's query too */
+		/*
+		 * A cancel, a terminate, a progress callback's ERROR, a lost or
+		 * silent segment: whatever was half sent or received goes with the
+		 * connection, and the segment's backend ends the query (see the
+		 * head comment).
+		 */
+		if (pending)
+			PQclear(pending);
+		pending = NULL;
 		if (*connp != NULL)
 		{
-			cancel_query(*connp);
 			PQfinish(*connp);
 			*connp = NULL;
 		}
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	if (res == NULL)
-		connection_lost(connp, server, "before it answered");
 	st = PQresultStatus(res);
 	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
 		return res;

@@ -131,6 +131,18 @@ create_remote_dataset(PGconn **conn, const char *server, const char *rname,
 		values[i + 1] = SPI_getvalue(row, td, i + 2);	/* after the id */
 	res = mop_segment_exec(conn, server, REMOTE_DATASET_SQL, N_DATASET_COLS + 1, values,
 						   NULL, NULL, false, 0, NULL);
+	/* what the segment answers is checked like any other input */
+	if (PQntuples(res) != 1 || PQnfields(res) != 1 || PQgetisnull(res, 0, 0))
+	{
+		int			rows = PQntuples(res);
+
+		PQclear(res);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("segment \"%s\" did not create the copy of the dataset", server),
+				 errdetail("Its INSERT INTO mop.datasets ... RETURNING id returned %d rows.", rows),
+				 errhint("A trigger or rule on the segment's mop.datasets may be skipping the row.")));
+	}
 	id = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
 	PQclear(res);
 	return id;
@@ -381,32 +393,38 @@ place_dataset(const char *name, ArrayType *segs, int replicas, int *n_out)
 	/* copy to the remote segments, each in its own transaction there */
 	for (int s = 0; s < S; s++)
 	{
-		PGconn	   *volatile conn = NULL;
+		/*
+		 * The connection lives in memory that a longjmp leaves alone: an
+		 * ERROR of mop_segment_exec (a cancel, the segment lost) has closed
+		 * it already and set *connp to NULL, which the handler must see.
+		 */
+		PGconn	  **connp;
 
 		if (mop_segment_is_local(names[s]))
 			continue;
-		conn = mop_segment_connect(names[s], 10);
+		connp = palloc(sizeof(PGconn *));
+		*connp = mop_segment_connect(names[s], 10);
 		PG_TRY();
 		{
 			PGresult   *res;
-			PGconn	   *c = conn;
 
-			res = mop_segment_exec(&c, names[s], "BEGIN", 0, NULL, NULL, NULL, false, 0, NULL);
+			res = mop_segment_exec(connp, names[s], "BEGIN", 0, NULL, NULL, NULL, false, 0, NULL);
 			PQclear(res);
-			out[s].remote_id = create_remote_dataset(&c, names[s], rname, row, td);
+			out[s].remote_id = create_remote_dataset(connp, names[s], rname, row, td);
 			for (int k = 0; k < out[s].n_parts; k++)
-				send_partition(&c, names[s], dataset_id, out[s].remote_id, out[s].parts[k]);
-			res = mop_segment_exec(&c, names[s], "COMMIT", 0, NULL, NULL, NULL, false, 0, NULL);
+				send_partition(connp, names[s], dataset_id, out[s].remote_id, out[s].parts[k]);
+			res = mop_segment_exec(connp, names[s], "COMMIT", 0, NULL, NULL, NULL, false, 0, NULL);
 			PQclear(res);
-			conn = c;
 		}
 		PG_CATCH();
 		{
-			mop_segment_disconnect(conn);
+			mop_segment_disconnect(*connp);
+			*connp = NULL;
 			PG_RE_THROW();
 		}
 		PG_END_TRY();
-		mop_segment_disconnect(conn);
+		mop_segment_disconnect(*connp);
+		pfree(connp);
 	}
 
 	/* the local side: what 'local' holds stays, the rest of the training split goes */
@@ -509,7 +527,7 @@ mop_place(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	placed = place_dataset(name, PG_GETARG_ARRAYTYPE_P(1), PG_GETARG_INT32(2), &n);
-	SPI_finish();
+	/* the placement lives in SPI's memory, which SPI_finish frees: the rows first */
 	for (int s = 0; s < n; s++)
 	{
 		Datum		values[4];
@@ -524,6 +542,7 @@ mop_place(PG_FUNCTION_ARGS)
 		values[3] = Int64GetDatum(placed[s].bytes);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
+	SPI_finish();
 	return (Datum) 0;
 }
 
@@ -559,21 +578,19 @@ mop_segment_drop_copies(int64 dataset_id)
 	{
 		MemoryContext cxt = CurrentMemoryContext;
 		ResourceOwner owner = CurrentResourceOwner;
-		PGconn	   *volatile conn = NULL;
+		/* as in place_dataset: the handler sees what mop_segment_exec closed */
+		PGconn	  **connp = palloc0(sizeof(PGconn *));
 
 		BeginInternalSubTransaction(NULL);
 		MemoryContextSwitchTo(cxt);
 		PG_TRY();
 		{
-			PGconn	   *c;
 			const char *values[1] = {names[i]};
 
-			conn = mop_segment_connect(segs[i], 5);
-			c = conn;
-			PQclear(mop_segment_exec(&c, segs[i],
+			*connp = mop_segment_connect(segs[i], 5);
+			PQclear(mop_segment_exec(connp, segs[i],
 									 "DELETE FROM mop.datasets WHERE name OPERATOR(pg_catalog.=) $1",
 									 1, values, NULL, NULL, false, 0, NULL));
-			conn = c;
 			ReleaseCurrentSubTransaction();
 			MemoryContextSwitchTo(cxt);
 			CurrentResourceOwner = owner;
@@ -588,13 +605,21 @@ mop_segment_drop_copies(int64 dataset_id)
 			RollbackAndReleaseCurrentSubTransaction();
 			MemoryContextSwitchTo(cxt);
 			CurrentResourceOwner = owner;
+			mop_segment_disconnect(*connp);
+			*connp = NULL;
+			/* a cancel or a terminate stops the drop; a segment out of reach does not */
+			if (ed->sqlerrcode == ERRCODE_QUERY_CANCELED || ed->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN ||
+				ProcDiePending || QueryCancelPending)
+				ReThrowError(ed);
 			ereport(WARNING,
 					(errmsg("could not drop the copy \"%s\" on segment \"%s\": %s", names[i], segs[i],
 							ed->message),
-					 errhint("Drop it there: DELETE FROM mop.datasets WHERE name = '%s'.", names[i])));
+					 errhint("Drop it there: DELETE FROM mop.datasets WHERE name = %s.",
+							 quote_literal_cstr(names[i]))));
 		}
 		PG_END_TRY();
-		mop_segment_disconnect(conn);
+		mop_segment_disconnect(*connp);
+		pfree(connp);
 	}
 }
 

@@ -86,6 +86,17 @@ mop_train_body(PG_FUNCTION_ARGS)
 	oldcxt = MemoryContextSwitchTo(opcxt);
 
 	ds = mop_dataset_lookup(dsname, false);
+	{
+		/* the sequential baseline reads this server's buffers only */
+		int32		p = mop_dataset_remote_partition(ds->id);
+
+		if (p >= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("mop_train cannot train on dataset \"%s\": its partition %d is only on segments", ds->name, p),
+					 errdetail("mop_train trains on this server's training buffers only."),
+					 errhint("Train it with a run (mop_grid_search with one configuration trains on its segments), or place it again with 'local' holding every partition.")));
+	}
 	state = mop_model_initial_state(config, ds, epochs, &spec);
 	metric = nn_metric_name(spec.metric);
 	higher = nn_metric_higher_is_better(spec.metric) != 0;

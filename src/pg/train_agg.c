@@ -308,10 +308,8 @@ mop_train_agg_step(PG_FUNCTION_ARGS)
 		mop_prng_seed(&rng, s->shuffle_base ^ ((uint64) s->buffers * UINT64CONST(0x165667b19e3779f9)));
 		mop_shuffle_index(s->perm, n, &rng);
 		if (s->gpu)
-		{
+			/* its mop_progress_trained calls send the heartbeats */
 			mop_gpu_agg_train(s->gpu, PG_GETARG_DATUM(2), PG_GETARG_DATUM(3), xs, ys, n, s->perm);
-			heartbeat(n);
-		}
 		else
 		{
 			for (int64 i = 0; i < n; i++)
