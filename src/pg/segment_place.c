@@ -717,8 +717,6 @@ mop_add_segment(PG_FUNCTION_ARGS)
 	int64	   *src_id,
 			   *part_b,
 			   *part_by;
-	PGconn	   *volatile src_conn = NULL;
-	const char *volatile src_name = NULL;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
 		ereport(ERROR,
@@ -825,51 +823,49 @@ mop_add_segment(PG_FUNCTION_ARGS)
 	rname = NULL;
 	if (n > 0 && !mop_segment_is_local(seg))
 	{
-		PGconn	   *volatile conn = mop_segment_connect(seg, 10);
+		/* in memory a longjmp leaves alone: an ERROR may have closed them */
+		PGconn	  **connp = palloc0(sizeof(PGconn *));
+		PGconn	  **srcp = palloc0(sizeof(PGconn *));
+		const char *src_name = NULL;
 
+		*connp = mop_segment_connect(seg, 10);
 		PG_TRY();
 		{
-			PGconn	   *c = conn;
-
-			PQclear(mop_segment_exec(&c, seg, "BEGIN", 0, NULL, NULL, NULL, false, 0, NULL));
+			PQclear(mop_segment_exec(connp, seg, "BEGIN", 0, NULL, NULL, NULL, false, 0, NULL));
 			if (!segment_copy(dataset_id, seg, &remote_id, &rname))
 			{
 				rname = remote_name(name);
-				remote_id = create_remote_dataset(&c, seg, rname, row, td);
+				remote_id = create_remote_dataset(connp, seg, rname, row, td);
 			}
 			for (int k = 0; k < n; k++)
 			{
 				if (src[k] == NULL)
-					send_partition(&c, seg, dataset_id, remote_id, parts[k]);
+					send_partition(connp, seg, dataset_id, remote_id, parts[k]);
 				else
 				{
-					if (src_conn == NULL || strcmp(src_name, src[k]) != 0)
+					if (*srcp == NULL || strcmp(src_name, src[k]) != 0)
 					{
-						mop_segment_disconnect(src_conn);
-						src_conn = NULL;
+						mop_segment_disconnect(*srcp);
+						*srcp = NULL;
 						src_name = src[k];
-						src_conn = mop_segment_connect(src_name, 10);
+						*srcp = mop_segment_connect(src_name, 10);
 					}
-					{
-						PGconn	   *sc = src_conn;
-
-						relay_partition(&sc, src_name, src_id[k], &c, seg, remote_id, parts[k]);
-						src_conn = sc;
-					}
+					relay_partition(srcp, src_name, src_id[k], connp, seg, remote_id, parts[k]);
 				}
 			}
-			PQclear(mop_segment_exec(&c, seg, "COMMIT", 0, NULL, NULL, NULL, false, 0, NULL));
-			conn = c;
+			PQclear(mop_segment_exec(connp, seg, "COMMIT", 0, NULL, NULL, NULL, false, 0, NULL));
 		}
 		PG_CATCH();
 		{
-			mop_segment_disconnect(conn);
-			mop_segment_disconnect(src_conn);
+			mop_segment_disconnect(*connp);
+			*connp = NULL;
+			mop_segment_disconnect(*srcp);
+			*srcp = NULL;
 			PG_RE_THROW();
 		}
 		PG_END_TRY();
-		mop_segment_disconnect(conn);
-		mop_segment_disconnect(src_conn);
+		mop_segment_disconnect(*connp);
+		mop_segment_disconnect(*srcp);
 	}
 	out = palloc(sizeof(Datum) * Max(n, 1));
 	for (int k = 0; k < n; k++)
@@ -898,17 +894,18 @@ mop_add_segment(PG_FUNCTION_ARGS)
 		bytes += by;
 		out[k] = Int32GetDatum(parts[k]);
 	}
-	SPI_finish();
 	{
 		Datum		values[4];
 		bool		nulls[4] = {false, false, false, false};
 
+		/* before SPI_finish, which frees what was allocated since SPI_connect */
 		values[0] = CStringGetTextDatum(seg);
 		values[1] = PointerGetDatum(construct_array(out, n, INT4OID, 4, true, TYPALIGN_INT));
 		values[2] = Int64GetDatum(buffers);
 		values[3] = Int64GetDatum(bytes);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
+	SPI_finish();
 	return (Datum) 0;
 }
 
@@ -993,24 +990,24 @@ mop_remove_segment(PG_FUNCTION_ARGS)
 							 rname)));
 		else
 		{
-			PGconn	   *volatile conn = mop_segment_connect(seg, 10);
+			PGconn	  **connp = palloc0(sizeof(PGconn *));
 
+			*connp = mop_segment_connect(seg, 10);
 			PG_TRY();
 			{
-				PGconn	   *c = conn;
 				const char *values[1] = {rname};
 
-				PQclear(mop_segment_exec(&c, seg, "DELETE FROM mop.datasets WHERE name OPERATOR(pg_catalog.=) $1",
+				PQclear(mop_segment_exec(connp, seg, "DELETE FROM mop.datasets WHERE name OPERATOR(pg_catalog.=) $1",
 										 1, values, NULL, NULL, false, 0, NULL));
-				conn = c;
 			}
 			PG_CATCH();
 			{
-				mop_segment_disconnect(conn);
+				mop_segment_disconnect(*connp);
+				*connp = NULL;
 				PG_RE_THROW();
 			}
 			PG_END_TRY();
-			mop_segment_disconnect(conn);
+			mop_segment_disconnect(*connp);
 		}
 	}
 	SPI_finish();

@@ -104,24 +104,6 @@ mop_train_body(PG_FUNCTION_ARGS)
 	mop_patience_init(&pstate);
 
 	SPI_connect();
-	/* a dataset with partitions on other servers trains through a run's workers */
-	if (mop_catalog_is_02())
-	{
-		Oid			t1[1] = {INT8OID};
-		Datum		a1[1] = {Int64GetDatum(ds->id)};
-
-		if (SPI_execute_with_args("SELECT 1 FROM mop.dataset_segments WHERE dataset_id OPERATOR(pg_catalog.=) $1 "
-								  "AND segment OPERATOR(pg_catalog.<>) 'local' LIMIT 1",
-								  1, t1, a1, NULL, true, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not read mop.dataset_segments");
-		if (SPI_processed > 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("dataset \"%s\" has partitions on other servers", dsname),
-					 errdetail("mop_train trains in this backend, on this server's partitions only."),
-					 errhint("Train one configuration over the segments with mop_grid_search('%s', '{...}'::jsonb).",
-							 dsname)));
-	}
 	{
 		Oid			t[3] = {INT8OID, JSONBOID, INT4OID};
 		Datum		a[3] = {Int64GetDatum(ds->id), JsonbPGetDatum(config), Int32GetDatum(epochs)};

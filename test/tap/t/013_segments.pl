@@ -121,7 +121,8 @@ like($err, qr/segment "nosuch" does not exist/, 'an unknown segment is named');
 like($err, qr/segment "local" is named twice/, 'a segment named twice is refused');
 
 ($ret, $out, $err) = $coord->psql('postgres', q{SELECT mop_train('spread', '{"model": [{"type": "dense", "units": 3}]}', 1)});
-like($err, qr/dataset "spread" has partitions on other servers/, 'mop_train refuses a dataset with partitions elsewhere');
+like($err, qr/mop_train cannot train on dataset "spread": its partition 1 is only on segments/,
+	'mop_train refuses a dataset with partitions only elsewhere');
 
 # 2. a deterministic grid over segments = the same grid over local data -------
 my $space = '{"model": {"layers": [{"type": "dense", "units": 256, "activation": "relu"}, {"type": "dense", "units": 3}]}, "learning_rate": [0.01, 0.003], "batch_size": [16, 32], "seed": 3}';
