@@ -137,9 +137,10 @@ sq($seg2, q{DROP TRIGGER skip ON mop.datasets});
 # 4. a frozen segment ------------------------------------------------------------
 prep('spread', q{'local', 'seg1', 'seg2'}, 2);
 my $run = sq($coord, qq{SET mop.segment_timeout = '2s'; SET mop.task_timeout = '10min';
-	SELECT DISTINCT run_id FROM mop_grid_search('spread', '$space', epochs => 6, wait => false)});
+	SELECT DISTINCT run_id FROM mop_grid_search('spread', '$space', epochs => 300, wait => false)});
 $coord->poll_query_until('postgres', "SELECT count(*) >= 4 FROM mop.hops WHERE run_id = $run") or die 'no progress';
 freeze($seg2, 'STOP');
+is(sq($coord, "SELECT status FROM mop.runs WHERE id = $run"), 'running', 'seg2 frozen mid-run');
 my $t0 = time;
 $coord->poll_query_until('postgres', "SELECT status <> 'running' FROM mop.runs WHERE id = $run");
 my $took = time - $t0;
