@@ -593,9 +593,10 @@ def phase_summary():
               f"epoch 2 only {100 * r['mean_hop_e2']['median']:+.2f}%; run wall {100 * r['wall']['median']:+.2f}%; "
               f"bit-identical models: {ov['identical']}")
         dd = ov["direct"]
-        print(f"    the same sub-epoch's query timed directly: coord {dd['coord_median']:.3f}s, seg1 {dd['seg1_median']:.3f}s; "
-              f"a state ({dd['state_bytes'] / 1e6:.2f} MB) there and back in binary: "
-              f"{1000 * median(dd['roundtrip_binary']):.1f}ms")
+        if "coord_median" in dd and "roundtrip_binary" in dd:
+            print(f"    the same sub-epoch's query timed directly: coord {dd['coord_median']:.3f}s, seg1 {dd['seg1_median']:.3f}s; "
+                  f"a state ({dd['state_bytes'] / 1e6:.2f} MB) there and back in binary: "
+                  f"{1000 * median(dd['roundtrip_binary']):.1f}ms")
     if sp:
         r = sp["result"]
         print(f"  2 segments vs 1 (target >= 1.8x): {r['median_wall']:.2f}x (paired {', '.join('%.2f' % x for x in r['paired_wall'])}; "
