@@ -157,6 +157,37 @@ choose_workers(bool isnull, int requested, int partitions)
 }
 
 /*
+ * A dataset placed on segments has mop.workers_per_segment workers per
+ * segment, whatever the workers argument says: say so rather than change
+ * what was asked for in silence.
+ */
+static void
+notice_placed_workers(const char *dataset)
+{
+	Oid			t[1] = {TEXTOID};
+	Datum		v[1];
+	int64		n = 0;
+	bool		isnull;
+
+	if (dataset == NULL || !mop_catalog_is_02())
+		return;
+	v[0] = CStringGetTextDatum(dataset);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT pg_catalog.count(DISTINCT s.segment) FROM mop.dataset_segments s "
+							  "JOIN mop.datasets d ON d.id OPERATOR(pg_catalog.=) s.dataset_id "
+							  "WHERE d.name OPERATOR(pg_catalog.=) $1",
+							  1, t, v, NULL, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+		n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	if (n > 0)
+		ereport(NOTICE,
+				(errmsg("dataset \"%s\" is placed on %lld segments: the run has mop.workers_per_segment (%d) workers on each, not the workers argument",
+						dataset, (long long) n, mop_workers_per_segment),
+				 errhint("SET mop.workers_per_segment to change how many models each segment trains at once.")));
+}
+
+/*
  * The fields every request shares: what, on which dataset, which
  * configurations for how many epochs, and the workers (argument workers_arg,
  * NULL: mop.workers) and wait (argument wait_arg, NULL: true) arguments.
@@ -176,6 +207,8 @@ mop_request_init(RunRequest *req, FunctionCallInfo fcinfo, const char *kind,
 	req->workers = choose_workers(!arg_given(fcinfo, workers_arg),
 								  mop_arg_int32(fcinfo, workers_arg, 0), partitions);
 	req->wait = !arg_given(fcinfo, wait_arg) || PG_GETARG_BOOL(wait_arg);
+	if (arg_given(fcinfo, workers_arg))
+		notice_placed_workers(dataset);
 }
 
 /*

@@ -157,6 +157,10 @@ is(sq($coord, "SELECT count(DISTINCT worker) FROM mop.hops WHERE run_id = $seg_r
 sleep 1;
 cmp_ok($scans->($seg1), '>', $before1, "seg1's buffers were read: it trained");
 is(sq($coord, "SELECT count(*) FROM mop.segment_events WHERE run_id = $seg_run"), '0', 'no segment events');
+($ret, $out, $err) = $coord->psql('postgres', qq{SET client_min_messages = notice;
+	SELECT count(*) FROM mop_grid_search('spread', '$space', epochs => 1, workers => 1)});
+like($err, qr/dataset "spread" is placed on 3 segments: the run has mop.workers_per_segment \(1\) workers on each, not the workers argument/,
+	'a workers argument that does not apply is said so');
 
 # 3. a segment stopped mid-run, replicas => 2 ------------------------------------
 my $ref = grid('here', 16);
