@@ -9,6 +9,7 @@ PACKAGES=(
 	build-essential
 	postgresql-15
 	postgresql-server-dev-15	# PGXS; pulls clang-14 and llvm-14 for the bitcode step
+	libpq-dev			# libpq, to reach segments (other servers)
 	libopenblas0			# the engine dlopens libopenblas.so.0
 	libopenblas-dev
 	python3-numpy

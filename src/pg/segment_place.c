@@ -275,6 +275,31 @@ local_partition(int64 dataset_id, int p, int64 *buffers, int64 *bytes)
 	SPI_freetuptable(SPI_tuptable);
 }
 
+/* Record that segment holds partition p of the dataset (its copy's id and name there). */
+static void
+record_copy(int64 dataset_id, const char *segment, int p, int64 remote_id,
+			const char *rname, int64 buffers, int64 bytes)
+{
+	Oid			t[7] = {INT8OID, TEXTOID, INT4OID, INT8OID, TEXTOID, INT4OID, INT8OID};
+	Datum		v[7];
+	char		n[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+
+	v[0] = Int64GetDatum(dataset_id);
+	v[1] = CStringGetTextDatum(segment);
+	v[2] = Int32GetDatum(p);
+	v[3] = Int64GetDatum(remote_id);
+	v[4] = rname ? CStringGetTextDatum(rname) : (Datum) 0;
+	if (mop_segment_is_local(segment) || rname == NULL)
+		n[3] = n[4] = 'n';
+	v[5] = Int32GetDatum((int32) buffers);
+	v[6] = Int64GetDatum(bytes);
+	if (SPI_execute_with_args("INSERT INTO mop.dataset_segments (dataset_id, segment, partition, "
+							  "remote_dataset_id, remote_name, buffers, bytes) "
+							  "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+							  7, t, v, n, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not record the placement of partition %d on segment \"%s\"", p, segment);
+}
+
 /*
  * The dataset's row (id and the columns a copy needs), locked FOR NO KEY
  * UPDATE against a concurrent placement or drop (a run's sub-epochs, which
@@ -455,34 +480,15 @@ place_dataset(const char *name, ArrayType *segs, int replicas, int *n_out)
 	{
 		Oid			t3[1] = {INT8OID};
 		Datum		v3[1] = {Int64GetDatum(dataset_id)};
-		Oid			ti[7] = {INT8OID, TEXTOID, INT4OID, INT8OID, TEXTOID, INT4OID, INT8OID};
-
 		if (SPI_execute_with_args("DELETE FROM mop.dataset_segments "
 								  "WHERE dataset_id OPERATOR(pg_catalog.=) $1",
 								  1, t3, v3, NULL, false, 0) != SPI_OK_DELETE)
 			elog(ERROR, "could not clear the placement of dataset \"%s\"", name);
 		for (int s = 0; s < S; s++)
 			for (int k = 0; k < out[s].n_parts; k++)
-			{
-				Datum		vi[7];
-				char		ni[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
-				int			p = out[s].parts[k];
-
-				vi[0] = Int64GetDatum(dataset_id);
-				vi[1] = CStringGetTextDatum(names[s]);
-				vi[2] = Int32GetDatum(out[s].parts[k]);
-				vi[3] = Int64GetDatum(out[s].remote_id);
-				vi[4] = CStringGetTextDatum(rname);
-				if (mop_segment_is_local(names[s]))
-					ni[3] = ni[4] = 'n';
-				vi[5] = Int32GetDatum((int32) part_buffers[p]);
-				vi[6] = Int64GetDatum(part_bytes[p]);
-				if (SPI_execute_with_args("INSERT INTO mop.dataset_segments (dataset_id, segment, partition, "
-										  "remote_dataset_id, remote_name, buffers, bytes) "
-										  "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-										  7, ti, vi, ni, false, 0) != SPI_OK_INSERT)
-					elog(ERROR, "could not record the placement of dataset \"%s\"", name);
-			}
+				record_copy(dataset_id, names[s], out[s].parts[k], out[s].remote_id,
+							mop_segment_is_local(names[s]) ? NULL : rname,
+							part_buffers[out[s].parts[k]], part_bytes[out[s].parts[k]]);
 	}
 	*n_out = S;
 	return out;
@@ -649,35 +655,24 @@ segment_copy(int64 dataset_id, const char *segment, int64 *remote_id, char **rna
 	return found;
 }
 
-/* Does the segment hold partition p of the dataset? */
+/*
+ * Does the dataset have a placement row: any (segment NULL), or of
+ * segment, or of segment for partition p (p >= 0)?
+ */
 static bool
-holds_partition(int64 dataset_id, const char *segment, int p)
+placement_exists(int64 dataset_id, const char *segment, int p)
 {
 	Oid			t[3] = {INT8OID, TEXTOID, INT4OID};
-	Datum		v[3] = {Int64GetDatum(dataset_id), CStringGetTextDatum(segment), Int32GetDatum(p)};
+	Datum		v[3] = {Int64GetDatum(dataset_id), segment ? CStringGetTextDatum(segment) : (Datum) 0,
+	Int32GetDatum(p)};
+	char		n[3] = {' ', segment ? ' ' : 'n', ' '};
 	bool		found;
 
 	if (SPI_execute_with_args("SELECT 1 FROM mop.dataset_segments "
 							  "WHERE dataset_id OPERATOR(pg_catalog.=) $1 "
-							  "AND segment OPERATOR(pg_catalog.=) $2 AND partition OPERATOR(pg_catalog.=) $3",
-							  3, t, v, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read the placement");
-	found = SPI_processed == 1;
-	SPI_freetuptable(SPI_tuptable);
-	return found;
-}
-
-/* Has the dataset a placement at all? */
-static bool
-is_placed(int64 dataset_id)
-{
-	Oid			t[1] = {INT8OID};
-	Datum		v[1] = {Int64GetDatum(dataset_id)};
-	bool		found;
-
-	if (SPI_execute_with_args("SELECT 1 FROM mop.dataset_segments "
-							  "WHERE dataset_id OPERATOR(pg_catalog.=) $1 LIMIT 1",
-							  1, t, v, NULL, false, 1) != SPI_OK_SELECT)
+							  "AND ($2 IS NULL OR segment OPERATOR(pg_catalog.=) $2) "
+							  "AND ($3 OPERATOR(pg_catalog.<) 0 OR partition OPERATOR(pg_catalog.=) $3) LIMIT 1",
+							  3, t, v, n, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the placement");
 	found = SPI_processed == 1;
 	SPI_freetuptable(SPI_tuptable);
@@ -728,7 +723,7 @@ mop_add_segment(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	row = lock_dataset(name, false, &td, &dataset_id, &P);
-	if (!is_placed(dataset_id))
+	if (!placement_exists(dataset_id, NULL, -1))
 	{
 		/* not placed at all: every partition is local; record that first */
 		Oid			t[1] = {INT8OID};
@@ -747,7 +742,7 @@ mop_add_segment(PG_FUNCTION_ARGS)
 	if (PG_ARGISNULL(2))
 	{
 		for (int p = 0; p < P; p++)
-			if (!holds_partition(dataset_id, seg, p))
+			if (!placement_exists(dataset_id, seg, p))
 				parts[n++] = p;
 	}
 	else
@@ -772,7 +767,7 @@ mop_add_segment(PG_FUNCTION_ARGS)
 						 errmsg("dataset \"%s\" has no partition %s", name,
 								nulls[i] ? "NULL" : psprintf("%d", p)),
 						 errhint("Its partitions are 0 to %d.", P - 1)));
-			if (!holds_partition(dataset_id, seg, p))
+			if (!placement_exists(dataset_id, seg, p))
 			{
 				bool		dup = false;
 
@@ -870,26 +865,10 @@ mop_add_segment(PG_FUNCTION_ARGS)
 	out = palloc(sizeof(Datum) * Max(n, 1));
 	for (int k = 0; k < n; k++)
 	{
-		Oid			ti[7] = {INT8OID, TEXTOID, INT4OID, INT8OID, TEXTOID, INT4OID, INT8OID};
-		Datum		vi[7];
-		char		ni[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 		int64		b = part_b[k],
 					by = part_by[k];
 
-		vi[0] = Int64GetDatum(dataset_id);
-		vi[1] = CStringGetTextDatum(seg);
-		vi[2] = Int32GetDatum(parts[k]);
-		vi[3] = Int64GetDatum(remote_id);
-		vi[4] = rname ? CStringGetTextDatum(rname) : (Datum) 0;
-		if (mop_segment_is_local(seg))
-			ni[3] = ni[4] = 'n';
-		vi[5] = Int32GetDatum((int32) b);
-		vi[6] = Int64GetDatum(by);
-		if (SPI_execute_with_args("INSERT INTO mop.dataset_segments (dataset_id, segment, partition, "
-								  "remote_dataset_id, remote_name, buffers, bytes) "
-								  "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-								  7, ti, vi, ni, false, 0) != SPI_OK_INSERT)
-			elog(ERROR, "could not record the placement of dataset \"%s\"", name);
+		record_copy(dataset_id, seg, parts[k], remote_id, rname, b, by);
 		buffers += b;
 		bytes += by;
 		out[k] = Int32GetDatum(parts[k]);
