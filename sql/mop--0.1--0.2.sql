@@ -1451,6 +1451,7 @@ CREATE FUNCTION @extschema@.mop_prepare(
 	target_kind text DEFAULT 'auto',
 	segments text[] DEFAULT NULL,
 	replicas int DEFAULT 1,
+	source_on_segments boolean DEFAULT false,
 	OUT dataset_id bigint,
 	OUT dataset_name text,
 	OUT train_rows bigint,
@@ -1463,8 +1464,30 @@ CREATE FUNCTION @extschema@.mop_prepare(
 	AS 'MODULE_PATHNAME', 'mop_prepare'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION @extschema@.mop_prepare(regclass, text, text[], text, int, float8, int, boolean, int, int[], text, text[], int)
-	IS 'pack a table or view into training and validation buffers; segments => other servers to hold copies of the training partitions';
+COMMENT ON FUNCTION @extschema@.mop_prepare(regclass, text, text[], text, int, float8, int, boolean, int, int[], text, text[], int, boolean)
+	IS 'pack a table or view into training and validation buffers; segments => other servers to hold copies of the training partitions (source_on_segments => each packs its own rows of the table)';
+
+-- the two steps a segment runs for mop_prepare(..., source_on_segments => true),
+-- in one transaction: read its rows of the table (as the calling role), then
+-- pack them into its copy of the dataset with the merged statistics
+CREATE FUNCTION mop.shard_stats(source regclass, target text, features text[],
+		target_kind text, validation float8, shuffle_seed bigint,
+		OUT rows bigint, OUT train_rows bigint, OUT valid_rows bigint, OUT n_features int,
+		OUT target_type text, OUT features text[], OUT is_array boolean, OUT labels text[],
+		OUT mean float8[], OUT m2 float8[])
+	RETURNS record
+	AS 'MODULE_PATHNAME', 'mop_shard_stats'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION mop.shard_stats(regclass, text, text[], text, float8, bigint)
+	IS 'a sharded mop_prepare on a segment: read this server''s rows of the table and return their statistics (kept for mop.shard_pack in the same transaction)';
+CREATE FUNCTION mop.shard_pack(dataset_id bigint, first_partition int, partitions int)
+	RETURNS int
+	AS 'MODULE_PATHNAME', 'mop_shard_pack_sql'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION mop.shard_pack(bigint, int, int)
+	IS 'a sharded mop_prepare on a segment: pack the rows mop.shard_stats read into the dataset''s partitions';
 
 CREATE FUNCTION @extschema@.mop_place(dataset text, segments text[], replicas int DEFAULT 1)
 	RETURNS TABLE (segment text, partitions int[], buffers bigint, bytes bigint)

@@ -34,6 +34,7 @@
 
 #include "guc.h"
 #include "mop.h"
+#include "prepare.h"
 #include "segment.h"
 
 PG_FUNCTION_INFO_V1(mop_prepare);
@@ -70,7 +71,7 @@ cstrings_to_text_array(char **s, int n)
 
 /* Build a float8[] datum. */
 static Datum
-doubles_to_array(double *v, int n)
+doubles_to_array(const double *v, int n)
 {
 	Datum	   *d = palloc(sizeof(Datum) * Max(n, 1));
 
@@ -80,8 +81,8 @@ doubles_to_array(double *v, int n)
 }
 
 /* Resolve the declared shape into H, W, C for nfeatures values. */
-static void
-resolve_shape(ArrayType *shape, int nfeatures, int32 *h, int32 *w, int32 *c)
+void
+mop_prepare_resolve_shape(ArrayType *shape, int nfeatures, int32 *h, int32 *w, int32 *c)
 {
 	int32	   *v;
 	int			n;
@@ -127,11 +128,12 @@ resolve_shape(ArrayType *shape, int nfeatures, int32 *h, int32 *w, int32 *c)
 	}
 }
 
-/* Insert the buffers of one split; returns how many were written. */
-static int
-write_split(SPIPlanPtr plan, int64 dataset_id, const char *split,
-			const MopRows *rows, const int64 *idx, int64 n, int partitions,
-			int buffer_rows, const double *mean, const double *std)
+/* Insert the buffers of one split (see prepare.h); returns how many were written. */
+int
+mop_prepare_write_split(SPIPlanPtr plan, int64 dataset_id, const char *split,
+						const MopRows *rows, const int64 *idx, int64 n,
+						int first_partition, int partitions, int buffer_rows,
+						const double *mean, const double *std)
 {
 	int			nf = rows->nfeatures;
 	int			written = 0;
@@ -169,7 +171,7 @@ write_split(SPIPlanPtr plan, int64 dataset_id, const char *split,
 			SET_VARSIZE(yb, VARHDRSZ + (size_t) cnt * sizeof(float));
 			args[0] = Int64GetDatum(dataset_id);
 			args[1] = CStringGetTextDatum(split);
-			args[2] = Int32GetDatum(p);
+			args[2] = Int32GetDatum(first_partition + p);
 			args[3] = Int32GetDatum(bno);
 			args[4] = Int32GetDatum(cnt);
 			args[5] = PointerGetDatum(xb);
@@ -184,6 +186,114 @@ write_split(SPIPlanPtr plan, int64 dataset_id, const char *split,
 		}
 	}
 	return written;
+}
+
+/* The plan inserting one buffer (see prepare.h). */
+SPIPlanPtr
+mop_prepare_buffer_plan(void)
+{
+	Oid			btypes[7] = {INT8OID, TEXTOID, INT4OID, INT4OID, INT4OID, BYTEAOID, BYTEAOID};
+	SPIPlanPtr	plan;
+
+	plan = SPI_prepare("INSERT INTO mop.buffers (dataset_id, split, partition, buffer_no, "
+					   "rows, x, y) VALUES ($1, $2, $3, $4, $5, $6, $7)", 7, btypes);
+	if (plan == NULL)
+		elog(ERROR, "could not prepare insert into mop.buffers: %s",
+			 SPI_result_code_string(SPI_result));
+	return plan;
+}
+
+/* Insert the dataset's row (see prepare.h); its id. */
+int64
+mop_prepare_insert_dataset(const MopDatasetRow *d)
+{
+	Oid			types[19] = {TEXTOID, TEXTOID, TEXTARRAYOID, TEXTOID, INT4ARRAYOID,
+							 INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID,
+							 BOOLOID, FLOAT8ARRAYOID, FLOAT8ARRAYOID, INT4OID, INT4OID,
+							 FLOAT8OID, INT8OID, INT8OID, INT4OID};
+	Datum		args[19];
+	char		argnulls[19];
+	Datum		shp[3] = {Int32GetDatum(d->in_h), Int32GetDatum(d->in_w), Int32GetDatum(d->in_c)};
+	bool		isnull;
+	int			rc;
+
+	memset(argnulls, ' ', sizeof(argnulls));
+	args[0] = CStringGetTextDatum(d->name);
+	args[1] = CStringGetTextDatum(d->src->relname);
+	args[2] = cstrings_to_text_array(d->src->featcols, d->src->nfeatcols);
+	args[3] = CStringGetTextDatum(d->src->is_array ? "array" : "columns");
+	args[4] = PointerGetDatum(construct_array(shp, 3, INT4OID, 4, true, TYPALIGN_INT));
+	args[5] = Int32GetDatum(d->nfeatures);
+	args[6] = CStringGetTextDatum(d->target);
+	args[7] = CStringGetTextDatum(mop_target_kind_name(d->kind));
+	args[8] = CStringGetTextDatum(format_type_be(d->src->target_type));
+	if (d->kind == MOP_TARGET_REGRESSION)
+	{
+		args[9] = (Datum) 0;
+		argnulls[9] = 'n';
+	}
+	else
+		args[9] = cstrings_to_text_array(d->labels, d->nlabels);
+	args[10] = BoolGetDatum(d->normalize);
+	if (d->normalize)
+	{
+		args[11] = doubles_to_array(d->mean, d->nfeatures);
+		args[12] = doubles_to_array(d->std, d->nfeatures);
+	}
+	else
+	{
+		args[11] = args[12] = (Datum) 0;
+		argnulls[11] = argnulls[12] = 'n';
+	}
+	args[13] = Int32GetDatum(d->partitions);
+	args[14] = Int32GetDatum(d->buffer_rows);
+	args[15] = Float8GetDatum(d->validation);
+	args[16] = Int64GetDatum(d->n_train);
+	args[17] = Int64GetDatum(d->n_valid);
+	args[18] = Int32GetDatum(d->seed);
+	rc = SPI_execute_with_args("INSERT INTO mop.datasets (name, source, features, feature_kind, "
+							   "input_shape, n_features, target, target_kind, target_type, labels, "
+							   "normalized, feature_mean, feature_std, partitions, buffer_rows, "
+							   "validation, train_rows, valid_rows, seed) VALUES ($1, $2, $3, $4, "
+							   "$5, $6, $7, $8, $9, pg_catalog.to_jsonb($10), $11, $12, $13, $14, "
+							   "$15, $16, $17, $18, $19) ON CONFLICT (name) DO NOTHING RETURNING id",
+							   19, types, args, argnulls, false, 1);
+	if (rc != SPI_OK_INSERT_RETURNING)
+		elog(ERROR, "could not insert into mop.datasets: %s", SPI_result_code_string(rc));
+	/*
+	 * The name looked free above, but it is taken: by a transaction that
+	 * prepared it meanwhile (the insert waited for it to commit; had it
+	 * rolled back, the name would be ours), or by another role's
+	 * dataset, which row-level security hid from the check.
+	 */
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("dataset \"%s\" already exists", d->name),
+				 errdetail("It was prepared by another transaction while this one read the source, or it belongs to another role (dataset names are shared by all roles)."),
+				 errhint("Choose another name with dataset => '...', or drop it with mop_drop_dataset('%s').",
+						 d->name)));
+	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+											 SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/* mop_prepare's result row (allocated in the current context). */
+static Datum
+result_tuple(TupleDesc rettd, const MopPrepareResult *r, const char *dsname)
+{
+	Datum		values[8];
+	bool		nulls[8] = {0};
+
+	values[0] = Int64GetDatum(r->dataset_id);
+	values[1] = CStringGetTextDatum(dsname);
+	values[2] = Int64GetDatum(r->n_train);
+	values[3] = Int64GetDatum(r->n_valid);
+	values[4] = Int32GetDatum(r->partitions);
+	values[5] = Int32GetDatum(r->buffers);
+	values[6] = Int32GetDatum(r->nfeatures);
+	values[7] = Int32GetDatum(r->nlabels);
+	nulls[7] = r->nlabels < 0;
+	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(rettd), values, nulls));
 }
 
 /*
@@ -228,11 +338,10 @@ mop_prepare(PG_FUNCTION_ARGS)
 	MemoryContext opcxt,
 				oldcxt;
 	TupleDesc	rettd;
-	Datum		values[8];
-	bool		nulls[8] = {0};
+	Datum		result;
 
-	for (int i = 0; i < 11; i++)
-		if (PG_ARGISNULL(i) && i != 2 && i != 3 && i != 4 && i != 9)
+	for (int i = 0; i < Min(PG_NARGS(), 14); i++)
+		if (PG_ARGISNULL(i) && i != 2 && i != 3 && i != 4 && i != 9 && i != 11 && i != 12)
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("argument %d of mop_prepare must not be null", i + 1)));
@@ -322,6 +431,34 @@ mop_prepare(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("target column \"%s\" has type %s, which cannot be a regression target",
 						target, format_type_be(src.target_type))));
+	/* source_on_segments => true: every segment packs its own rows */
+	if (PG_NARGS() > 13 && PG_GETARG_BOOL(13))
+	{
+		MopPrepareArgs a;
+		MopPrepareResult r;
+
+		if (PG_ARGISNULL(11))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("source_on_segments needs segments"),
+					 errhint("Name the servers that hold the table's rows, e.g. segments => ARRAY['seg1', 'seg2'].")));
+		a.src = src;
+		a.target = target;
+		a.dsname = dsname;
+		a.partitions = partitions;
+		a.partitions_default = partitions_default;
+		a.validation = validation;
+		a.buffer_rows = buffer_rows;
+		a.normalize = normalize;
+		a.seed = seed;
+		a.shape = shape;
+		a.kind = kind;
+		mop_prepare_sharded(&a, PG_GETARG_ARRAYTYPE_P(11), PG_GETARG_INT32(12), &r);
+		MemoryContextSwitchTo(oldcxt);
+		result = result_tuple(rettd, &r, dsname);
+		MemoryContextDelete(opcxt);
+		PG_RETURN_DATUM(result);
+	}
 	if (kind != MOP_TARGET_REGRESSION)
 	{
 		labels = mop_source_labels(&src, &nlabels);
@@ -345,7 +482,7 @@ mop_prepare(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid value for \"buffer_rows\": %d rows of %d features exceed 512 MB per buffer",
 						buffer_rows, rows.nfeatures)));
-	resolve_shape(shape, rows.nfeatures, &in_h, &in_w, &in_c);
+	mop_prepare_resolve_shape(shape, rows.nfeatures, &in_h, &in_w, &in_c);
 
 	/* shuffle once, split */
 	n_valid = (int64) floor(validation * (double) n + 0.5);
@@ -408,88 +545,36 @@ mop_prepare(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	{
-		Oid			types[19] = {TEXTOID, TEXTOID, TEXTARRAYOID, TEXTOID, INT4ARRAYOID,
-								 INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID,
-								 BOOLOID, FLOAT8ARRAYOID, FLOAT8ARRAYOID, INT4OID, INT4OID,
-								 FLOAT8OID, INT8OID, INT8OID, INT4OID};
-		Datum		args[19];
-		char		argnulls[19];
-		Datum		shp[3] = {Int32GetDatum(in_h), Int32GetDatum(in_w), Int32GetDatum(in_c)};
-		bool		isnull;
-		int			rc;
+		MopDatasetRow d;
 
-		memset(argnulls, ' ', sizeof(argnulls));
-		args[0] = CStringGetTextDatum(dsname);
-		args[1] = CStringGetTextDatum(src.relname);
-		args[2] = cstrings_to_text_array(src.featcols, src.nfeatcols);
-		args[3] = CStringGetTextDatum(src.is_array ? "array" : "columns");
-		args[4] = PointerGetDatum(construct_array(shp, 3, INT4OID, 4, true, TYPALIGN_INT));
-		args[5] = Int32GetDatum(rows.nfeatures);
-		args[6] = CStringGetTextDatum(target);
-		args[7] = CStringGetTextDatum(mop_target_kind_name(kind));
-		args[8] = CStringGetTextDatum(format_type_be(src.target_type));
-		if (kind == MOP_TARGET_REGRESSION)
-		{
-			args[9] = (Datum) 0;
-			argnulls[9] = 'n';
-		}
-		else
-			args[9] = cstrings_to_text_array(labels, nlabels);
-		args[10] = BoolGetDatum(normalize);
-		if (normalize)
-		{
-			args[11] = doubles_to_array(mean, rows.nfeatures);
-			args[12] = doubles_to_array(std, rows.nfeatures);
-		}
-		else
-		{
-			args[11] = args[12] = (Datum) 0;
-			argnulls[11] = argnulls[12] = 'n';
-		}
-		args[13] = Int32GetDatum(partitions);
-		args[14] = Int32GetDatum(buffer_rows);
-		args[15] = Float8GetDatum(validation);
-		args[16] = Int64GetDatum(n_train);
-		args[17] = Int64GetDatum(n_valid);
-		args[18] = Int32GetDatum(seed);
-		rc = SPI_execute_with_args("INSERT INTO mop.datasets (name, source, features, feature_kind, "
-								   "input_shape, n_features, target, target_kind, target_type, labels, "
-								   "normalized, feature_mean, feature_std, partitions, buffer_rows, "
-								   "validation, train_rows, valid_rows, seed) VALUES ($1, $2, $3, $4, "
-								   "$5, $6, $7, $8, $9, pg_catalog.to_jsonb($10), $11, $12, $13, $14, "
-								   "$15, $16, $17, $18, $19) ON CONFLICT (name) DO NOTHING RETURNING id",
-								   19, types, args, argnulls, false, 1);
-		if (rc != SPI_OK_INSERT_RETURNING)
-			elog(ERROR, "could not insert into mop.datasets: %s", SPI_result_code_string(rc));
-		/*
-		 * The name looked free above, but it is taken: by a transaction that
-		 * prepared it meanwhile (the insert waited for it to commit; had it
-		 * rolled back, the name would be ours), or by another role's
-		 * dataset, which row-level security hid from the check.
-		 */
-		if (SPI_processed != 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_DUPLICATE_OBJECT),
-					 errmsg("dataset \"%s\" already exists", dsname),
-					 errdetail("It was prepared by another transaction while this one read the source, or it belongs to another role (dataset names are shared by all roles)."),
-					 errhint("Choose another name with dataset => '...', or drop it with mop_drop_dataset('%s').",
-							 dsname)));
-		dataset_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-												 SPI_tuptable->tupdesc, 1, &isnull));
+		d.name = dsname;
+		d.src = &src;
+		d.in_h = in_h;
+		d.in_w = in_w;
+		d.in_c = in_c;
+		d.nfeatures = rows.nfeatures;
+		d.target = target;
+		d.kind = kind;
+		d.labels = labels;
+		d.nlabels = nlabels;
+		d.normalize = normalize;
+		d.mean = mean;
+		d.std = std;
+		d.partitions = partitions;
+		d.buffer_rows = buffer_rows;
+		d.validation = validation;
+		d.n_train = n_train;
+		d.n_valid = n_valid;
+		d.seed = seed;
+		dataset_id = mop_prepare_insert_dataset(&d);
 	}
 	{
-		Oid			btypes[7] = {INT8OID, TEXTOID, INT4OID, INT4OID, INT4OID, BYTEAOID, BYTEAOID};
-		SPIPlanPtr	plan;
+		SPIPlanPtr	plan = mop_prepare_buffer_plan();
 
-		plan = SPI_prepare("INSERT INTO mop.buffers (dataset_id, split, partition, buffer_no, "
-						   "rows, x, y) VALUES ($1, $2, $3, $4, $5, $6, $7)", 7, btypes);
-		if (plan == NULL)
-			elog(ERROR, "could not prepare insert into mop.buffers: %s",
-				 SPI_result_code_string(SPI_result));
-		nbuffers = write_split(plan, dataset_id, "train", &rows, idx + n_valid, n_train,
-							   partitions, buffer_rows, mean, std);
-		nbuffers += write_split(plan, dataset_id, "valid", &rows, idx, n_valid,
-								partitions, buffer_rows, mean, std);
+		nbuffers = mop_prepare_write_split(plan, dataset_id, "train", &rows, idx + n_valid, n_train,
+										   0, partitions, buffer_rows, mean, std);
+		nbuffers += mop_prepare_write_split(plan, dataset_id, "valid", &rows, idx, n_valid,
+											0, partitions, buffer_rows, mean, std);
 	}
 	/* segments => ...: copies of the training partitions go to other servers */
 	if (PG_NARGS() > 11 && !PG_ARGISNULL(11))
@@ -497,20 +582,18 @@ mop_prepare(PG_FUNCTION_ARGS)
 	SPI_finish();
 
 	MemoryContextSwitchTo(oldcxt);
-	values[0] = Int64GetDatum(dataset_id);
-	values[1] = CStringGetTextDatum(dsname);
-	values[2] = Int64GetDatum(n_train);
-	values[3] = Int64GetDatum(n_valid);
-	values[4] = Int32GetDatum(partitions);
-	values[5] = Int32GetDatum(nbuffers);
-	values[6] = Int32GetDatum(rows.nfeatures);
-	values[7] = Int32GetDatum(nlabels);
-	if (kind == MOP_TARGET_REGRESSION)
-		nulls[7] = true;
 	{
-		HeapTuple	tup = heap_form_tuple(BlessTupleDesc(rettd), values, nulls);
+		MopPrepareResult r;
 
+		r.dataset_id = dataset_id;
+		r.n_train = n_train;
+		r.n_valid = n_valid;
+		r.partitions = partitions;
+		r.buffers = nbuffers;
+		r.nfeatures = rows.nfeatures;
+		r.nlabels = kind == MOP_TARGET_REGRESSION ? -1 : nlabels;
+		result = result_tuple(rettd, &r, dsname);
 		MemoryContextDelete(opcxt);
-		PG_RETURN_DATUM(HeapTupleGetDatum(tup));
+		PG_RETURN_DATUM(result);
 	}
 }

@@ -28,6 +28,8 @@
 
 #include "postgres.h"
 
+#include "access/htup.h"
+#include "access/tupdesc.h"
 #include "libpq-fe.h"
 #include "utils/array.h"
 
@@ -81,6 +83,16 @@ extern PGresult *mop_segment_exec(PGconn **connp, const char *server, const char
 								  const MopProgress *progress);
 
 /*
+ * The two halves of mop_segment_exec (text parameters and results, no
+ * timeout), to have several segments work at once: send a query to each,
+ * then wait for each one's result.  A failure closes the connection as
+ * mop_segment_exec does.
+ */
+extern void mop_segment_send(PGconn **connp, const char *server, const char *sql,
+							 int nparams, const char *const *values);
+extern PGresult *mop_segment_result(PGconn **connp, const char *server);
+
+/*
  * Did the last ERROR of mop_segment_connect or mop_segment_exec mean that
  * the segment is unusable (refused or dropped the connection, timed out,
  * refused the credentials) rather than an error of the query?  Reset by
@@ -110,5 +122,32 @@ extern void mop_place_prepared(const char *name, ArrayType *segments, int replic
 
 /* segment_place.c: drop a dataset's copies on its segments (best effort) */
 extern void mop_segment_drop_copies(int64 dataset_id);
+
+/*
+ * segment_place.c: the steps of a placement, for segment_shard.c too (the
+ * caller is connected to SPI; a connection argument is a PGconn ** that an
+ * ERROR closes and sets to NULL).
+ */
+/* the names of a segments => text[] argument, checked (no NULL, empty or twice) */
+extern char **mop_segment_names(ArrayType *a, int *n);
+/* the name of a dataset's copy on a segment: dataset@sysid/dboid */
+extern char *mop_segment_copy_name(const char *name);
+/* the dataset's row, locked; with no_live_run refused while a run uses it */
+extern HeapTuple mop_segment_lock_dataset(const char *name, bool no_live_run, TupleDesc *td,
+										  int64 *id, int *P);
+/* create (replacing) the dataset's copy on a segment from its row; its id there */
+extern int64 mop_segment_create_copy(PGconn **conn, const char *server, const char *rname,
+									 HeapTuple row, TupleDesc td);
+/* send partition p's local training buffers to a segment's copy */
+extern void mop_segment_send_partition(PGconn **conn, const char *server, int64 local_id,
+									   int64 remote_id, int p);
+/* copy partition p's training buffers from one segment's copy to another's */
+extern void mop_segment_relay_partition(PGconn **src, const char *src_name, int64 src_id,
+										PGconn **dst, const char *dst_name, int64 dst_id, int p);
+/* record in mop.dataset_segments that segment holds partition p */
+extern void mop_segment_record_copy(int64 dataset_id, const char *segment, int p,
+									int64 remote_id, const char *rname, int64 buffers,
+									int64 bytes);
+
 
 #endif							/* MOP_SEGMENT_H */

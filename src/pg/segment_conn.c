@@ -475,18 +475,13 @@ wait_socket(PGconn **connp, const char *server, bool flushing, int timeout_ms,
 	}
 }
 
-/*
- * Send a query and wait for its last result, which is returned whatever
- * its status; ERRORs (class 08, the connection closed and *connp NULL) if
- * the connection fails or the segment stays silent for timeout_ms.
- */
-static PGresult *
-send_and_wait(PGconn **connp, const char *server, const char *sql, int nparams,
-			  const char *const *values, const int *lengths, const int *formats,
-			  bool binary_result, int timeout_ms, const MopProgress *progress)
+/* Send a query (flushing it all); ERRORs (class 08) if the connection fails. */
+static void
+send_query(PGconn **connp, const char *server, const char *sql, int nparams,
+		   const char *const *values, const int *lengths, const int *formats,
+		   bool binary_result, int timeout_ms, const MopProgress *progress)
 {
 	int64		rows_seen = 0;
-	PGresult   *last;
 
 	beat.at = GetCurrentTimestamp();
 	beat.rows = 0;
@@ -503,6 +498,19 @@ send_and_wait(PGconn **connp, const char *server, const char *sql, int nparams,
 			connection_lost(connp, server, "while sending a query");
 		wait_socket(connp, server, true, timeout_ms, progress, &rows_seen);
 	}
+}
+
+/*
+ * Wait for the last result of the query sent, which is returned whatever
+ * its status; ERRORs (class 08, the connection closed and *connp NULL) if
+ * the connection fails or the segment stays silent for timeout_ms.
+ */
+static PGresult *
+wait_result(PGconn **connp, const char *server, int timeout_ms, const MopProgress *progress)
+{
+	int64		rows_seen = 0;
+	PGresult   *last;
+
 	if (pending)
 		PQclear(pending);		/* left by an ERROR that nobody cleaned up */
 	pending = NULL;
@@ -526,41 +534,46 @@ send_and_wait(PGconn **connp, const char *server, const char *sql, int nparams,
 	return last;
 }
 
-/* Send a query and wait for its result; see segment.h. */
-PGresult *
-mop_segment_exec(PGconn **connp, const char *server, const char *sql, int nparams,
-				 const char *const *values, const int *lengths, const int *formats,
-				 bool binary_result, int timeout_ms, const MopProgress *progress)
+/* Send a query and wait for its last result (see send_query and wait_result). */
+static PGresult *
+send_and_wait(PGconn **connp, const char *server, const char *sql, int nparams,
+			  const char *const *values, const int *lengths, const int *formats,
+			  bool binary_result, int timeout_ms, const MopProgress *progress)
 {
-	PGresult   *res;
-	ExecStatusType st;
+	send_query(connp, server, sql, nparams, values, lengths, formats, binary_result,
+			   timeout_ms, progress);
+	return wait_result(connp, server, timeout_ms, progress);
+}
 
-	mop_segment_failed = false;
-	PG_TRY();
+/*
+ * Close the connection and re-throw: whatever was half sent or received
+ * goes with the connection, and the segment's backend ends the query (see
+ * the head comment).  For a cancel, a terminate, a progress callback's
+ * ERROR, a lost or silent segment.
+ */
+static void pg_attribute_noreturn()
+drop_and_rethrow(PGconn **connp)
+{
+	if (pending)
+		PQclear(pending);
+	pending = NULL;
+	if (*connp != NULL)
 	{
-		res = send_and_wait(connp, server, sql, nparams, values, lengths, formats,
-							binary_result, timeout_ms, progress);
+		PQfinish(*connp);
+		*connp = NULL;
 	}
-	PG_CATCH();
-	{
-		/*
-		 * A cancel, a terminate, a progress callback's ERROR, a lost or
-		 * silent segment: whatever was half sent or received goes with the
-		 * connection, and the segment's backend ends the query (see the
-		 * head comment).
-		 */
-		if (pending)
-			PQclear(pending);
-		pending = NULL;
-		if (*connp != NULL)
-		{
-			PQfinish(*connp);
-			*connp = NULL;
-		}
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	st = PQresultStatus(res);
+	PG_RE_THROW();
+}
+
+/*
+ * A query's result: returned if it succeeded; else ERROR, with class 08 if
+ * the connection is gone, or with the segment's own SQLSTATE and message.
+ */
+static PGresult *
+check_result(PGconn **connp, const char *server, PGresult *res)
+{
+	ExecStatusType st = PQresultStatus(res);
+
 	if (st == PGRES_TUPLES_OK || st == PGRES_COMMAND_OK)
 		return res;
 	if (PQstatus(*connp) != CONNECTION_OK)
@@ -588,6 +601,64 @@ mop_segment_exec(PGconn **connp, const char *server, const char *sql, int nparam
 				 hint ? errhint("%s", hint) : 0));
 	}
 	return NULL;				/* not reached */
+}
+
+/* Send a query and wait for its result; see segment.h. */
+PGresult *
+mop_segment_exec(PGconn **connp, const char *server, const char *sql, int nparams,
+				 const char *const *values, const int *lengths, const int *formats,
+				 bool binary_result, int timeout_ms, const MopProgress *progress)
+{
+	PGresult   *res = NULL;
+
+	mop_segment_failed = false;
+	PG_TRY();
+	{
+		res = send_and_wait(connp, server, sql, nparams, values, lengths, formats,
+							binary_result, timeout_ms, progress);
+	}
+	PG_CATCH();
+	{
+		drop_and_rethrow(connp);
+	}
+	PG_END_TRY();
+	return check_result(connp, server, res);
+}
+
+/* Send a query without waiting for its result; see segment.h. */
+void
+mop_segment_send(PGconn **connp, const char *server, const char *sql, int nparams,
+				 const char *const *values)
+{
+	mop_segment_failed = false;
+	PG_TRY();
+	{
+		send_query(connp, server, sql, nparams, values, NULL, NULL, false, 0, NULL);
+	}
+	PG_CATCH();
+	{
+		drop_and_rethrow(connp);
+	}
+	PG_END_TRY();
+}
+
+/* Wait for the result of what mop_segment_send sent; see segment.h. */
+PGresult *
+mop_segment_result(PGconn **connp, const char *server)
+{
+	PGresult   *res = NULL;
+
+	mop_segment_failed = false;
+	PG_TRY();
+	{
+		res = wait_result(connp, server, 0, NULL);
+	}
+	PG_CATCH();
+	{
+		drop_and_rethrow(connp);
+	}
+	PG_END_TRY();
+	return check_result(connp, server, res);
 }
 
 /* A worker's connection to its segment, kept across its sub-epochs. */

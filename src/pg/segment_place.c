@@ -68,8 +68,8 @@ typedef struct Placed
 } Placed;
 
 /* The segment names of a text[] argument, checked. */
-static char **
-segment_names(ArrayType *a, int *n)
+char **
+mop_segment_names(ArrayType *a, int *n)
 {
 	Datum	   *elems;
 	bool	   *nulls;
@@ -108,15 +108,15 @@ segment_names(ArrayType *a, int *n)
 }
 
 /* The name of a dataset's copy on a segment. */
-static char *
-remote_name(const char *name)
+char *
+mop_segment_copy_name(const char *name)
 {
 	return psprintf("%s@" UINT64_FORMAT "/%u", name, GetSystemIdentifier(), MyDatabaseId);
 }
 
 /* Create the dataset's copy on a segment (replacing an earlier one); its id there. */
-static int64
-create_remote_dataset(PGconn **conn, const char *server, const char *rname,
+int64
+mop_segment_create_copy(PGconn **conn, const char *server, const char *rname,
 					  HeapTuple row, TupleDesc td)
 {
 	const char *values[N_DATASET_COLS + 1];
@@ -149,8 +149,8 @@ create_remote_dataset(PGconn **conn, const char *server, const char *rname,
 }
 
 /* Send partition p's local training buffers to a segment. */
-static void
-send_partition(PGconn **conn, const char *server, int64 local_id, int64 remote_id, int p)
+void
+mop_segment_send_partition(PGconn **conn, const char *server, int64 local_id, int64 remote_id, int p)
 {
 	Oid			t[2] = {INT8OID, INT4OID};
 	Datum		v[2] = {Int64GetDatum(local_id), Int32GetDatum(p)};
@@ -202,8 +202,8 @@ send_partition(PGconn **conn, const char *server, int64 local_id, int64 remote_i
  * copy's id src_id there) to another's (dst, dst_id): a partition that is
  * not on this server any more travels through it, buffer by buffer.
  */
-static void
-relay_partition(PGconn **src, const char *src_name, int64 src_id,
+void
+mop_segment_relay_partition(PGconn **src, const char *src_name, int64 src_id,
 				PGconn **dst, const char *dst_name, int64 dst_id, int p)
 {
 	char		sid[32],
@@ -276,8 +276,8 @@ local_partition(int64 dataset_id, int p, int64 *buffers, int64 *bytes)
 }
 
 /* Record that segment holds partition p of the dataset (its copy's id and name there). */
-static void
-record_copy(int64 dataset_id, const char *segment, int p, int64 remote_id,
+void
+mop_segment_record_copy(int64 dataset_id, const char *segment, int p, int64 remote_id,
 			const char *rname, int64 buffers, int64 bytes)
 {
 	Oid			t[7] = {INT8OID, TEXTOID, INT4OID, INT8OID, TEXTOID, INT4OID, INT8OID};
@@ -306,8 +306,8 @@ record_copy(int64 dataset_id, const char *segment, int p, int64 remote_id,
  * lock it FOR KEY SHARE, go on); with no_live_run, refused (55006) while a
  * run trains on it, whose workers use the placement.
  */
-static HeapTuple
-lock_dataset(const char *name, bool no_live_run, TupleDesc *td, int64 *id, int *P)
+HeapTuple
+mop_segment_lock_dataset(const char *name, bool no_live_run, TupleDesc *td, int64 *id, int *P)
 {
 	Oid			t[1] = {TEXTOID};
 	Datum		v[1] = {CStringGetTextDatum(name)};
@@ -361,12 +361,12 @@ place_dataset(const char *name, ArrayType *segs, int replicas, int *n_out)
 	int64		dataset_id;
 	int			P,
 				S;
-	char	  **names = segment_names(segs, &S);
+	char	  **names = mop_segment_names(segs, &S);
 	Placed	   *out;
 	HeapTuple	row;
 	TupleDesc	td;
 	bool		isnull;
-	char	   *rname = remote_name(name);
+	char	   *rname = mop_segment_copy_name(name);
 	int64	   *part_buffers,
 			   *part_bytes;
 
@@ -375,7 +375,7 @@ place_dataset(const char *name, ArrayType *segs, int replicas, int *n_out)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("replicas must be between 1 and the number of segments (%d), not %d", S, replicas),
 				 errhint("Each copy of a partition goes to a distinct segment.")));
-	row = lock_dataset(name, true, &td, &dataset_id, &P);
+	row = mop_segment_lock_dataset(name, true, &td, &dataset_id, &P);
 
 	/* every training partition must be here to be copied */
 	{
@@ -435,9 +435,9 @@ place_dataset(const char *name, ArrayType *segs, int replicas, int *n_out)
 
 			res = mop_segment_exec(connp, names[s], "BEGIN", 0, NULL, NULL, NULL, false, 0, NULL);
 			PQclear(res);
-			out[s].remote_id = create_remote_dataset(connp, names[s], rname, row, td);
+			out[s].remote_id = mop_segment_create_copy(connp, names[s], rname, row, td);
 			for (int k = 0; k < out[s].n_parts; k++)
-				send_partition(connp, names[s], dataset_id, out[s].remote_id, out[s].parts[k]);
+				mop_segment_send_partition(connp, names[s], dataset_id, out[s].remote_id, out[s].parts[k]);
 			res = mop_segment_exec(connp, names[s], "COMMIT", 0, NULL, NULL, NULL, false, 0, NULL);
 			PQclear(res);
 		}
@@ -486,7 +486,7 @@ place_dataset(const char *name, ArrayType *segs, int replicas, int *n_out)
 			elog(ERROR, "could not clear the placement of dataset \"%s\"", name);
 		for (int s = 0; s < S; s++)
 			for (int k = 0; k < out[s].n_parts; k++)
-				record_copy(dataset_id, names[s], out[s].parts[k], out[s].remote_id,
+				mop_segment_record_copy(dataset_id, names[s], out[s].parts[k], out[s].remote_id,
 							mop_segment_is_local(names[s]) ? NULL : rname,
 							part_buffers[out[s].parts[k]], part_bytes[out[s].parts[k]]);
 	}
@@ -722,7 +722,7 @@ mop_add_segment(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	row = lock_dataset(name, false, &td, &dataset_id, &P);
+	row = mop_segment_lock_dataset(name, false, &td, &dataset_id, &P);
 	if (!placement_exists(dataset_id, NULL, -1))
 	{
 		/* not placed at all: every partition is local; record that first */
@@ -829,13 +829,13 @@ mop_add_segment(PG_FUNCTION_ARGS)
 			PQclear(mop_segment_exec(connp, seg, "BEGIN", 0, NULL, NULL, NULL, false, 0, NULL));
 			if (!segment_copy(dataset_id, seg, &remote_id, &rname))
 			{
-				rname = remote_name(name);
-				remote_id = create_remote_dataset(connp, seg, rname, row, td);
+				rname = mop_segment_copy_name(name);
+				remote_id = mop_segment_create_copy(connp, seg, rname, row, td);
 			}
 			for (int k = 0; k < n; k++)
 			{
 				if (src[k] == NULL)
-					send_partition(connp, seg, dataset_id, remote_id, parts[k]);
+					mop_segment_send_partition(connp, seg, dataset_id, remote_id, parts[k]);
 				else
 				{
 					if (*srcp == NULL || strcmp(src_name, src[k]) != 0)
@@ -845,7 +845,7 @@ mop_add_segment(PG_FUNCTION_ARGS)
 						src_name = src[k];
 						*srcp = mop_segment_connect(src_name, 10);
 					}
-					relay_partition(srcp, src_name, src_id[k], connp, seg, remote_id, parts[k]);
+					mop_segment_relay_partition(srcp, src_name, src_id[k], connp, seg, remote_id, parts[k]);
 				}
 			}
 			PQclear(mop_segment_exec(connp, seg, "COMMIT", 0, NULL, NULL, NULL, false, 0, NULL));
@@ -868,7 +868,7 @@ mop_add_segment(PG_FUNCTION_ARGS)
 		int64		b = part_b[k],
 					by = part_by[k];
 
-		record_copy(dataset_id, seg, parts[k], remote_id, rname, b, by);
+		mop_segment_record_copy(dataset_id, seg, parts[k], remote_id, rname, b, by);
 		buffers += b;
 		bytes += by;
 		out[k] = Int32GetDatum(parts[k]);
@@ -924,7 +924,7 @@ mop_remove_segment(PG_FUNCTION_ARGS)
 	seg = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	row = lock_dataset(name, false, &td, &dataset_id, &P);
+	row = mop_segment_lock_dataset(name, false, &td, &dataset_id, &P);
 	(void) row;
 	v[0] = Int64GetDatum(dataset_id);
 	v[1] = CStringGetTextDatum(seg);
