@@ -213,7 +213,7 @@ mop_source_open(MopSource *src, Oid relid, const char *target,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("relation %s has no numeric feature column (or single numeric array column) besides the target \"%s\"",
 							src->relname, target),
-					 errhint("Name the features explicitly, e.g. features => ARRAY['pixels'] for an array column.")));
+					 errhint("Name the features explicitly: text, enum and boolean columns named there are one-hot encoded; e.g. features => ARRAY['pixels'] for an array column.")));
 	}
 	else
 	{
