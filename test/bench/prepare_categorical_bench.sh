@@ -13,12 +13,14 @@
 #            (col = 'value')::int columns for the same vocabularies (the
 #            values of the onehot dataset, "other" as NOT IN), prepared as
 #            numeric columns (mop standardises them too, as any number)
+#   wide     the view materialized (a table of 105 numeric columns),
+#            prepared: packing as many inputs with no encoding at all
 # Prints MACHINE, SETUP and RESULT lines (seconds, rows/s), and CHECK lines:
 # the view's buffers are byte-identical to the onehot dataset's.
 #   pg_virtualenv -t -v 15 bash test/bench/prepare_categorical_bench.sh
 set -eu
 ROWS=${ROWS:-200000}
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
 P="psql -X -q -At -v ON_ERROR_STOP=1"
 echo "MACHINE $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(psql -XAtc 'SELECT version()' | cut -d, -f1), $(date -u +%FT%TZ)"
 {
@@ -59,6 +61,9 @@ CREATE FUNCTION cb_view_sql() RETURNS text LANGUAGE sql AS \$\$
            WHERE d.name = 'cb_vocab') s \$\$;
 SELECT cb_view_sql() \gexec
 SELECT 'SETUP view columns=' || count(*) FROM information_schema.columns WHERE table_name = 'cb_view';
+CREATE TABLE cb_wide AS SELECT * FROM cb_view;
+VACUUM ANALYZE cb_wide;
+SELECT 'SETUP wide table_mb=' || round(pg_table_size('cb_wide') / 1e6, 1);
 -- the same rows, packed: without standardisation (the view's one-hot
 -- columns are numbers to mop, which it would standardise) both datasets'
 -- buffers must be byte-identical
@@ -78,8 +83,8 @@ BEGIN
 END \$\$;
 SQL
 for r in $(seq "$ROUNDS"); do
-	ways="copy numeric onehot view"
-	[ $((r % 2)) -eq 0 ] && ways="view onehot numeric copy"
+	ways="copy numeric onehot view wide"
+	[ $((r % 2)) -eq 0 ] && ways="wide view onehot numeric copy"
 	for w in $ways; do
 		case $w in
 		copy) echo "SELECT cb_time('copy round=$r', \$q\$COPY (SELECT * FROM cb) TO '/dev/null'\$q\$);" ;;
@@ -87,10 +92,14 @@ for r in $(seq "$ROUNDS"); do
 			echo "SELECT mop_drop_dataset('cb_num') IS NULL;" ;;
 		onehot) echo "SELECT cb_time('onehot round=$r', \$q\$SELECT mop_prepare('cb', 'label', ARRAY['n1', 'n2', 'n3', 'n4', 't5', 't50', 't1000', 't50000'], 'cb_hot', partitions => 2, seed => 1)\$q\$);"
 			echo "SELECT mop_drop_dataset('cb_hot') IS NULL;" ;;
+		wide) echo "SELECT cb_time('wide round=$r', \$q\$SELECT mop_prepare('cb_wide', 'label', NULL, 'cb_w', partitions => 2, seed => 1)\$q\$);"
+			echo "SELECT mop_drop_dataset('cb_w') IS NULL;" ;;
 		view) echo "SELECT cb_time('view round=$r', \$q\$SELECT mop_prepare('cb_view', 'label', NULL, 'cb_v', partitions => 2, seed => 1)\$q\$);"
 			echo "SELECT mop_drop_dataset('cb_v') IS NULL;" ;;
 		esac
 	done
 done
+cat <<'SQL'
 SELECT 'LOAD ' || round(l::numeric, 2) FROM (SELECT split_part(pg_read_file('/proc/loadavg'), ' ', 1)::float8 AS l) s;
+SQL
 } | $P | grep -E '^(MOP|SETUP|RESULT|CHECK|LOAD)'
