@@ -1512,3 +1512,168 @@ CREATE FUNCTION @extschema@.mop_remove_segment(dataset text, segment text)
 	SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.mop_remove_segment(text, text)
 	IS 'take a segment out of a dataset''s placement (refused if it holds a partition''s only copy); running runs stop using it within seconds';
+
+-- 18. categorical features: text, enum and boolean columns one-hot encoded ------
+-- (mop_prepare(..., max_categories => 32); the vocabularies are stored with
+-- the dataset; mop_predict and mop_predict_proba take a row's raw values as
+-- text[]; mop_confusion_matrix passes them)
+
+ALTER TABLE mop.datasets ADD COLUMN categories jsonb;
+COMMENT ON COLUMN mop.datasets.categories
+	IS 'one-hot vocabulary of each categorical feature column: {"column": {"type", "values" (null: the NULL category), "counts" (training rows), "other" (training rows in the other input, null: none)}}; NULL: no categorical column';
+COMMENT ON COLUMN mop.datasets.n_features
+	IS 'model inputs per row: 1 per numeric column, the vocabulary''s width per categorical column, or the array''s length';
+GRANT INSERT (categories), UPDATE (categories) ON mop.datasets TO PUBLIC;
+
+DROP FUNCTION @extschema@.mop_prepare(regclass, text, text[], text, int, float8, int, boolean, int, int[], text, text[], int, boolean);
+CREATE FUNCTION @extschema@.mop_prepare(
+	source regclass,
+	target text,
+	features text[] DEFAULT NULL,
+	dataset text DEFAULT NULL,
+	partitions int DEFAULT NULL,
+	validation float8 DEFAULT 0.1,
+	buffer_rows int DEFAULT 2048,
+	standardize boolean DEFAULT true,
+	seed int DEFAULT 0,
+	shape int[] DEFAULT NULL,
+	target_kind text DEFAULT 'auto',
+	segments text[] DEFAULT NULL,
+	replicas int DEFAULT 1,
+	source_on_segments boolean DEFAULT false,
+	max_categories int DEFAULT 32,
+	OUT dataset_id bigint,
+	OUT dataset_name text,
+	OUT train_rows bigint,
+	OUT valid_rows bigint,
+	OUT partitions_used int,
+	OUT buffers int,
+	OUT n_features int,
+	OUT classes int)
+	RETURNS record
+	AS 'MODULE_PATHNAME', 'mop_prepare'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_prepare(regclass, text, text[], text, int, float8, int, boolean, int, int[], text, text[], int, boolean, int)
+	IS 'pack a table or view into training and validation buffers (text, enum and boolean features one-hot, at most max_categories inputs each); segments => other servers to hold copies of the training partitions (source_on_segments => each packs its own rows of the table)';
+
+CREATE FUNCTION @extschema@.mop_predict(model_id bigint, features text[])
+	RETURNS text
+	AS 'MODULE_PATHNAME', 'mop_predict'
+	LANGUAGE C STRICT STABLE PARALLEL RESTRICTED
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_predict(bigint, text[])
+	IS 'predicted label or value of a model''s best checkpoint from a row''s raw values as text (categorical ones included)';
+
+CREATE FUNCTION @extschema@.mop_predict(model_id bigint, features text[], checkpoint text)
+	RETURNS text
+	AS 'MODULE_PATHNAME', 'mop_predict'
+	LANGUAGE C STRICT STABLE PARALLEL RESTRICTED
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_predict(bigint, text[], text)
+	IS 'predicted label or value of the ''best'' or ''last'' checkpoint from a row''s raw values as text';
+
+CREATE FUNCTION @extschema@.mop_predict(model_id bigint, features text[], as_type anyelement)
+	RETURNS anyelement
+	AS 'MODULE_PATHNAME', 'mop_predict_typed'
+	LANGUAGE C CALLED ON NULL INPUT STABLE PARALLEL RESTRICTED
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_predict(bigint, text[], anyelement)
+	IS 'prediction (best checkpoint) from raw values as text, in the type of the third argument';
+
+CREATE FUNCTION @extschema@.mop_predict(model_id bigint, features text[], as_type anyelement,
+	checkpoint text)
+	RETURNS anyelement
+	AS 'MODULE_PATHNAME', 'mop_predict_typed'
+	LANGUAGE C CALLED ON NULL INPUT STABLE PARALLEL RESTRICTED
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_predict(bigint, text[], anyelement, text)
+	IS 'prediction from raw values as text in the type of the third argument, from the ''best'' or ''last'' checkpoint';
+
+CREATE FUNCTION @extschema@.mop_predict_proba(model_id bigint, features text[])
+	RETURNS float8[]
+	AS 'MODULE_PATHNAME', 'mop_predict_proba'
+	LANGUAGE C STRICT STABLE PARALLEL RESTRICTED
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_predict_proba(bigint, text[])
+	IS 'class probabilities in label order (or the value) of a model''s best checkpoint from raw values as text';
+
+CREATE FUNCTION @extschema@.mop_predict_proba(model_id bigint, features text[], checkpoint text)
+	RETURNS float8[]
+	AS 'MODULE_PATHNAME', 'mop_predict_proba'
+	LANGUAGE C STRICT STABLE PARALLEL RESTRICTED
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_predict_proba(bigint, text[], text)
+	IS 'class probabilities (or the value) of the ''best'' or ''last'' checkpoint from raw values as text';
+
+CREATE OR REPLACE FUNCTION @extschema@.mop_confusion_matrix(model_id bigint, source regclass,
+	checkpoint text DEFAULT 'best')
+	RETURNS TABLE (actual text, predicted text, rows bigint)
+	LANGUAGE plpgsql STABLE
+	SET search_path = pg_catalog, pg_temp
+	AS $$
+DECLARE
+	d mop.datasets;
+	labels text[];
+	feats text;
+	bad text;
+BEGIN
+	SELECT ds.* INTO d FROM mop.models m JOIN mop.datasets ds ON ds.id OPERATOR(pg_catalog.=) m.dataset_id
+	 WHERE m.id OPERATOR(pg_catalog.=) mop_confusion_matrix.model_id;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'model % does not exist', mop_confusion_matrix.model_id
+			USING ERRCODE = 'undefined_object', HINT = 'Models you may see are listed in mop.models.';
+	END IF;
+	IF d.target_kind OPERATOR(pg_catalog.=) 'regression' THEN
+		RAISE EXCEPTION 'model % predicts a number, not a class', mop_confusion_matrix.model_id
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = 'A confusion matrix needs a class or binary target; mop_evaluate gives the error of a regression model.';
+	END IF;
+	IF checkpoint IS NULL THEN
+		RAISE EXCEPTION 'checkpoint must not be NULL'
+			USING ERRCODE = 'null_value_not_allowed',
+			      HINT = 'Use ''best'' (the checkpoint of the model''s best epoch, the default) or ''last'' (its latest).';
+	END IF;
+	labels := ARRAY(SELECT l.v FROM pg_catalog.jsonb_array_elements_text(d.labels) WITH ORDINALITY l(v, i) ORDER BY l.i);
+	IF d.feature_kind OPERATOR(pg_catalog.=) 'array' THEN
+		-- flattened row-major, as mop_prepare reads an image of any dimensions
+		feats := format('ARRAY(SELECT pg_catalog.unnest(%I))::float8[]', d.features[1]);
+		EXECUTE format('SELECT 1 FROM %s WHERE %I IS NULL LIMIT 1', source, d.features[1]) INTO bad;
+		IF bad IS NOT NULL THEN
+			RAISE EXCEPTION 'column % of % has a NULL', d.features[1], source
+				USING ERRCODE = 'null_value_not_allowed', HINT = 'mop predicts from complete rows only.';
+		END IF;
+	ELSIF d.categories IS NOT NULL THEN
+		-- the raw values, as mop_predict(bigint, text[]) takes them
+		feats := format('ARRAY[%s]::text[]',
+		                (SELECT string_agg(format('%I::text', f.name), ', ' ORDER BY f.i)
+		                   FROM pg_catalog.unnest(d.features) WITH ORDINALITY f(name, i)));
+	ELSE
+		feats := format('ARRAY[%s]::float8[]',
+		                (SELECT string_agg(format('%I', f.name), ', ' ORDER BY f.i)
+		                   FROM pg_catalog.unnest(d.features) WITH ORDINALITY f(name, i)));
+	END IF;
+	-- every row's label must be one the model knows
+	EXECUTE format('SELECT coalesce(%1$I::text, ''NULL'') FROM %2$s
+	                 WHERE %1$I IS NULL OR %1$I::text OPERATOR(pg_catalog.<>) ALL ($1) LIMIT 1',
+	               d.target, source)
+	   INTO bad USING labels;
+	IF bad IS NOT NULL THEN
+		RAISE EXCEPTION 'label % in column % of % is not a label of dataset "%"', bad, d.target, source, d.name
+			USING ERRCODE = 'invalid_parameter_value',
+			      HINT = format('The dataset''s labels are %s.', d.labels::text);
+	END IF;
+	RETURN QUERY EXECUTE format(
+		'WITH p AS (SELECT %1$I::text AS actual, @extschema@.mop_predict($1, %2$s, $2) AS predicted FROM %3$s),
+		      c AS (SELECT p.actual, p.predicted, pg_catalog.count(*) AS n FROM p GROUP BY 1, 2),
+		      l AS (SELECT x.label, x.i FROM pg_catalog.unnest($3) WITH ORDINALITY x(label, i))
+		 SELECT a.label, b.label, coalesce(c.n, 0)
+		   FROM l a CROSS JOIN l b
+		   LEFT JOIN c ON c.actual OPERATOR(pg_catalog.=) a.label AND c.predicted OPERATOR(pg_catalog.=) b.label
+		  ORDER BY a.i, b.i',
+		d.target, feats, source)
+		USING mop_confusion_matrix.model_id, checkpoint, labels;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.mop_confusion_matrix(bigint, regclass, text)
+	IS 'rows of a table by true and predicted label (every pair of the dataset''s labels, zeros included)';

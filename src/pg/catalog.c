@@ -22,7 +22,7 @@
 	"d.n_features, d.target, d.target_kind, " \
 	"ARRAY(SELECT pg_catalog.jsonb_array_elements_text(d.labels)), " \
 	"d.normalized, d.feature_mean, d.feature_std, d.partitions, " \
-	"d.train_rows, d.valid_rows FROM mop.datasets d "
+	"d.train_rows, d.valid_rows, %s FROM mop.datasets d "
 
 /* Elements of a non-null 1-D array datum of the given element type. */
 static Datum *
@@ -44,6 +44,47 @@ array_datums(Datum d, Oid elemtype, int *n)
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("unexpected null in a mop.datasets array")));
 	return elems;
+}
+
+/*
+ * The vocabularies of ds's categorical columns from mop.datasets.categories,
+ * checked: an object with one entry per categorical feature column, whose
+ * widths and the numeric columns make n_features.
+ */
+static void
+dataset_vocabularies(MopDataset *ds, Jsonb *jb)
+{
+	int			found = 0;
+
+	if (!JB_ROOT_IS_OBJECT(jb) || ds->is_array)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("dataset \"%s\" has invalid categories", ds->name),
+				 errdetail("mop.datasets.categories must be a JSON object, and only a dataset of columns has one.")));
+	ds->categories = JsonbToCString(NULL, &jb->root, VARSIZE(jb));
+	ds->vocab = palloc0(sizeof(MopVocab *) * Max(ds->nfeatcols, 1));
+	for (int i = 0; i < ds->nfeatcols; i++)
+	{
+		JsonbValue	v;
+
+		if (getKeyJsonValueFromContainer(&jb->root, ds->featcols[i], strlen(ds->featcols[i]),
+										 &v) == NULL)
+			continue;
+		if (v.type != jbvBinary)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("dataset \"%s\" has an invalid vocabulary for column \"%s\": not a JSON object",
+							ds->name, ds->featcols[i])));
+		ds->vocab[i] = mop_vocab_from_jsonb(v.val.binary.data, ds->name, ds->featcols[i]);
+		found++;
+	}
+	if (found != (int) JsonContainerSize(&jb->root) ||
+		mop_input_width(ds->nfeatcols, ds->vocab) != ds->nfeatures)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("dataset \"%s\" has categories that do not fit its features", ds->name),
+				 errdetail("Its %d feature columns with the stored vocabularies make %d model inputs; n_features is %d.",
+						   ds->nfeatcols, mop_input_width(ds->nfeatcols, ds->vocab), ds->nfeatures)));
 }
 
 /* Build a MopDataset (in cxt) from the current SPI row. */
@@ -116,6 +157,9 @@ dataset_from_row(HeapTuple tup, TupleDesc td, MemoryContext cxt)
 	ds->partitions = DatumGetInt32(SPI_getbinval(tup, td, 14, &isnull));
 	ds->train_rows = DatumGetInt64(SPI_getbinval(tup, td, 15, &isnull));
 	ds->valid_rows = DatumGetInt64(SPI_getbinval(tup, td, 16, &isnull));
+	d = SPI_getbinval(tup, td, 17, &isnull);
+	if (!isnull)
+		dataset_vocabularies(ds, DatumGetJsonbP(d));
 	MemoryContextSwitchTo(old);
 	return ds;
 }
@@ -128,8 +172,11 @@ dataset_query(const char *where, Oid argtype, Datum arg)
 	MopDataset *ds = NULL;
 	int			rc;
 
+	bool		cats = mop_datasets_have_categories();
+
 	SPI_connect();
-	rc = SPI_execute_with_args(psprintf("%s%s", DATASET_COLS, where),
+	rc = SPI_execute_with_args(psprintf(DATASET_COLS "%s",
+										cats ? "d.categories" : "NULL::pg_catalog.jsonb", where),
 							   1, &argtype, &arg, NULL, true, 2);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "could not read mop.datasets: %s", SPI_result_code_string(rc));
@@ -264,4 +311,17 @@ mop_dataset_of_model(int64 model_id, MopCheckpoint which, bytea **state)
 	}
 	SPI_finish();
 	return mop_dataset_by_id(dataset_id);
+}
+
+/*
+ * Does mop.datasets have the categories column (a 0.2 catalog of after
+ * categorical features)?  The library also serves older catalogs.
+ */
+bool
+mop_datasets_have_categories(void)
+{
+	Oid			nsp = get_namespace_oid("mop", true);
+	Oid			rel = OidIsValid(nsp) ? get_relname_relid("datasets", nsp) : InvalidOid;
+
+	return OidIsValid(rel) && get_attnum(rel, "categories") != InvalidAttrNumber;
 }

@@ -15,8 +15,10 @@
  *                  values flattened in row-major order (Keras' layouts:
  *                  dense (inputs, units), conv2d (kh, kw, in, filters));
  *   labels, features, input_shape, target, target_kind, preprocessing
- *                  (mean and std per feature): what the model's input and
- *                  output mean.
+ *                  (mean and std per feature), categories (the one-hot
+ *                  vocabularies of categorical columns, whose inputs take
+ *                  their column's place, in order): what the model's input
+ *                  and output mean.
  *
  * The model part with preprocessing => false is also a configuration mop
  * itself reads (config "model"), so a model can be trained again elsewhere.
@@ -404,6 +406,12 @@ append_dataset(StringInfo s, const MopDataset *ds, const nn_spec *spec)
 	}
 	else
 		appendStringInfoString(s, "{\"standardise\": false}");
+	/* categorical columns: the input is their one-hot encoding, in place */
+	if (ds->categories)
+	{
+		appendStringInfoString(s, ", \"categories\": ");
+		appendStringInfoString(s, ds->categories);
+	}
 }
 
 /*

@@ -14,6 +14,7 @@
 #include "fmgr.h"
 #include "utils/jsonb.h"
 
+#include "encode.h"
 #include "guc.h"
 #include "nn.h"
 #include "mop_gpu.h"
@@ -80,6 +81,13 @@ typedef struct MopDataset
 	bool		normalized;
 	double	   *mean;			/* per feature, NULL if !normalized */
 	double	   *std;
+	/*
+	 * Categorical (one-hot) feature columns: vocab[i] is column i's
+	 * vocabulary, NULL for a numeric column; vocab is NULL when the dataset
+	 * has none.  Column i's inputs follow those of columns 0..i-1.
+	 */
+	MopVocab  **vocab;
+	char	   *categories;		/* mop.datasets.categories as JSON text, or NULL */
 	int			partitions;
 	int64		train_rows;
 	int64		valid_rows;
@@ -107,6 +115,7 @@ typedef enum MopCheckpoint
 
 extern MopDataset *mop_dataset_of_model(int64 model_id, MopCheckpoint which, bytea **state);
 extern bool mop_catalog_is_02(void);
+extern bool mop_datasets_have_categories(void);
 
 /*
  * The first training partition of dataset dataset_id that only segments
@@ -172,18 +181,30 @@ typedef struct MopSource
 	int			nfeatcols;
 	char	  **featcols;
 	Oid		   *feattypes;
+	bool	   *featcat;		/* column i is categorical (text, enum, boolean) */
+	int			ncat;			/* categorical columns */
 	bool		is_array;
 	char	   *target;
 	Oid			target_type;
 	int			nfeatures;		/* floats per row (-1: array, not yet known) */
 } MopSource;
 
+/*
+ * Rows read from a source.  x holds the numeric values (the array's, or
+ * the numeric columns' in column order); a source with categorical columns
+ * also has, per row, one id per categorical column into that column's
+ * count table (dicts), until mop_rows_encode replaces x with the model's
+ * input (nfeatures floats per row) and drops them.
+ */
 typedef struct MopRows
 {
 	int64		nrows;
-	int			nfeatures;
+	int			nfeatures;		/* floats per row of x */
 	float	   *x;				/* nrows * nfeatures */
 	float	   *y;				/* nrows (class index or value) */
+	int			ncat;			/* categorical columns (0 after encoding) */
+	int32	   *cat;			/* nrows * ncat ids */
+	MopCatCounts **dicts;		/* per categorical column: its values */
 } MopRows;
 
 extern void mop_source_open(MopSource *src, Oid relid, const char *target,
@@ -195,6 +216,11 @@ extern void mop_source_read(MopSource *src, MopTargetKind kind,
 							MopRows *rows);
 extern bool mop_type_is_numeric(Oid typid);
 extern bool mop_type_is_numeric_array(Oid typid);
+extern bool mop_type_is_categorical(Oid typid);
+extern int	mop_input_width(int ncols, MopVocab **vocab);
+extern void mop_rows_encode(MopRows *rows, int ncols, MopVocab **vocab);
+extern bool *mop_onehot_mask(int ncols, MopVocab **vocab, int width);
+extern int	mop_input_column(int ncols, MopVocab **vocab, int j);
 
 /* prng.c: the glue's own deterministic generator */
 typedef struct MopRng

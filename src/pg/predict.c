@@ -22,6 +22,7 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/float.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
@@ -32,14 +33,17 @@ PG_FUNCTION_INFO_V1(mop_predict_typed);
 PG_FUNCTION_INFO_V1(mop_predict_proba);
 PG_FUNCTION_INFO_V1(mop_evaluate);
 
-/* How a feature is named in messages: its column, or an element of the array column. */
+/* How model input i is named in messages: its column, or an element of the array column. */
 static char *
 feature_name(const MopDataset *ds, int i)
 {
+	int			col;
+
 	if (ds->is_array && ds->nfeatcols > 0)
 		return psprintf("element %d of column \"%s\"", i + 1, ds->featcols[0]);
-	if (i < ds->nfeatcols)
-		return psprintf("column \"%s\"", ds->featcols[i]);
+	col = mop_input_column(ds->nfeatcols, ds->vocab, i);
+	if (col < ds->nfeatcols)
+		return psprintf("column \"%s\"", ds->featcols[col]);
 	return psprintf("feature %d", i + 1);
 }
 
@@ -186,6 +190,110 @@ predict_cache(FunctionCallInfo fcinfo, int64 model_id, MopCheckpoint which)
 	return c;
 }
 
+/*
+ * Model input i from the raw value v (the pos'th value given, counted
+ * from 0): checked, standardised, into c->x.
+ */
+static void
+put_number(PredictCache *c, int i, int pos, double v)
+{
+	const MopDataset *ds = c->ds;
+	double		raw = v;
+
+	if (!isfinite(v))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("feature %d (%s) is %s", pos + 1, feature_name(ds, i),
+						isnan(v) ? "NaN" : "infinite"),
+				 errhint("mop predicts from finite values only.")));
+	if (ds->normalized)
+		v = (v - ds->mean[i]) / ds->std[i];
+	if (!isfinite((float) v))
+		ereport(ERROR,
+				(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+				 errmsg("feature %d (%s) is out of range for single precision", pos + 1,
+						feature_name(ds, i)),
+				 errdetail("The value %g is beyond the range of real after standardisation.",
+						   raw)));
+	c->x[i] = (float) v;
+}
+
+/* Run the model on c->x (one row) into c->out. */
+static void
+run_one(PredictCache *c)
+{
+	nn_error	err;
+	nn_status	st;
+
+	st = nn_predict(c->h->model, c->x, 1, c->out, &err);
+	if (st != NN_OK)
+		mop_nn_error(st, &err, "prediction failed");
+}
+
+/*
+ * The raw values of a row as text (text[], in the order of the dataset's
+ * feature columns; an array dataset's elements): numbers parsed,
+ * categorical values one-hot over their vocabulary (NULL is a value; one
+ * the vocabulary lacks goes to "other", or to no input without one), then
+ * the model runs.
+ */
+static void
+predict_one_text(PredictCache *c, ArrayType *a)
+{
+	const MopDataset *ds = c->ds;
+	int			n;
+	int			want = ds->is_array ? ds->nfeatures : ds->nfeatcols;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			off = 0;
+
+	if (ARR_NDIM(a) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("features must be a one-dimensional array")));
+	deconstruct_array(a, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	if (n != want)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("model " INT64_FORMAT " expects %d %s, got %d",
+						c->model_id, want, ds->is_array ? "array elements" : "feature values", n),
+				 errhint("Give one value per column of mop.datasets.features of dataset \"%s\", in that order.",
+						 ds->name)));
+	for (int i = 0; i < n; i++)
+	{
+		const MopVocab *v = ds->vocab ? ds->vocab[i] : NULL;
+		char	   *s = nulls[i] ? NULL : TextDatumGetCString(elems[i]);
+
+		if (v)
+		{
+			mop_vocab_encode(v, mop_vocab_slot(v, s), c->x + off);
+			off += v->width;
+		}
+		else
+		{
+			bool		bad = false;
+			double		d;
+
+			if (s == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("feature %d (%s) is null", i + 1, feature_name(ds, off)),
+						 errhint("Only a categorical column may be NULL.")));
+			d = float8in_internal_opt_error(s, NULL, "double precision", s, &bad);
+			if (bad)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+						 errmsg("feature %d (%s) is not a number: \"%s\"", i + 1,
+								feature_name(ds, off), s),
+						 errhint("The column is numeric in dataset \"%s\".", ds->name)));
+			put_number(c, off, i, d);
+			off++;
+		}
+	}
+	Assert(off == ds->nfeatures);
+	run_one(c);
+}
+
 /* Standardise features (float8[]) into c->x and run the model. */
 static void
 predict_one(PredictCache *c, ArrayType *a)
@@ -193,10 +301,15 @@ predict_one(PredictCache *c, ArrayType *a)
 	int			n;
 	Datum	   *elems;
 	bool	   *nulls;
-	nn_error	err;
-	nn_status	st;
 	const MopDataset *ds = c->ds;
 
+	if (ds->vocab)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("dataset \"%s\" of model " INT64_FORMAT " has categorical feature columns",
+						ds->name, c->model_id),
+				 errdetail("Numbers (float8[]) cannot give their values."),
+				 errhint("Give the raw values as text[], one per column of mop.datasets.features, e.g. mop_predict(m, ARRAY['red', '2.5']).")));
 	if (ARR_NDIM(a) > 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
@@ -212,33 +325,34 @@ predict_one(PredictCache *c, ArrayType *a)
 						 ds->name)));
 	for (int i = 0; i < n; i++)
 	{
-		double		v;
-
 		if (nulls[i])
 			ereport(ERROR,
 					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 					 errmsg("feature %d is null", i + 1)));
-		v = DatumGetFloat8(elems[i]);
-		if (!isfinite(v))
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_EXCEPTION),
-					 errmsg("feature %d (%s) is %s", i + 1, feature_name(ds, i),
-							isnan(v) ? "NaN" : "infinite"),
-					 errhint("mop predicts from finite values only.")));
-		if (ds->normalized)
-			v = (v - ds->mean[i]) / ds->std[i];
-		if (!isfinite((float) v))
-			ereport(ERROR,
-					(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-					 errmsg("feature %d (%s) is out of range for single precision", i + 1,
-							feature_name(ds, i)),
-					 errdetail("The value %g is beyond the range of real after standardisation.",
-							   DatumGetFloat8(elems[i]))));
-		c->x[i] = (float) v;
+		put_number(c, i, i, DatumGetFloat8(elems[i]));
 	}
-	st = nn_predict(c->h->model, c->x, 1, c->out, &err);
-	if (st != NN_OK)
-		mop_nn_error(st, &err, "prediction failed");
+	run_one(c);
+}
+
+/*
+ * Run the model on argument 1, in whichever form it comes: the same C
+ * functions serve the float8[] and the text[] forms, told apart by the
+ * array's own element type.
+ */
+static void
+predict_arg(FunctionCallInfo fcinfo, PredictCache *c)
+{
+	ArrayType  *a = PG_GETARG_ARRAYTYPE_P(1);
+
+	if (ARR_ELEMTYPE(a) == TEXTOID)
+		predict_one_text(c, a);
+	else if (ARR_ELEMTYPE(a) == FLOAT8OID)
+		predict_one(c, a);
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("features must be float8[] or text[], not %s",
+						format_type_be(get_array_type(ARR_ELEMTYPE(a))))));
 }
 
 /*
@@ -253,7 +367,7 @@ predict_label(FunctionCallInfo fcinfo, int checkpoint_arg)
 	const MopDataset *ds = c->ds;
 	int			best = 0;
 
-	predict_one(c, PG_GETARG_ARRAYTYPE_P(1));
+	predict_arg(fcinfo, c);
 	if (ds->target_kind == MOP_TARGET_REGRESSION)
 	{
 		/* the model computes in float32: print its shortest exact form */
@@ -321,7 +435,7 @@ mop_predict_proba(PG_FUNCTION_ARGS)
 	int			n = c->out_dim;
 	Datum	   *d;
 
-	predict_one(c, PG_GETARG_ARRAYTYPE_P(1));
+	predict_arg(fcinfo, c);
 	if (c->ds->target_kind != MOP_TARGET_REGRESSION && n == 1)
 	{
 		c->out[1] = c->out[0];
@@ -354,6 +468,7 @@ mop_evaluate(PG_FUNCTION_ARGS)
 	Datum		values[3];
 	bool		nulls[3] = {0};
 	int			nf;
+	bool	   *onehot;
 
 	if (get_call_result_type(fcinfo, NULL, &td) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "mop_evaluate must return a record");
@@ -369,9 +484,19 @@ mop_evaluate(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("feature columns of %s do not have the types of dataset \"%s\"",
 						src.relname, ds->name)));
+	for (int i = 0; i < ds->nfeatcols && !ds->is_array; i++)
+		if ((ds->vocab && ds->vocab[i]) != src.featcat[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("feature column \"%s\" of %s has type %s, dataset \"%s\" needs %s",
+							ds->featcols[i], src.relname, format_type_be(src.feattypes[i]), ds->name,
+							src.featcat[i] ? "a number" : "a categorical column (text, varchar, char, enum, boolean)")));
 	mop_source_read(&src, ds->target_kind, ds->labels, ds->nclasses,
-					ds->nfeatures, &rows);
+					ds->vocab ? src.nfeatures : ds->nfeatures, &rows);
+	if (ds->vocab)
+		mop_rows_encode(&rows, ds->nfeatcols, ds->vocab);
 	nf = rows.nfeatures;
+	onehot = mop_onehot_mask(ds->nfeatcols, ds->vocab, nf);
 	if (ds->normalized)
 		for (int64 r = 0; r < rows.nrows; r++)
 		{
@@ -379,6 +504,8 @@ mop_evaluate(PG_FUNCTION_ARGS)
 
 			for (int j = 0; j < nf; j++)
 			{
+				if (onehot && onehot[j])
+					continue;
 				xr[j] = (float) ((xr[j] - ds->mean[j]) / ds->std[j]);
 				if (!isfinite(xr[j]))
 					ereport(ERROR,

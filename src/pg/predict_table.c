@@ -6,9 +6,10 @@
  *
  * The source is read with the caller's privileges, through a cursor, a
  * batch of rows at a time; its feature columns are found by the names the
- * model's dataset was prepared with (not by position), a missing or
- * non-numeric one is an error naming it, and the dataset's stored
- * standardisation is applied as for mop_predict.  Each batch goes through
+ * model's dataset was prepared with (not by position), a missing one or
+ * one of the wrong kind is an error naming it, the dataset's stored
+ * standardisation is applied as for mop_predict, and categorical columns
+ * are one-hot encoded over the dataset's vocabulary.  Each batch goes through
  * the engine at once, and its rows are written into the output table
  * (created here, owned by the caller) with the heap's bulk insertion, as
  * COPY does.  Output columns: id (the id column's own type, or the row's
@@ -87,6 +88,60 @@ target_type_of(const MopDataset *ds)
 	if (!OidIsValid(typ))
 		typ = ds->target_kind == MOP_TARGET_REGRESSION ? FLOAT8OID : TEXTOID;
 	return typ;
+}
+
+/* Input j of a row from the raw value v: standardised and checked. */
+static float
+standardised(const MopDataset *ds, int j, double v, int64 rowno, const char *relname)
+{
+	double		raw = v;
+
+	if (ds->normalized)
+		v = (v - ds->mean[j]) / ds->std[j];
+	if (!isfinite((float) v))
+		ereport(ERROR,
+				(errcode(isfinite(raw) ? ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE :
+						 ERRCODE_DATA_EXCEPTION),
+				 errmsg("row " INT64_FORMAT " of %s has a feature that is NaN, infinite or out of range for single precision",
+						rowno, relname),
+				 errhint("mop predicts from finite values only.")));
+	return (float) v;
+}
+
+/*
+ * The model input of one row of feature columns (column 2 + i of the
+ * cursor is feature column i): numbers standardised, categorical values
+ * one-hot over the dataset's vocabulary (NULL a value like any other, one
+ * it lacks in "other" or, without one, in no input).
+ */
+static void
+read_columns(const MopDataset *ds, HeapTuple tup, TupleDesc td, float *x, int64 rowno,
+			 const char *relname)
+{
+	int			off = 0;
+
+	for (int i = 0; i < ds->nfeatcols; i++)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(tup, td, i + 2, &isnull);
+		const MopVocab *v = ds->vocab ? ds->vocab[i] : NULL;
+
+		if (v)
+		{
+			char	   *s = isnull ? NULL : TextDatumGetCString(d);
+
+			mop_vocab_encode(v, mop_vocab_slot(v, s), x + off);
+			off += v->width;
+			continue;
+		}
+		if (isnull)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("row " INT64_FORMAT " of %s has a null feature (\"%s\")",
+							rowno, relname, ds->featcols[i])));
+		x[off] = standardised(ds, off, DatumGetFloat8(d), rowno, relname);
+		off++;
+	}
 }
 
 /* Long because one cursor loop reads, predicts and writes each batch inside a single SPI connection and memory context. */
@@ -169,24 +224,25 @@ mop_predict_table(PG_FUNCTION_ARGS)
 	for (int i = 0; i < ds->nfeatcols; i++)
 	{
 		Oid			typ = source_column(relid, relname, ds->featcols[i], ds->name, "features");
+		bool		cat = ds->vocab && ds->vocab[i];
 
-		if (ds->is_array ? !mop_type_is_numeric_array(typ) : !mop_type_is_numeric(typ))
+		if (ds->is_array ? !mop_type_is_numeric_array(typ) :
+			cat ? !mop_type_is_categorical(typ) : !mop_type_is_numeric(typ))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("feature column \"%s\" of %s has type %s, dataset \"%s\" needs %s",
 							ds->featcols[i], relname, format_type_be(typ), ds->name,
-							ds->is_array ? "a numeric array" : "a number")));
+							ds->is_array ? "a numeric array" :
+							cat ? "a categorical column (text, varchar, char, enum, boolean)" : "a number")));
 	}
+	/* array: column 2 is the array; else column 2 + i is feature column i */
 	if (ds->is_array)
 		appendStringInfo(&q, "%s::pg_catalog.float8[]", quote_identifier(ds->featcols[0]));
 	else
-	{
-		appendStringInfoString(&q, "ARRAY[");
 		for (int i = 0; i < ds->nfeatcols; i++)
-			appendStringInfo(&q, "%s%s::pg_catalog.float8", i ? ", " : "",
-							 quote_identifier(ds->featcols[i]));
-		appendStringInfoChar(&q, ']');
-	}
+			appendStringInfo(&q, "%s%s::pg_catalog.%s", i ? ", " : "",
+							 quote_identifier(ds->featcols[i]),
+							 (ds->vocab && ds->vocab[i]) ? "text" : "float8");
 	appendStringInfo(&q, " FROM %s", relname);
 
 	/* the output table, the caller's */
@@ -259,6 +315,11 @@ mop_predict_table(PG_FUNCTION_ARGS)
 				ids[r] = Int64GetDatum(written + (int64) r + 1);
 				idnull[r] = false;
 			}
+			if (!ds->is_array)
+			{
+				read_columns(ds, tup, td, x + r * nf, written + (int64) r + 1, relname);
+				continue;
+			}
 			a = SPI_getbinval(tup, td, 2, &isnull);
 			if (isnull)
 				ereport(ERROR,
@@ -284,16 +345,7 @@ mop_predict_table(PG_FUNCTION_ARGS)
 									ds->is_array ? psprintf("element %d of \"%s\"", j + 1, ds->featcols[0]) :
 									psprintf("\"%s\"", ds->featcols[j]))));
 				v = DatumGetFloat8(elems[j]);
-				if (ds->normalized)
-					v = (v - ds->mean[j]) / ds->std[j];
-				if (!isfinite((float) v))
-					ereport(ERROR,
-							(errcode(isfinite(DatumGetFloat8(elems[j])) ? ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE :
-									 ERRCODE_DATA_EXCEPTION),
-							 errmsg("row " INT64_FORMAT " of %s has a feature that is NaN, infinite or out of range for single precision",
-									written + (int64) r + 1, relname),
-							 errhint("mop predicts from finite values only.")));
-				x[r * nf + j] = (float) v;
+				x[r * nf + j] = standardised(ds, j, v, written + (int64) r + 1, relname);
 			}
 		}
 		/* the batch's rows are read: free them (SPI keeps every fetch until SPI_finish) */

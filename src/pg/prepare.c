@@ -13,6 +13,14 @@
  *   validation rows    -> spread over the same P partitions the same way;
  *   each partition     -> buffers of at most buffer_rows rows, numbered 0..
  *
+ * Categorical feature columns (text, varchar, char, enum, boolean) are
+ * one-hot encoded in place (column i's inputs follow column i-1's), over a
+ * vocabulary built from the training rows' values (encode.h: descending
+ * count, then value; at most max_categories inputs, the rarest values
+ * sharing an "other" input when there are more), stored in
+ * mop.datasets.categories.  One-hot inputs are not standardised (mean 0,
+ * std 1 are stored for them).
+ *
  * x is rows * n_features float32 values (row-major, images H x W x C), y is
  * one float32 per row (class index or value), both in native byte order,
  * stored uncompressed (STORAGE EXTERNAL).  The statistics, the label mapping
@@ -29,6 +37,7 @@
 #include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
@@ -128,6 +137,68 @@ mop_prepare_resolve_shape(ArrayType *shape, int nfeatures, int32 *h, int32 *w, i
 	}
 }
 
+/*
+ * The vocabulary of each categorical column of src from the training rows
+ * (train[0..n_train) index rows), then rows one-hot encoded over them.
+ * *vocab gets one entry per feature column (NULL for a numeric one); the
+ * result is mop.datasets.categories as JSON text.
+ */
+static char *
+build_vocabularies(MopSource *src, MopRows *rows, const int64 *train, int64 n_train,
+				   int max_categories, MopVocab ***vocab)
+{
+	StringInfoData js;
+	MopVocab  **v = palloc0(sizeof(MopVocab *) * src->nfeatcols);
+	int			c = 0;
+
+	if (!mop_datasets_have_categories())
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("categorical feature columns need mop 0.2's catalog"),
+				 errhint("Run ALTER EXTENSION mop UPDATE.")));
+	for (int64 i = 0; i < n_train; i++)
+	{
+		const int32 *ids = rows->cat + train[i] * rows->ncat;
+
+		for (int k = 0; k < rows->ncat; k++)
+			mop_catcounts_add(rows->dicts[k], ids[k], 1);
+	}
+	initStringInfo(&js);
+	appendStringInfoChar(&js, '{');
+	for (int i = 0; i < src->nfeatcols; i++)
+	{
+		MopCatCounts *counts;
+		int32		distinct = 0;
+
+		if (!src->featcat[i])
+			continue;
+		counts = rows->dicts[c++];
+		v[i] = mop_vocab_build(counts, max_categories, format_type_be(src->feattypes[i]));
+		for (int32 id = 0; id < mop_catcounts_size(counts); id++)
+			distinct += mop_catcounts_count(counts, id) > 0;
+		if (v[i]->has_other && v[i]->nvalues == 0)
+			ereport(NOTICE,
+					(errmsg("column \"%s\" has %d distinct values in the training rows: with max_categories => 1 they share one \"other\" input",
+							src->featcols[i], distinct),
+					 errhint("max_categories => %d would give each value its own input.", distinct)));
+		else if (v[i]->has_other)
+			ereport(NOTICE,
+					(errmsg("column \"%s\" has %d distinct values in the training rows: the %d most frequent get an input each, the other %d (" INT64_FORMAT " rows) share one \"other\" input",
+							src->featcols[i], distinct, v[i]->nvalues, distinct - v[i]->nvalues,
+							v[i]->other_count),
+					 errhint("max_categories => %d would give each value its own input.", distinct)));
+		if (js.len > 1)
+			appendStringInfoString(&js, ", ");
+		escape_json(&js, src->featcols[i]);
+		appendStringInfoString(&js, ": ");
+		mop_vocab_append_json(&js, v[i]);
+	}
+	appendStringInfoChar(&js, '}');
+	mop_rows_encode(rows, src->nfeatcols, v);
+	*vocab = v;
+	return js.data;
+}
+
 /* Insert the buffers of one split (see prepare.h); returns how many were written. */
 int
 mop_prepare_write_split(SPIPlanPtr plan, int64 dataset_id, const char *split,
@@ -207,12 +278,12 @@ mop_prepare_buffer_plan(void)
 int64
 mop_prepare_insert_dataset(const MopDatasetRow *d)
 {
-	Oid			types[19] = {TEXTOID, TEXTOID, TEXTARRAYOID, TEXTOID, INT4ARRAYOID,
+	Oid			types[20] = {TEXTOID, TEXTOID, TEXTARRAYOID, TEXTOID, INT4ARRAYOID,
 							 INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID,
 							 BOOLOID, FLOAT8ARRAYOID, FLOAT8ARRAYOID, INT4OID, INT4OID,
-							 FLOAT8OID, INT8OID, INT8OID, INT4OID};
-	Datum		args[19];
-	char		argnulls[19];
+							 FLOAT8OID, INT8OID, INT8OID, INT4OID, TEXTOID};
+	Datum		args[20];
+	char		argnulls[20];
 	Datum		shp[3] = {Int32GetDatum(d->in_h), Int32GetDatum(d->in_w), Int32GetDatum(d->in_c)};
 	bool		isnull;
 	int			rc;
@@ -251,13 +322,18 @@ mop_prepare_insert_dataset(const MopDatasetRow *d)
 	args[16] = Int64GetDatum(d->n_train);
 	args[17] = Int64GetDatum(d->n_valid);
 	args[18] = Int32GetDatum(d->seed);
-	rc = SPI_execute_with_args("INSERT INTO mop.datasets (name, source, features, feature_kind, "
-							   "input_shape, n_features, target, target_kind, target_type, labels, "
-							   "normalized, feature_mean, feature_std, partitions, buffer_rows, "
-							   "validation, train_rows, valid_rows, seed) VALUES ($1, $2, $3, $4, "
-							   "$5, $6, $7, $8, $9, pg_catalog.to_jsonb($10), $11, $12, $13, $14, "
-							   "$15, $16, $17, $18, $19) ON CONFLICT (name) DO NOTHING RETURNING id",
-							   19, types, args, argnulls, false, 1);
+	/* categories only where there are some: a 0.1 catalog has no such column */
+	if (d->categories)
+		args[19] = CStringGetTextDatum(d->categories);
+	rc = SPI_execute_with_args(psprintf("INSERT INTO mop.datasets (name, source, features, feature_kind, "
+										"input_shape, n_features, target, target_kind, target_type, labels, "
+										"normalized, feature_mean, feature_std, partitions, buffer_rows, "
+										"validation, train_rows, valid_rows, seed%s) VALUES ($1, $2, $3, $4, "
+										"$5, $6, $7, $8, $9, pg_catalog.to_jsonb($10), $11, $12, $13, $14, "
+										"$15, $16, $17, $18, $19%s) ON CONFLICT (name) DO NOTHING RETURNING id",
+										d->categories ? ", categories" : "",
+										d->categories ? ", $20::pg_catalog.jsonb" : ""),
+							   d->categories ? 20 : 19, types, args, argnulls, false, 1);
 	if (rc != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "could not insert into mop.datasets: %s", SPI_result_code_string(rc));
 	/*
@@ -299,7 +375,9 @@ result_tuple(TupleDesc rettd, const MopPrepareResult *r, const char *dsname)
 /*
  * mop_prepare(source regclass, target text, features text[], dataset text,
  *             partitions int, validation float8, buffer_rows int,
- *             normalize bool, seed int, shape int[], target_kind text)
+ *             normalize bool, seed int, shape int[], target_kind text,
+ *             segments text[], replicas int, source_on_segments bool,
+ *             max_categories int)
  */
 /* Long because its steps (checks, read, shuffle and split, statistics, catalog rows) share one memory context and most of its locals. */
 Datum
@@ -312,7 +390,10 @@ mop_prepare(PG_FUNCTION_ARGS)
 	char	   *dsname;
 	int32		partitions,
 				buffer_rows,
-				seed;
+				seed,
+				max_categories = MOP_DEFAULT_MAX_CATEGORIES;
+	MopVocab  **vocab = NULL;
+	char	   *categories = NULL;
 	double		validation;
 	bool		normalize;
 	bool		partitions_default;
@@ -349,6 +430,21 @@ mop_prepare(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("replicas must not be NULL")));
+	if (PG_NARGS() > 14)
+	{
+		if (PG_ARGISNULL(14))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("max_categories must not be NULL"),
+					 errhint("The default is %d.", MOP_DEFAULT_MAX_CATEGORIES)));
+		max_categories = PG_GETARG_INT32(14);
+		if (max_categories < 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for \"max_categories\": %d", max_categories),
+					 errdetail("It is the most one-hot inputs a categorical column gets, its \"other\" input included."),
+					 errhint("Use 1 or more; the default is %d.", MOP_DEFAULT_MAX_CATEGORIES)));
+	}
 	relid = PG_GETARG_OID(0);
 	target = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	/* by default, as many partitions as a run would use workers */
@@ -453,6 +549,12 @@ mop_prepare(PG_FUNCTION_ARGS)
 		a.seed = seed;
 		a.shape = shape;
 		a.kind = kind;
+		if (src.ncat > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("source_on_segments does not take categorical feature columns yet"),
+					 errdetail("Their vocabularies would have to be merged over the segments."),
+					 errhint("Encode them as numbers in a view on each segment, or prepare the table here.")));
 		mop_prepare_sharded(&a, PG_GETARG_ARRAYTYPE_P(11), PG_GETARG_INT32(12), &r);
 		MemoryContextSwitchTo(oldcxt);
 		result = result_tuple(rettd, &r, dsname);
@@ -477,6 +579,21 @@ mop_prepare(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("relation %s has no rows", src.relname)));
+
+	/* shuffle once (the order depends on the seed and the row count only) */
+	n_valid = (int64) floor(validation * (double) n + 0.5);
+	n_train = n - n_valid;
+	idx = MemoryContextAllocHuge(opcxt, sizeof(int64) * n);
+	for (int64 i = 0; i < n; i++)
+		idx[i] = i;
+	mop_prng_seed(&rng, (uint64) (int64) seed);
+	mop_shuffle_index(idx, n, &rng);
+
+	/* categorical columns: vocabularies from the training rows, one-hot */
+	if (src.ncat > 0)
+		categories = build_vocabularies(&src, &rows, idx + n_valid, n_train, max_categories,
+										&vocab);
+
 	if ((int64) buffer_rows * rows.nfeatures * sizeof(float) > MaxAllocSize / 2)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -484,9 +601,7 @@ mop_prepare(PG_FUNCTION_ARGS)
 						buffer_rows, rows.nfeatures)));
 	mop_prepare_resolve_shape(shape, rows.nfeatures, &in_h, &in_w, &in_c);
 
-	/* shuffle once, split */
-	n_valid = (int64) floor(validation * (double) n + 0.5);
-	n_train = n - n_valid;
+	/* split */
 	if (n_train < partitions && partitions_default)
 	{
 		ereport(NOTICE,
@@ -502,11 +617,6 @@ mop_prepare(PG_FUNCTION_ARGS)
 				 errmsg("fewer training rows (" INT64_FORMAT ") than partitions (%d)",
 						n_train, partitions),
 				 errhint("Use fewer partitions or a smaller validation fraction.")));
-	idx = MemoryContextAllocHuge(opcxt, sizeof(int64) * n);
-	for (int64 i = 0; i < n; i++)
-		idx[i] = i;
-	mop_prng_seed(&rng, (uint64) (int64) seed);
-	mop_shuffle_index(idx, n, &rng);
 
 	/* standardisation statistics from the training rows (idx[n_valid..n)) */
 	if (normalize)
@@ -541,6 +651,22 @@ mop_prepare(PG_FUNCTION_ARGS)
 			if (!(std[j] > 1e-12))
 				std[j] = 1.0;
 		}
+		/* one-hot inputs stay 0 and 1 */
+		if (vocab)
+		{
+			int			off = 0;
+
+			for (int i = 0; i < src.nfeatcols; i++)
+			{
+				if (vocab[i])
+					for (int j = 0; j < vocab[i]->width; j++)
+					{
+						mean[off + j] = 0.0;
+						std[off + j] = 1.0;
+					}
+				off += vocab[i] ? vocab[i]->width : 1;
+			}
+		}
 	}
 
 	SPI_connect();
@@ -566,6 +692,7 @@ mop_prepare(PG_FUNCTION_ARGS)
 		d.n_train = n_train;
 		d.n_valid = n_valid;
 		d.seed = seed;
+		d.categories = categories;
 		dataset_id = mop_prepare_insert_dataset(&d);
 	}
 	{

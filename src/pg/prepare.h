@@ -50,6 +50,7 @@ typedef struct MopDatasetRow
 	int64		n_train;
 	int64		n_valid;
 	int32		seed;
+	const char *categories;		/* mop.datasets.categories as JSON text, or NULL */
 } MopDatasetRow;
 
 /* Insert the dataset's row (the caller is connected to SPI); its id. */

@@ -235,6 +235,12 @@ mop_shard_stats(PG_FUNCTION_ARGS)
 				 errmsg("invalid value for \"validation\": must be >= 0 and < 1")));
 	mop_source_open(&src, PG_GETARG_OID(0), text_to_cstring(PG_GETARG_TEXT_PP(1)), feats, nfeats);
 	mop_source_check_privileges(&src);
+	if (src.ncat > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("source_on_segments does not take categorical feature columns yet"),
+				 errdetail("A feature column of %s is text, an enum or boolean on this server.", src.relname),
+				 errhint("Every segment's table needs the numeric columns of the coordinator's.")));
 	if (kind == MOP_TARGET_REGRESSION && !mop_type_is_numeric(src.target_type))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),

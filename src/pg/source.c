@@ -4,12 +4,16 @@
  * mop_prepare and mop_evaluate both read "features + target" from a relation
  * the caller names.  The relation is read through SPI with the caller's
  * privileges (the functions are SECURITY INVOKER), after an explicit SELECT
- * privilege check that names the table.  Features are either numeric columns
- * (each cast to float8) or a single numeric array column (cast to float4[],
- * flattened row-major).  Rows with a NULL feature, NULL array element or
- * NULL target are rejected: the whole call fails and reports how many rows
- * had NULLs (policy: mop never silently drops data).  NaN and infinite
- * values are rejected the same way.
+ * privilege check that names the table.  Features are either numeric and
+ * categorical columns or a single numeric array column (cast to float4[],
+ * flattened row-major).  A numeric column is cast to float8; a categorical
+ * one (text, varchar, char, an enum, boolean) is read as text and interned
+ * into its column's count table (encode.h), one int32 id per row, for the
+ * caller to one-hot encode (mop_rows_encode) once it has a vocabulary.
+ * Rows with a NULL numeric feature, NULL array element or NULL target are
+ * rejected: the whole call fails and reports how many rows had NULLs
+ * (policy: mop never silently drops data); in a categorical column NULL is
+ * a value like any other.  NaN and infinite values are rejected.
  *
  * The data are read with a no-scroll cursor in chunks, so only the packed
  * float arrays (not SPI tuples) are held for the whole table.
@@ -49,6 +53,24 @@ mop_type_is_numeric(Oid typid)
 			return true;
 		default:
 			return false;
+	}
+}
+
+/* Is typid (or its base type) one mop one-hot encodes: text, varchar, char, enum, boolean? */
+bool
+mop_type_is_categorical(Oid typid)
+{
+	Oid			t = getBaseType(typid);
+
+	switch (t)
+	{
+		case TEXTOID:
+		case VARCHAROID:
+		case BPCHAROID:
+		case BOOLOID:
+			return true;
+		default:
+			return type_is_enum(t);
 	}
 }
 
@@ -121,6 +143,7 @@ mop_source_open(MopSource *src, Oid relid, const char *target,
 
 		src->featcols = palloc(sizeof(char *) * Max(td->natts, 1));
 		src->feattypes = palloc(sizeof(Oid) * Max(td->natts, 1));
+		src->featcat = palloc0(sizeof(bool) * Max(td->natts, 1));
 		for (int i = 0; i < td->natts; i++)
 		{
 			Form_pg_attribute a = TupleDescAttr(td, i);
@@ -182,7 +205,7 @@ mop_source_open(MopSource *src, Oid relid, const char *target,
 								nskipped == 1 ? "" : "s", skipped.data),
 						 errdetail("Without features, mop uses every numeric column but the target%s.",
 								   src->is_array ? " (here: none, so the only numeric array column)" : ""),
-						 errhint("Name the features to choose them yourself, e.g. features => ARRAY['a', 'b'].")));
+						 errhint("Name the features to choose them yourself, e.g. features => ARRAY['a', 'b']; text, enum and boolean columns named there are one-hot encoded.")));
 		}
 		relation_close(rel, AccessShareLock);
 		if (src->nfeatcols == 0)
@@ -190,7 +213,7 @@ mop_source_open(MopSource *src, Oid relid, const char *target,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("relation %s has no numeric feature column (or single numeric array column) besides the target \"%s\"",
 							src->relname, target),
-					 errhint("Name the features explicitly, e.g. features => ARRAY['pixels'] for an array column.")));
+					 errhint("Name the features explicitly: text, enum and boolean columns named there are one-hot encoded; e.g. features => ARRAY['pixels'] for an array column.")));
 	}
 	else
 	{
@@ -200,6 +223,7 @@ mop_source_open(MopSource *src, Oid relid, const char *target,
 					 errmsg("features must list at least one column")));
 		src->featcols = palloc(sizeof(char *) * nfeatcols);
 		src->feattypes = palloc(sizeof(Oid) * nfeatcols);
+		src->featcat = palloc0(sizeof(bool) * nfeatcols);
 		for (int i = 0; i < nfeatcols; i++)
 		{
 			AttrNumber	att;
@@ -223,12 +247,18 @@ mop_source_open(MopSource *src, Oid relid, const char *target,
 			typ = get_atttype(relid, att);
 			if (mop_type_is_numeric_array(typ))
 				narrays++;
+			else if (mop_type_is_categorical(typ))
+			{
+				src->featcat[i] = true;
+				src->ncat++;
+			}
 			else if (!mop_type_is_numeric(typ))
 				ereport(ERROR,
 						(errcode(ERRCODE_DATATYPE_MISMATCH),
-						 errmsg("feature column \"%s\" has type %s, which is not numeric",
+						 errmsg("feature column \"%s\" has type %s, which mop cannot use as a feature",
 								featcols[i], format_type_be(typ)),
-						 errhint("Features must be numeric columns or one numeric array column; cast or encode others in a view.")));
+						 errdetail("Features are numeric columns, categorical columns (text, varchar, char, enum, boolean; one-hot encoded) or one numeric array column."),
+						 errhint("Cast the column in a view: to text to one-hot encode its values, or to a number.")));
 			src->featcols[i] = pstrdup(featcols[i]);
 			src->feattypes[i] = typ;
 		}
@@ -240,7 +270,8 @@ mop_source_open(MopSource *src, Oid relid, const char *target,
 					 errhint("Combine the columns into one array in a view.")));
 		src->is_array = (narrays == 1);
 	}
-	src->nfeatures = src->is_array ? -1 : src->nfeatcols;
+	/* floats per row read: the array's (not yet known) or the numeric columns' */
+	src->nfeatures = src->is_array ? -1 : src->nfeatcols - src->ncat;
 }
 
 /* Check SELECT on every column src uses (table-level SELECT suffices). */
@@ -328,11 +359,16 @@ rows_reserve(MopRows *rows, int64 *cap, int64 need)
 		rows->x = MemoryContextAllocHuge(CurrentMemoryContext,
 										 sizeof(float) * ncap * Max(rows->nfeatures, 1));
 		rows->y = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(float) * ncap);
+		if (rows->ncat > 0)
+			rows->cat = MemoryContextAllocHuge(CurrentMemoryContext,
+											   sizeof(int32) * ncap * rows->ncat);
 	}
 	else
 	{
 		rows->x = repalloc_huge(rows->x, sizeof(float) * ncap * Max(rows->nfeatures, 1));
 		rows->y = repalloc_huge(rows->y, sizeof(float) * ncap);
+		if (rows->ncat > 0)
+			rows->cat = repalloc_huge(rows->cat, sizeof(int32) * ncap * rows->ncat);
 	}
 	*cap = ncap;
 }
@@ -359,12 +395,19 @@ mop_source_read(MopSource *src, MopTargetKind kind, char **labels, int nlabels,
 
 	memset(rows, 0, sizeof(*rows));
 	rows->nfeatures = nfeatures;
+	rows->ncat = src->ncat;
+	if (src->ncat > 0)
+	{
+		rows->dicts = palloc(sizeof(MopCatCounts *) * src->ncat);
+		for (int i = 0; i < src->ncat; i++)
+			rows->dicts[i] = mop_catcounts_create();
+	}
 
 	initStringInfo(&q);
 	appendStringInfoString(&q, "SELECT ");
 	for (int i = 0; i < ncols; i++)
 		appendStringInfo(&q, "%s::pg_catalog.%s, ", quote_identifier(src->featcols[i]),
-						 src->is_array ? "float4[]" : "float8");
+						 src->is_array ? "float4[]" : src->featcat[i] ? "text" : "float8");
 	appendStringInfo(&q, "%s::pg_catalog.%s FROM %s",
 					 quote_identifier(src->target),
 					 kind == MOP_TARGET_REGRESSION ? "float8" : "text",
@@ -489,13 +532,28 @@ mop_source_read(MopSource *src, MopTargetKind kind, char **labels, int nlabels,
 				}
 				else
 				{
+					int			k = 0;	/* numeric columns so far */
+					int			c = 0;	/* categorical columns so far */
+					int32	   *cr;
+
 					rows_reserve(rows, &cap, rows->nrows + 1);
 					xr = rows->x + rows->nrows * (int64) rows->nfeatures;
+					cr = rows->cat ? rows->cat + rows->nrows * (int64) rows->ncat : NULL;
 					for (int j = 0; j < ncols; j++)
 					{
 						double		v;
 
 						d = SPI_getbinval(tup, td, j + 1, &isnull);
+						if (src->featcat[j])
+						{
+							char	   *s = isnull ? NULL : TextDatumGetCString(d);
+
+							cr[c] = mop_catcounts_intern(rows->dicts[c], s);
+							c++;
+							if (s)
+								pfree(s);
+							continue;
+						}
 						if (isnull)
 						{
 							bad = true;
@@ -515,7 +573,7 @@ mop_source_read(MopSource *src, MopTargetKind kind, char **labels, int nlabels,
 									 errmsg("feature column \"%s\" has the value %g, out of range for single precision",
 											src->featcols[j], v),
 									 errhint("mop trains in single precision (|x| < 3.4e38); scale the column in a view.")));
-						xr[j] = (float) v;
+						xr[k++] = (float) v;
 					}
 					if (bad)
 						continue;
@@ -550,4 +608,113 @@ mop_source_read(MopSource *src, MopTargetKind kind, char **labels, int nlabels,
 				 errhint("Filter them in a view.")));
 	if (rows->nfeatures < 0)
 		rows->nfeatures = 0;
+}
+
+/* Model inputs of ncols feature columns: 1 per numeric one, its vocabulary's width per categorical one. */
+int
+mop_input_width(int ncols, MopVocab **vocab)
+{
+	int64		w = 0;
+
+	for (int i = 0; i < ncols; i++)
+		w += (vocab && vocab[i]) ? vocab[i]->width : 1;
+	if (w > PG_INT32_MAX / 4)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("the features would make " INT64_FORMAT " model inputs", w),
+				 errhint("Use a smaller max_categories.")));
+	return (int) w;
+}
+
+/*
+ * Replace rows->x (the numeric columns) by the model's input: column by
+ * column, a numeric value as is, a categorical one one-hot over its
+ * vocabulary (vocab[i], for every categorical column i).
+ */
+void
+mop_rows_encode(MopRows *rows, int ncols, MopVocab **vocab)
+{
+	int			width = mop_input_width(ncols, vocab);
+	int			nnum = rows->nfeatures;
+	int			ncat = rows->ncat;
+	int32	  **slots = palloc(sizeof(int32 *) * Max(ncat, 1));
+	float	   *x;
+	int			c = 0;
+
+	for (int i = 0; i < ncols; i++)
+		if (vocab[i])
+			slots[c] = mop_vocab_slots_of(vocab[i], rows->dicts[c]), c++;
+	Assert(c == ncat);
+	x = MemoryContextAllocHuge(CurrentMemoryContext,
+							   sizeof(float) * Max(rows->nrows, 1) * (Size) width);
+	for (int64 r = 0; r < rows->nrows; r++)
+	{
+		const float *num = rows->x + r * nnum;
+		const int32 *ids = rows->cat + r * ncat;
+		float	   *dst = x + r * width;
+		int			k = 0;
+
+		c = 0;
+		for (int i = 0; i < ncols; i++)
+		{
+			if (vocab[i])
+			{
+				mop_vocab_encode(vocab[i], slots[c][ids[c]], dst);
+				dst += vocab[i]->width;
+				c++;
+			}
+			else
+				*dst++ = num[k++];
+		}
+		if ((r & 65535) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	for (c = 0; c < ncat; c++)
+		pfree(slots[c]);
+	pfree(slots);
+	pfree(rows->x);
+	if (rows->cat)
+		pfree(rows->cat);
+	rows->x = x;
+	rows->cat = NULL;
+	rows->ncat = 0;
+	rows->nfeatures = width;
+}
+
+/* Which of a row's width model inputs are one-hot (not standardised); NULL when none. */
+bool *
+mop_onehot_mask(int ncols, MopVocab **vocab, int width)
+{
+	bool	   *m;
+	int			off = 0;
+
+	if (vocab == NULL)
+		return NULL;
+	m = palloc0(sizeof(bool) * Max(width, 1));
+	for (int i = 0; i < ncols && off < width; i++)
+	{
+		int			w = vocab[i] ? vocab[i]->width : 1;
+
+		for (int j = 0; j < w && off + j < width; j++)
+			m[off + j] = vocab[i] != NULL;
+		off += w;
+	}
+	return m;
+}
+
+/* The feature column (index into featcols) that model input j comes from. */
+int
+mop_input_column(int ncols, MopVocab **vocab, int j)
+{
+	int			off = 0;
+
+	if (vocab == NULL)
+		return j;
+	for (int i = 0; i < ncols; i++)
+	{
+		off += vocab[i] ? vocab[i]->width : 1;
+		if (j < off)
+			return i;
+	}
+	return ncols;
 }

@@ -212,6 +212,10 @@ like($err, qr/segment "local" has 1500 training rows of public.shard, fewer than
 ($ret, $out, $err) = $coord->psql('postgres', q{SELECT mop_prepare('shard', 'label', ARRAY['v'], dataset => 'bad',
 	source_on_segments => true)});
 like($err, qr/source_on_segments needs segments/, 'source_on_segments without segments');
+sq($coord, "CREATE TABLE cats (label int, colour text)");
+($ret, $out, $err) = $coord->psql('postgres', q{SELECT mop_prepare('cats', 'label', ARRAY['colour'], dataset => 'bad',
+	segments => ARRAY['local', 'seg1'], source_on_segments => true)});
+like($err, qr/source_on_segments does not take categorical feature columns yet/, 'categorical columns are refused, not mangled');
 is($nocopy->(), '000', 'no failed preparation left a copy anywhere');
 
 # the mapped role reads the segment's table with its own privileges
