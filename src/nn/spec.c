@@ -593,6 +593,10 @@ nn_plan_build(const nn_spec *spec, nn_plan *p, nn_error *err)
 		return nn_fail(err, NN_ERR_SHAPE,
 					   "cross-entropy needs at least 2 outputs (one per class), the model has %d",
 					   p->out_dim);
+	/* a whole-set metric of binary cross-entropy scores one output (metrics.c) */
+	if (nn_metric_whole_set(spec->metric) && spec->loss == NN_LOSS_SIGMOID_BCE && p->out_dim != 1)
+		return nn_fail(err, NN_ERR_INVALID, "metric %s needs one sigmoid output, the model has %d",
+					   nn_metric_name(spec->metric), p->out_dim);
 	if (spec->metric == NN_METRIC_TOPK && (spec->top_k < 1 || spec->top_k > p->out_dim))
 		return nn_fail(err, NN_ERR_INVALID, "top_k %d must be in 1..%d", spec->top_k, p->out_dim);
 	p->y_dim = spec->loss == NN_LOSS_SOFTMAX_CE ? 1 : p->out_dim;
