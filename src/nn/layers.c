@@ -305,6 +305,119 @@ maxpool_backward(const nn_ilayer *L, const float *dout, const int32_t *argmax,
 	}
 }
 
+/*
+ * Batch normalisation forward over nb rows: each of the oc channels (the
+ * last axis) over its nb * oh * ow values.  Training normalises with the
+ * batch's statistics, saves its mean and 1/std in the aux buffer for the
+ * backward pass and updates the running statistics; evaluation normalises
+ * with the running statistics.  Sums are taken per channel, in double, in
+ * row order, so the result does not depend on anything but the inputs.
+ */
+static void
+batchnorm_forward(nn_model *m, const nn_ilayer *L, const float *in, float *out,
+				  int nb, int training)
+{
+	int			C = L->oc;
+	int64_t		n = (int64_t) nb * L->oh * L->ow;
+	const float *gamma = m->params + L->w_off;
+	const float *beta = m->params + L->b_off;
+	float	   *rmean = m->bufs + L->s_off,
+			   *rvar = rmean + C;
+	float	   *mean = m->ws + L->aux_off,
+			   *istd = mean + C;
+
+	for (int c = 0; c < C; c++)
+	{
+		double		mu,
+					var;
+
+		if (training)
+		{
+			double		s = 0.0,
+						ss = 0.0;
+
+			for (int64_t r = 0; r < n; r++)
+				s += in[r * C + c];
+			mu = s / (double) n;
+			for (int64_t r = 0; r < n; r++)
+			{
+				double		d = in[r * C + c] - mu;
+
+				ss += d * d;
+			}
+			var = ss / (double) n;
+			/* one value per channel has no unbiased variance: keep the statistics */
+			if (n > 1)
+			{
+				double		mom = L->momentum;
+
+				rmean[c] = (float) ((1.0 - mom) * rmean[c] + mom * mu);
+				rvar[c] = (float) ((1.0 - mom) * rvar[c] + mom * (ss / (double) (n - 1)));
+			}
+		}
+		else
+		{
+			mu = rmean[c];
+			var = rvar[c];
+		}
+		mean[c] = (float) mu;
+		istd[c] = (float) (1.0 / sqrt(var + (double) L->eps));
+	}
+	for (int64_t r = 0; r < n; r++)
+	{
+		const float *x = in + r * C;
+		float	   *y = out + r * C;
+
+		for (int c = 0; c < C; c++)
+			y[c] = (x[c] - mean[c]) * istd[c] * gamma[c] + beta[c];
+	}
+}
+
+/*
+ * Batch normalisation backward (training mode): with xhat = (x - mean) /
+ * std and N values per channel, dbeta = sum dy, dgamma = sum dy * xhat,
+ * dx = gamma / std / N * (N dy - dbeta - xhat dgamma).
+ */
+static void
+batchnorm_backward(nn_model *m, const nn_ilayer *L, const float *in,
+				   const float *dout, float *din, int nb)
+{
+	int			C = L->oc;
+	int64_t		n = (int64_t) nb * L->oh * L->ow;
+	const float *gamma = m->params + L->w_off;
+	float	   *dgamma = m->grads + L->w_off,
+			   *dbeta = m->grads + L->b_off;
+	const float *mean = m->ws + L->aux_off,
+			   *istd = mean + C;
+
+	for (int c = 0; c < C; c++)
+	{
+		double		sb = 0.0,
+					sg = 0.0;
+
+		for (int64_t r = 0; r < n; r++)
+		{
+			double		g = dout[r * C + c];
+
+			sb += g;
+			sg += g * (((double) in[r * C + c] - mean[c]) * istd[c]);
+		}
+		dgamma[c] = (float) sg;
+		dbeta[c] = (float) sb;
+		if (din)
+		{
+			double		k = (double) gamma[c] * istd[c] / (double) n;
+
+			for (int64_t r = 0; r < n; r++)
+			{
+				double		xhat = ((double) in[r * C + c] - mean[c]) * istd[c];
+
+				din[r * C + c] = (float) (k * ((double) n * dout[r * C + c] - sb - xhat * sg));
+			}
+		}
+	}
+}
+
 /* Forward one layer over nb rows of in into out. */
 void
 nn_layer_forward(nn_model *m, const nn_ilayer *L, const float *in, float *out,
@@ -366,6 +479,10 @@ nn_layer_forward(nn_model *m, const nn_ilayer *L, const float *in, float *out,
 
 		case NN_LAYER_ACTIVATION:
 			nn_act_forward(L->act, L->alpha, in, out, nb, L->out_size);
+			break;
+
+		case NN_LAYER_BATCHNORM:
+			batchnorm_forward(m, L, in, out, nb, training);
 			break;
 
 		default:
@@ -447,6 +564,10 @@ nn_layer_backward(nn_model *m, const nn_ilayer *L, const float *in,
 		case NN_LAYER_ACTIVATION:
 			if (din)
 				nn_act_backward(L->act, L->alpha, in, out, dout, din, nb, L->out_size);
+			break;
+
+		case NN_LAYER_BATCHNORM:
+			batchnorm_backward(m, L, in, dout, din, nb);
 			break;
 
 		default:

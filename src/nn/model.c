@@ -16,7 +16,11 @@
 
 #include "nn_internal.h"
 
-/* Initialise kernels uniformly (He or Glorot), biases to zero. */
+/*
+ * Initialise kernels uniformly (He or Glorot), biases to zero; batchnorm's
+ * gamma to one, beta to zero, its running mean to zero and its running
+ * variance to one (draws no random numbers).
+ */
 static void
 init_weights(nn_model *m)
 {
@@ -32,6 +36,15 @@ init_weights(nn_model *m)
 					limit;
 		int			he;
 
+		if (L->type == NN_LAYER_BATCHNORM)
+		{
+			for (int64_t j = 0; j < L->w_size; j++)
+			{
+				m->params[L->w_off + j] = 1.0f;
+				m->bufs[L->s_off + L->oc + j] = 1.0f;
+			}
+			continue;
+		}
 		if (L->w_off < 0)
 			continue;
 		if (L->type == NN_LAYER_DENSE)
@@ -97,7 +110,10 @@ model_alloc(const nn_spec *spec, const nn_plan *plan, nn_model **out, nn_error *
 	m->grads = nn_model_alloc(m, (size_t) plan->n_params * sizeof(float));
 	m->opt = nn_model_alloc(m, (size_t) plan->n_opt * sizeof(float));
 	m->ws = nn_model_alloc(m, (size_t) plan->ws_total * sizeof(float));
-	if (!m->params || !m->grads || !m->opt || !m->ws)
+	/* running statistics only where there are batchnorm layers */
+	if (plan->n_bufs > 0)
+		m->bufs = nn_model_alloc(m, (size_t) plan->n_bufs * sizeof(float));
+	if (!m->params || !m->grads || !m->opt || !m->ws || (plan->n_bufs > 0 && !m->bufs))
 	{
 		nn_model_free(m);
 		return nn_fail(err, NN_ERR_NOMEM,
@@ -158,6 +174,7 @@ nn_model_free(nn_model *m)
 	free(m->grads);
 	free(m->opt);
 	free(m->ws);
+	free(m->bufs);
 	free(m->perm);
 	free(m->class_w);
 	nn_metric_acc_free(&m->tacc);
@@ -177,6 +194,8 @@ nn_model_clone(const nn_model *src, nn_model **out, nn_error *err)
 		return s;
 	memcpy(m->params, src->params, (size_t) src->plan.n_params * sizeof(float));
 	memcpy(m->opt, src->opt, (size_t) src->plan.n_opt * sizeof(float));
+	if (src->plan.n_bufs > 0)
+		memcpy(m->bufs, src->bufs, (size_t) src->plan.n_bufs * sizeof(float));
 	memcpy(m->rng, src->rng, sizeof(m->rng));
 	m->steps = src->steps;
 	m->rows_trained = src->rows_trained;
@@ -193,7 +212,10 @@ nn_model_clone(const nn_model *src, nn_model **out, nn_error *err)
 	return NN_OK;
 }
 
-/* dst := elementwise mean of src[0..n-1] (weights and optimizer state). */
+/*
+ * dst := elementwise mean of src[0..n-1] (weights, batchnorm running
+ * statistics and optimizer state).
+ */
 nn_status
 nn_model_average(nn_model *dst, nn_model *const *src, int n, nn_error *err)
 {
@@ -234,6 +256,15 @@ nn_model_average(nn_model *dst, nn_model *const *src, int n, nn_error *err)
 		for (int k = 0; k < n; k++)
 			s += src[k]->opt[i];
 		dst->opt[i] = (float) (s / n);
+	}
+	/* same architecture: same running statistics (means of means and of variances) */
+	for (int64_t i = 0; i < dst->plan.n_bufs; i++)
+	{
+		double		s = 0;
+
+		for (int k = 0; k < n; k++)
+			s += src[k]->bufs[i];
+		dst->bufs[i] = (float) (s / n);
 	}
 	return NN_OK;
 }
@@ -391,7 +422,8 @@ nn_model_tensor(nn_model *m, int32_t i, nn_tensor *t, nn_error *err)
 	t->ndim = T->ndim;
 	memcpy(t->shape, T->shape, sizeof(t->shape));
 	t->size = T->size;
-	t->data = m->params + T->off;
+	t->buffer = T->is_buffer;
+	t->data = (T->is_buffer ? m->bufs : m->params) + T->off;
 	return NN_OK;
 }
 

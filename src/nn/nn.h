@@ -75,7 +75,8 @@ typedef enum nn_layer_type
 	NN_LAYER_MAXPOOL2D = 3,
 	NN_LAYER_FLATTEN = 4,
 	NN_LAYER_DROPOUT = 5,
-	NN_LAYER_ACTIVATION = 6
+	NN_LAYER_ACTIVATION = 6,
+	NN_LAYER_BATCHNORM = 7		/* see nn_layer_spec.momentum / eps */
 } nn_layer_type;
 
 typedef enum nn_act
@@ -110,7 +111,30 @@ typedef struct nn_layer_spec
 	int32_t		use_bias;		/* dense/conv2d: 1 = with bias */
 	float		rate;			/* dropout: probability of dropping a unit */
 	float		alpha;			/* leaky relu slope (default 0.01 when 0) */
+	float		momentum;		/* batchnorm: running-statistics momentum, [0, 1] */
+	float		eps;			/* batchnorm: added to the variance, > 0 */
 } nn_layer_spec;
+
+/*
+ * Batch normalisation (NN_LAYER_BATCHNORM), as PyTorch's BatchNorm1d and
+ * BatchNorm2d: each channel (the last axis: the features of a vector, the
+ * channels of an NHWC image) is normalised over the minibatch (vectors)
+ * or over the minibatch and every pixel (images), then scaled by gamma
+ * and shifted by beta, two learnable tensors of one value per channel
+ * (initially 1 and 0; like biases they get neither L2 nor weight decay).
+ * Training normalises with the batch's mean and biased variance and
+ * updates the running statistics:
+ *   running_mean = (1 - momentum) * running_mean + momentum * mean
+ *   running_var  = (1 - momentum) * running_var  + momentum * var * n / (n - 1)
+ * (the unbiased variance; n values per channel; a batch of one value per
+ * channel leaves them as they are, where PyTorch refuses it).  Evaluation
+ * and prediction normalise with the running statistics (initially 0 and
+ * 1).  The running statistics are no parameters (the optimizer never
+ * touches them, nn_model_param_count leaves them out) but are part of the
+ * model's state: blob, clone and average carry them, nn_model_tensor lists
+ * them (nn_tensor.buffer = 1).  A batchnorm layer must follow a dense or
+ * conv2d layer (somewhere before it).
+ */
 
 typedef enum nn_loss
 {
@@ -234,6 +258,7 @@ typedef struct nn_memory
 	size_t		grads;			/* their gradients */
 	size_t		optimizer;		/* moments, momentum buffers */
 	size_t		workspace;		/* activations, im2col, staging for one batch */
+	size_t		buffers;		/* batchnorm running statistics */
 	size_t		total;			/* all of the above plus bookkeeping */
 } nn_memory;
 
@@ -255,8 +280,8 @@ nn_status	nn_model_create(const nn_spec *spec, nn_model **out, nn_error *err);
 void		nn_model_free(nn_model *m);
 
 /*
- * Model averaging: set dst's weights and optimizer state to the elementwise
- * mean of those of the n models in src (same architecture and optimizer;
+ * Model averaging: set dst's weights, batchnorm running statistics and
+ * optimizer state to the elementwise mean of those of the n models in src (same architecture and optimizer;
  * dst may be one of them).  Counters and RNG of dst are kept.  This is the
  * baseline MOP is compared with (each worker trains a copy, then average).
  */
@@ -323,8 +348,11 @@ int64_t		nn_model_alloc_count(const nn_model *m);
 
 /*
  * Parameter tensors as plain arrays, in layer order: for each layer with
- * parameters, its kernel then (if any) its bias.  The data pointer is live:
- * writing through it imports weights.  Returns NN_ERR_INVALID past the end.
+ * parameters, its kernel then (if any) its bias; for a batchnorm layer its
+ * gamma and beta, then its running mean and running variance (buffers:
+ * state that is not trained, nn_tensor.buffer = 1), the order of Keras'
+ * set_weights().  The data pointer is live: writing through it imports
+ * weights.  Returns NN_ERR_INVALID past the end.
  */
 typedef struct nn_tensor
 {
@@ -334,6 +362,7 @@ typedef struct nn_tensor
 	int32_t		shape[4];
 	int64_t		size;			/* number of floats */
 	float	   *data;
+	int32_t		buffer;			/* 1: a running statistic, not a parameter */
 } nn_tensor;
 
 int32_t		nn_model_n_tensors(const nn_model *m);
@@ -398,8 +427,8 @@ nn_status	nn_predict(nn_model *m, const float *x, int64_t n, float *out,
 
 /*
  * Serialization.  A blob is self-contained: magic, format version, spec,
- * counters, RNG state, class weights, weights and full optimizer state,
- * with a checksum.
+ * counters, RNG state, class weights, weights, full optimizer state and
+ * batchnorm running statistics, with a checksum.
  * nn_model_blob_size() is exact; nn_model_serialize() writes into a buffer
  * of at least that many bytes (so callers can use their own allocator).
  * nn_model_deserialize() trusts nothing and returns a new model.
@@ -426,8 +455,10 @@ nn_status	nn_blob_set_epochs(void *blob, size_t len, int64_t epochs,
 /*
  * 2: the spec ends with the learning-rate schedule (version 1 blobs read as none)
  * 3: class weights follow the RNG state (older blobs read as none)
+ * 4: every layer carries momentum and eps; the batchnorm running
+ *    statistics follow the optimizer state (older blobs have no batchnorm)
  */
-#define NN_BLOB_VERSION 3
+#define NN_BLOB_VERSION 4
 
 /* Hard limits that keep a hostile blob or spec from allocating absurdly. */
 #define NN_MAX_DIM 65536		/* any single dimension */

@@ -14,7 +14,7 @@
 #include "nn.h"
 
 #define NN_MAX_ILAYERS (2 * NN_MAX_LAYERS + 1)
-#define NN_MAX_TENSORS (2 * NN_MAX_LAYERS)
+#define NN_MAX_TENSORS (4 * NN_MAX_LAYERS)	/* batchnorm: 2 parameters, 2 buffers */
 
 /* One layer of the compiled plan. */
 /*
@@ -45,12 +45,15 @@ typedef struct nn_ilayer
 
 	int64_t		w_off, w_size;	/* kernel offset/size in params (size 0: none) */
 	int64_t		b_off, b_size;	/* bias offset/size in params */
+	int64_t		s_off;			/* batchnorm: running mean, then var, in bufs */
+	float		momentum, eps;	/* batchnorm */
 
 	int64_t		in_size;		/* ih*iw*ic */
 	int64_t		out_size;		/* oh*ow*oc */
 	int64_t		out_off;		/* activation buffer offset (floats), -1: aliases input */
 	int32_t		chunk;			/* conv: images per im2col chunk */
-	int64_t		aux_off;		/* dropout mask (floats) or pool argmax (int32), -1 none */
+	int64_t		aux_off;		/* dropout mask (floats), pool argmax (int32), batchnorm
+								 * batch mean and 1/std (2 x oc floats); -1 none */
 } nn_ilayer;
 
 /* A parameter tensor, for export/import and per-tensor optimizer rules. */
@@ -59,6 +62,7 @@ typedef struct nn_itensor
 	char		name[32];
 	int32_t		layer;			/* user layer index */
 	int32_t		is_kernel;		/* L2 / weight decay apply to kernels only */
+	int32_t		is_buffer;		/* running statistic: off is into bufs, not params */
 	int32_t		ndim;
 	int32_t		shape[4];
 	int64_t		off;
@@ -76,6 +80,7 @@ typedef struct nn_plan
 	int32_t		in_dim, out_dim, y_dim;
 	int64_t		n_params;
 	int64_t		n_opt;			/* optimizer state floats */
+	int64_t		n_bufs;			/* batchnorm running statistics floats */
 	int32_t		batch;
 
 	/* workspace layout, in floats, for one batch */
@@ -119,6 +124,7 @@ struct nn_model
 	float	   *params;
 	float	   *grads;
 	float	   *opt;			/* optimizer state, n_opt floats */
+	float	   *bufs;			/* running statistics, n_bufs floats */
 	float	   *ws;				/* workspace, ws_total floats */
 	float	   *grad0, *grad1, *col, *xb, *yb;	/* pointers into ws */
 

@@ -131,10 +131,14 @@ nn_optim_step(nn_model *m, nn_error *err)
 	for (int k = 0; k < m->plan.n_tensors; k++)
 	{
 		const nn_itensor *T = &m->plan.t[k];
-		float	   *w = m->params + T->off;
-		const float *g = m->grads + T->off;
+		float	   *w;
+		const float *g;
 		float		l2 = T->is_kernel ? s->l2 : 0.0f;
 
+		if (T->is_buffer)
+			continue;			/* batchnorm running statistics: not trained */
+		w = m->params + T->off;
+		g = m->grads + T->off;
 		switch (s->optimizer)
 		{
 			case NN_OPT_SGD:

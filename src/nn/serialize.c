@@ -21,7 +21,12 @@
  *     from version 3 on the class weights of the training loss: i32 count
  *           (0: none, else the model's classes), then that many floats; a
  *           version 1 or 2 blob lacks them and is read as none
+ *     (each layer is 12 four-byte fields, from version 4 on 14: its
+ *           batchnorm momentum and eps follow; older blobs read them as 0,
+ *           so a batchnorm layer in one fails validation)
  *     n_params, n_opt (i64), then the weights and the optimizer state
+ *     from version 4 on n_bufs (i64), then the batchnorm running statistics
+ *           (each batchnorm layer's running mean, then its running variance)
  *
  * The decoder trusts nothing.  It checks the magic, the version, the
  * declared length against the real one and the checksum before parsing; then
@@ -45,7 +50,7 @@
 #define HEADER_SIZE 32
 #define SPEC_FIXED_BYTES 88			/* 20 four-byte fields and the seed */
 #define SCHED_BYTES (6 * 4)			/* the schedule, version 2 on */
-#define LAYER_BYTES (12 * 4)
+#define LAYER_BYTES (14 * 4)		/* 12 before version 4 (no momentum, eps) */
 #define COUNTER_BYTES (4 * 8 + 4)
 #define RNG_BYTES (4 * 8)
 #define CW_COUNT_BYTES 4			/* the class weights' count, version 3 on */
@@ -144,6 +149,8 @@ write_spec(cursor *c, const nn_spec *s)
 		PUT(c, l->use_bias);
 		PUT(c, l->rate);
 		PUT(c, l->alpha);
+		PUT(c, l->momentum);
+		PUT(c, l->eps);
 	}
 	PUT(c, s->loss);
 	PUT(c, s->metric);
@@ -201,6 +208,11 @@ read_spec(cursor *c, uint32_t version, nn_spec *s, nn_error *err)
 		GET(c, l->use_bias);
 		GET(c, l->rate);
 		GET(c, l->alpha);
+		if (version >= 4)
+		{
+			GET(c, l->momentum);
+			GET(c, l->eps);
+		}
 	}
 	GET(c, s->loss);
 	GET(c, s->metric);
@@ -239,7 +251,8 @@ nn_model_blob_size(const nn_model *m)
 {
 	return HEADER_SIZE + spec_bytes(&m->spec) + COUNTER_BYTES + RNG_BYTES +
 		CW_COUNT_BYTES + (size_t) m->n_class_w * sizeof(float) + 16 +
-		(size_t) (m->plan.n_params + m->plan.n_opt) * sizeof(float);
+		(size_t) (m->plan.n_params + m->plan.n_opt) * sizeof(float) +
+		8 + (size_t) m->plan.n_bufs * sizeof(float);
 }
 
 /* Serialize m into buf (cap bytes); *len receives the size written. */
@@ -254,7 +267,8 @@ nn_model_serialize(const nn_model *m, void *buf, size_t cap, size_t *len,
 	uint64_t	plen,
 				sum;
 	int64_t		np = m->plan.n_params,
-				no = m->plan.n_opt;
+				no = m->plan.n_opt,
+				nb = m->plan.n_bufs;
 
 	if (m->streaming)
 		return nn_fail(err, NN_ERR_STATE, "cannot serialize a model in the middle of a training stream");
@@ -275,6 +289,9 @@ nn_model_serialize(const nn_model *m, void *buf, size_t cap, size_t *len,
 	PUT(&c, no);
 	put(&c, m->params, (size_t) np * sizeof(float));
 	put(&c, m->opt, (size_t) no * sizeof(float));
+	PUT(&c, nb);
+	if (nb > 0)
+		put(&c, m->bufs, (size_t) nb * sizeof(float));
 	if (c.overflow || c.pos != need)
 		return nn_fail(err, NN_ERR_INVALID, "internal error: blob size mismatch");
 
@@ -388,7 +405,8 @@ nn_model_deserialize(const void *blob, size_t len, nn_model **out, nn_error *err
 				epochs,
 				subs,
 				np,
-				no;
+				no,
+				nb = 0;
 	int32_t		diverged,
 				n_cw = 0,
 				classes;
@@ -448,8 +466,21 @@ nn_model_deserialize(const void *blob, size_t len, nn_model **out, nn_error *err
 					"blob stores %lld parameters and %lld optimizer values, its model needs %lld and %lld",
 					(long long) np, (long long) no, (long long) plan->n_params,
 					(long long) plan->n_opt);
-	else if ((uint64_t) (len - c.pos) != (uint64_t) (np + no) * sizeof(float))
+	else if (version < 4 && plan->n_bufs != 0)
+		s = nn_fail(err, NN_ERR_CORRUPT, "blob of format version %u holds batchnorm layers", version);
+	else if ((uint64_t) (len - c.pos) != (uint64_t) (np + no) * sizeof(float) +
+			 (version >= 4 ? 8 + (uint64_t) plan->n_bufs * sizeof(float) : 0))
 		s = nn_fail(err, NN_ERR_CORRUPT, "blob payload length does not match its model");
+	else if (version >= 4)
+	{
+		/* the running statistics' count follows the weights and optimizer state */
+		memcpy(&nb, (const unsigned char *) blob + c.pos + (size_t) (np + no) * sizeof(float),
+			   sizeof(nb));
+		if (nb != plan->n_bufs)
+			s = nn_fail(err, NN_ERR_CORRUPT,
+						"blob stores %lld running statistics, its model needs %lld",
+						(long long) nb, (long long) plan->n_bufs);
+	}
 	free(plan);
 	if (s != NN_OK)
 	{
@@ -471,6 +502,12 @@ nn_model_deserialize(const void *blob, size_t len, nn_model **out, nn_error *err
 	free(cw);
 	get(&c, m->params, (size_t) np * sizeof(float));
 	get(&c, m->opt, (size_t) no * sizeof(float));
+	if (version >= 4)
+	{
+		GET(&c, nb);
+		if (nb > 0)
+			get(&c, m->bufs, (size_t) nb * sizeof(float));
+	}
 	memcpy(m->rng, rng, sizeof(rng));
 	m->steps = steps;
 	m->rows_trained = rows;

@@ -37,14 +37,14 @@ nn_spec_init(nn_spec *spec)
 }
 
 static const char *const layer_names[] = {
-	"?", "dense", "conv2d", "maxpool2d", "flatten", "dropout", "activation"
+	"?", "dense", "conv2d", "maxpool2d", "flatten", "dropout", "activation", "batchnorm"
 };
 
 /* Printable name of a user layer type. */
 static const char *
 layer_name(int32_t type)
 {
-	return (type >= 1 && type <= 6) ? layer_names[type] : "unknown";
+	return (type >= 1 && type <= 7) ? layer_names[type] : "unknown";
 }
 
 /* Name of a metric. */
@@ -133,6 +133,27 @@ add_tensor(nn_plan *p, int32_t layer, const char *kind, int is_kernel,
 	t->size = size;
 	*off = p->n_params;
 	p->n_params += size;
+	return NN_OK;
+}
+
+/* Add a running-statistics tensor (batchnorm) of size floats to the plan. */
+static nn_status
+add_buffer(nn_plan *p, int32_t layer, const char *kind, int64_t size,
+		   const char *lname, nn_error *err)
+{
+	nn_itensor *t;
+
+	if (p->n_tensors >= NN_MAX_TENSORS)
+		return nn_fail(err, NN_ERR_INVALID, "too many parameter tensors");
+	t = &p->t[p->n_tensors++];
+	snprintf(t->name, sizeof(t->name), "%s%d.%s", lname, layer, kind);
+	t->layer = layer;
+	t->is_buffer = 1;
+	t->ndim = 1;
+	t->shape[0] = (int32_t) size;
+	t->off = p->n_bufs;
+	t->size = size;
+	p->n_bufs += size;
 	return NN_OK;
 }
 
@@ -456,6 +477,38 @@ plan_layer(const nn_spec *spec, int i, nn_plan *p, int *h, int *w, int *c,
 			L->rate = ls->rate;
 			break;
 
+		case NN_LAYER_BATCHNORM:
+			{
+				int			after = 0;
+
+				for (int j = 0; j < i; j++)
+					after |= spec->layers[j].type == NN_LAYER_DENSE ||
+						spec->layers[j].type == NN_LAYER_CONV2D;
+				if (!after)
+					return nn_fail(err, NN_ERR_INVALID,
+								   "layer %d (batchnorm): must follow a dense or conv2d layer", i);
+				if (!in_range(ls->momentum, 0, 1))
+					return nn_fail(err, NN_ERR_INVALID, "layer %d (batchnorm): momentum %g must be in [0, 1]",
+								   i, (double) ls->momentum);
+				if (!in_range(ls->eps, 0, 1) || ls->eps <= 0)
+					return nn_fail(err, NN_ERR_INVALID, "layer %d (batchnorm): eps %g must be in (0, 1]",
+								   i, (double) ls->eps);
+				if (!(L = push_layer(p, NN_LAYER_BATCHNORM, i, *h, *w, *c)))
+					break;
+				L->momentum = ls->momentum;
+				L->eps = ls->eps;
+				shape[0] = *c;
+				if ((s = add_tensor(p, i, "gamma", 0, 1, shape, *c, &L->w_off, nm, err)) != NN_OK ||
+					(s = add_tensor(p, i, "beta", 0, 1, shape, *c, &L->b_off, nm, err)) != NN_OK)
+					return s;
+				L->w_size = L->b_size = *c;
+				L->s_off = p->n_bufs;
+				if ((s = add_buffer(p, i, "running_mean", *c, nm, err)) != NN_OK ||
+					(s = add_buffer(p, i, "running_var", *c, nm, err)) != NN_OK)
+					return s;
+				break;
+			}
+
 		case NN_LAYER_ACTIVATION:
 			if (ls->activation == NN_ACT_NONE)
 				return nn_fail(err, NN_ERR_INVALID, "layer %d (activation): no activation given", i);
@@ -540,6 +593,10 @@ nn_plan_build(const nn_spec *spec, nn_plan *p, nn_error *err)
 		return nn_fail(err, NN_ERR_SHAPE,
 					   "cross-entropy needs at least 2 outputs (one per class), the model has %d",
 					   p->out_dim);
+	/* a whole-set metric of binary cross-entropy scores one output (metrics.c) */
+	if (nn_metric_whole_set(spec->metric) && spec->loss == NN_LOSS_SIGMOID_BCE && p->out_dim != 1)
+		return nn_fail(err, NN_ERR_INVALID, "metric %s needs one sigmoid output, the model has %d",
+					   nn_metric_name(spec->metric), p->out_dim);
 	if (spec->metric == NN_METRIC_TOPK && (spec->top_k < 1 || spec->top_k > p->out_dim))
 		return nn_fail(err, NN_ERR_INVALID, "top_k %d must be in 1..%d", spec->top_k, p->out_dim);
 	p->y_dim = spec->loss == NN_LOSS_SOFTMAX_CE ? 1 : p->out_dim;
@@ -564,6 +621,11 @@ nn_plan_build(const nn_spec *spec, nn_plan *p, nn_error *err)
 		{
 			L->aux_off = acts;
 			acts += L->out_size * B;
+		}
+		if (L->type == NN_LAYER_BATCHNORM)
+		{
+			L->aux_off = acts;
+			acts += 2 * (int64_t) L->oc;
 		}
 		if (L->type == NN_LAYER_CONV2D)
 		{
@@ -614,8 +676,9 @@ nn_spec_memory(const nn_spec *spec, nn_memory *mem, nn_error *err)
 	mem->grads = mem->params;
 	mem->optimizer = (size_t) plan.n_opt * sizeof(float);
 	mem->workspace = (size_t) plan.ws_total * sizeof(float);
+	mem->buffers = (size_t) plan.n_bufs * sizeof(float);
 	mem->total = mem->params + mem->grads + mem->optimizer + mem->workspace +
-		sizeof(nn_model);
+		mem->buffers + sizeof(nn_model);
 	return NN_OK;
 }
 

@@ -53,10 +53,17 @@ layer_type(const char *type, const char *tkey, bool keras, const char *path,
 		l->type = NN_LAYER_DROPOUT;
 	else if (strcmp(t, "activation") == 0)
 		l->type = NN_LAYER_ACTIVATION;
+	else if (strcmp(t, "batchnorm") == 0 || strcmp(t, "batchnormalization") == 0)
+	{
+		l->type = NN_LAYER_BATCHNORM;
+		/* PyTorch's defaults; Keras' (momentum 0.99 of the old value, epsilon 1e-3) in its form */
+		l->momentum = keras ? 0.01f : 0.1f;
+		l->eps = keras ? 1e-3f : 1e-5f;
+	}
 	else
 	{
 		snprintf(field, sizeof(field), "%s.%s", path, tkey);
-		cfg_error(field, "unknown layer type \"%s\" (use dense, conv2d, maxpool2d, flatten, dropout or activation)", type);
+		cfg_error(field, "unknown layer type \"%s\" (use dense, conv2d, maxpool2d, flatten, dropout, activation or batchnorm)", type);
 	}
 }
 
@@ -128,6 +135,23 @@ layer_key(const char *k, const JsonbValue *v, const char *field, const char *typ
 			cfg_error(field, "must be >= 0 and < 1");
 		l->rate = (float) r;
 	}
+	else if (strcmp(k, "momentum") == 0 && t == NN_LAYER_BATCHNORM)
+	{
+		double		mo = cfg_number(v, field);
+
+		if (!(mo >= 0 && mo <= 1))
+			cfg_error(field, "must be >= 0 and <= 1");
+		/* Keras' momentum is the weight of the old value, PyTorch's (mop's) of the new */
+		l->momentum = (float) (keras ? 1.0 - mo : mo);
+	}
+	else if ((strcmp(k, "eps") == 0 || strcmp(k, "epsilon") == 0) && t == NN_LAYER_BATCHNORM)
+	{
+		double		e = cfg_number(v, field);
+
+		if (!(e > 0 && e <= 1))
+			cfg_error(field, "must be > 0 and <= 1");
+		l->eps = (float) e;
+	}
 	else if (strcmp(k, "name") == 0)
 		(void) cfg_string(v, field);
 	else if (!keras || !keras_layer_key(k, v, field, l))
@@ -194,7 +218,7 @@ parse_layer(JsonbValue *lv, const char *path, nn_layer_spec *l)
 				tkey = "type";
 			}
 		if (type == NULL)
-			cfg_error(path, "a layer needs a \"type\" (dense, conv2d, maxpool2d, flatten, dropout or activation)");
+			cfg_error(path, "a layer needs a \"type\" (dense, conv2d, maxpool2d, flatten, dropout, activation or batchnorm)");
 	}
 
 	memset(l, 0, sizeof(*l));
@@ -294,6 +318,14 @@ cfg_parse_model(JsonbValue *mv, nn_spec *spec)
 	if (nl == 0)
 		cfg_error(lpath, "must list at least one layer besides the input");
 	spec->n_layers = nl;
+	/* batchnorm normalises what a dense or conv2d layer before it computes */
+	for (int i = 0, seen = 0; i < nl; i++)
+	{
+		seen |= spec->layers[i].type == NN_LAYER_DENSE || spec->layers[i].type == NN_LAYER_CONV2D;
+		if (spec->layers[i].type == NN_LAYER_BATCHNORM && !seen)
+			cfg_error(psprintf("%s[%d]", lpath, keras_info.src[i]),
+					  "a batchnorm layer must follow a dense or conv2d layer");
+	}
 }
 
 /*

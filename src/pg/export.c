@@ -10,8 +10,9 @@
  *                  and the output activation the loss fuses (softmax for
  *                  classes, sigmoid for binary targets) as a last layer, so
  *                  it predicts what mop_predict_proba gives;
- *   weights        every kernel and bias in the order Keras' set_weights()
- *                  takes them: layer name, tensor name, shape, and the
+ *   weights        every kernel and bias (and batchnorm's gamma, beta,
+ *                  moving mean and moving variance) in the order Keras'
+ *                  set_weights() takes them: layer name, tensor name, shape, and the
  *                  values flattened in row-major order (Keras' layouts:
  *                  dense (inputs, units), conv2d (kh, kw, in, filters));
  *   labels, features, input_shape, target, target_kind, preprocessing
@@ -271,6 +272,17 @@ append_model(StringInfo s, const nn_spec *spec, const MopDataset *ds, bool prepr
 				append_float(s, l->rate);
 				layer_end(s);
 				break;
+			case NN_LAYER_BATCHNORM:
+				/* Keras' momentum weighs the old moving value, mop's (PyTorch's) the new one */
+				name = psprintf("batch_normalization_%d", i);
+				layer_begin(s, &first, "BatchNormalization", name);
+				appendStringInfoString(s, ", \"axis\": -1, \"momentum\": ");
+				append_float(s, 1.0 - (double) l->momentum);
+				appendStringInfoString(s, ", \"epsilon\": ");
+				append_float(s, l->eps);
+				appendStringInfoString(s, ", \"center\": true, \"scale\": true");
+				layer_end(s);
+				break;
 			case NN_LAYER_ACTIVATION:
 				if (l->activation == NN_ACT_LEAKY_RELU)
 				{
@@ -324,6 +336,11 @@ append_weights(StringInfo s, int64 model_id, nn_model *m, char **names)
 		if (st != NN_OK)
 			mop_nn_error(st, &err, "could not read the model's weights");
 		tname = strrchr(T.name, '.') ? strrchr(T.name, '.') + 1 : T.name;
+		/* Keras' names of the running statistics */
+		if (strcmp(tname, "running_mean") == 0)
+			tname = "moving_mean";
+		else if (strcmp(tname, "running_var") == 0)
+			tname = "moving_variance";
 		if (t)
 			appendStringInfoString(s, ", ");
 		appendStringInfoString(s, "{\"layer\": ");

@@ -178,6 +178,14 @@ mop_gpu_agg_open(nn_model *m, int device, bool training, MemoryContext cxt)
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("class weights are not supported on the GPU"),
 				 errhint("Train with device => 'cpu', or leave out \"class_weight\".")));
+	/* the GPU engine has no batch normalisation kernels, in training or evaluation */
+	for (int i = 0; i < nn_model_spec(m)->n_layers; i++)
+		if (nn_model_spec(m)->layers[i].type == NN_LAYER_BATCHNORM)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("batchnorm layers are not supported on the GPU"),
+					 errdetail("Layer %d of the model is a batchnorm layer.", i),
+					 errhint("Train with device => 'cpu', or leave out the \"batchnorm\" layers.")));
 	a = MemoryContextAllocZero(cxt, sizeof(MopGpuAgg));
 	a->api = mop_gpu();
 	a->host = m;

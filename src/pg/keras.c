@@ -217,6 +217,43 @@ keras_input_layer(JsonItem *items, int n, const char *path)
 }
 
 /*
+ * A key of a Keras BatchNormalization config besides momentum and epsilon
+ * (config_layers.c maps those): mop normalises the last axis, scales and
+ * shifts, starts gamma and the moving variance at one, beta and the moving
+ * mean at zero, and has no regularizers or constraints on them.
+ */
+static bool
+keras_batchnorm_key(const char *k, const JsonbValue *v, const char *field)
+{
+	JsonItem   *cfg;
+	int			n;
+
+	if (strcmp(k, "axis") == 0)
+	{
+		int64		ax = cfg_int(v, field, -4, 3);
+		int64		last = keras_info.flat ? 1 : 3;
+
+		keras_require(ax == -1 || ax == last, field, "normalising another axis than the last (channels)");
+	}
+	else if (strcmp(k, "center") == 0 || strcmp(k, "scale") == 0)
+		keras_require(cfg_bool(v, field), field, "batch normalisation without its beta or gamma (center and scale must be true)");
+	else if (strcmp(k, "beta_initializer") == 0 || strcmp(k, "moving_mean_initializer") == 0)
+		keras_require(strcmp(keras_object(v, field, &cfg, &n), "zeros") == 0 && n == 0, field,
+					  "mop starts beta and the moving mean at zero (the initializer must be Zeros)");
+	else if (strcmp(k, "gamma_initializer") == 0 || strcmp(k, "moving_variance_initializer") == 0)
+		keras_require(strcmp(keras_object(v, field, &cfg, &n), "ones") == 0 && n == 0, field,
+					  "mop starts gamma and the moving variance at one (the initializer must be Ones)");
+	else if (strcmp(k, "beta_regularizer") == 0 || strcmp(k, "gamma_regularizer") == 0 ||
+			 strcmp(k, "beta_constraint") == 0 || strcmp(k, "gamma_constraint") == 0)
+		keras_require(v->type == jbvNull, field, "mop has no regularizer or constraint on beta and gamma (it must be null)");
+	else if (strcmp(k, "synchronized") == 0 || strcmp(k, "renorm") == 0)
+		keras_require(!cfg_bool(v, field), field, "synchronized batch normalisation or batch renormalisation");
+	else
+		return false;
+	return true;
+}
+
+/*
  * One key of a layer's Keras config that mop's own form does not have:
  * map it (initializers, regularizers, input shapes) or refuse any value mop
  * cannot honour.  False if k is not such a key.
@@ -312,6 +349,8 @@ keras_layer_key(const char *k, const JsonbValue *v, const char *field, nn_layer_
 	else if (strcmp(k, "axis") == 0 && l->type == NN_LAYER_ACTIVATION &&
 			 l->activation == NN_ACT_SOFTMAX)
 		keras_require(cfg_int(v, field, -1, -1) == -1, field, "softmax over another axis than the last");
+	else if (l->type == NN_LAYER_BATCHNORM && keras_batchnorm_key(k, v, field))
+		return true;
 	else if (strcmp(k, "max_value") == 0 && l->type == NN_LAYER_ACTIVATION)
 		keras_require(v->type == jbvNull, field, "a capped ReLU (max_value must be null)");
 	else if (strcmp(k, "threshold") == 0 && l->type == NN_LAYER_ACTIVATION)

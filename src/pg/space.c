@@ -403,6 +403,7 @@ field_class(const char *key)
 		{"units", FIELD_INT}, {"filters", FIELD_INT},
 		{"kernel_size", FIELD_PAIR}, {"pool_size", FIELD_PAIR}, {"strides", FIELD_PAIR},
 		{"rate", FIELD_NUMBER}, {"alpha", FIELD_NUMBER}, {"negative_slope", FIELD_NUMBER},
+		{"momentum", FIELD_NUMBER}, {"eps", FIELD_NUMBER}, {"epsilon", FIELD_NUMBER},
 		{"activation", FIELD_WORD}, {"padding", FIELD_WORD}, {"name", FIELD_WORD},
 		{"use_bias", FIELD_BOOL},
 	};

@@ -52,7 +52,7 @@ uint64_t	nn_blob_checksum(const void *data, size_t n);
 /* blob layout, as in src/nn/serialize.c */
 #define FZ_HDR 32
 #define FZ_SPEC_HEAD 16			/* in_h, in_w, in_c, n_layers */
-#define FZ_LAYER 48
+#define FZ_LAYER 56			/* 14 fields (version 4 on) */
 #define FZ_SPEC_TAIL 96			/* loss .. seed, then the lr schedule (version 2) */
 #define FZ_COUNTERS 36
 #define FZ_RNG 32
@@ -247,7 +247,7 @@ fz_pick_field(fz_rng *r, const fz_layout *L, int *kind)
 	if (k < 6)
 	{
 		size_t		rec = FZ_HDR + FZ_SPEC_HEAD + FZ_LAYER * fz_below(r, L->n_layers);
-		size_t		f = fz_below(r, 12);
+		size_t		f = fz_below(r, 14);
 
 		*kind = f >= 10 ? FZ_F32 : FZ_I32;
 		return rec + 4 * f;
@@ -319,7 +319,8 @@ fz_repair(fz_rng *r, unsigned char *b, size_t len, size_t cap, char *desc, size_
 	nn_memory	mem;
 	fz_layout	L = fz_layout_of(b, len);
 	int64_t		np,
-				no;
+				no,
+				nb;
 	size_t		need;
 
 	fz_reseal(b, len);
@@ -328,7 +329,9 @@ fz_repair(fz_rng *r, unsigned char *b, size_t len, size_t cap, char *desc, size_
 		return len;
 	np = (int64_t) (mem.params / sizeof(float));
 	no = (int64_t) (mem.optimizer / sizeof(float));
-	need = L.floats + (size_t) (np + no) * sizeof(float);
+	nb = (int64_t) (mem.buffers / sizeof(float));
+	/* the weights and optimizer state, then the running statistics' count and values */
+	need = L.floats + (size_t) (np + no) * sizeof(float) + 8 + (size_t) nb * sizeof(float);
 	if (need > cap || need > FZ_REPAIR_MAX)
 		return len;
 	for (size_t off = len; off < need; off += 4)
@@ -340,6 +343,7 @@ fz_repair(fz_rng *r, unsigned char *b, size_t len, size_t cap, char *desc, size_
 	}
 	fz_put64(b, L.counts, np);
 	fz_put64(b, L.counts + 8, no);
+	fz_put64(b, L.floats + (size_t) (np + no) * sizeof(float), nb);
 	fz_reseal(b, need);
 	fz_note(desc, dlen, "repaired to %lld+%lld floats", (long long) np, (long long) no);
 	return need;

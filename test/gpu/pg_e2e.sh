@@ -143,3 +143,13 @@ SQL
 )
 echo "$err" | grep -q "0A000: class weights are not supported on the GPU" && echo "ok pg_e2e: class weights refused on the GPU" ||
 	echo "not ok pg_e2e: class weights on the GPU: $err"
+
+# the GPU engine has no batch normalisation: a model with a batchnorm layer is refused
+err=$(psql -v ON_ERROR_STOP=0 2>&1 <<'SQL'
+SET mop.device = 'gpu';
+\set VERBOSITY verbose
+SELECT mop_train('fm_train', '{"model": {"layers": [{"type": "dense", "units": 16}, {"type": "batchnorm"}, {"type": "dense", "units": 10}]}, "seed": 1}', epochs => 1);
+SQL
+)
+echo "$err" | grep -q "0A000: batchnorm layers are not supported on the GPU" && echo "ok pg_e2e: batchnorm refused on the GPU" ||
+	echo "not ok pg_e2e: batchnorm on the GPU: $err"

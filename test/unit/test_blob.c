@@ -211,7 +211,7 @@ TEST(blob_rejects_damage)
 	v = NN_BLOB_VERSION + 1;
 	memcpy(bad + 8, &v, 4);
 	CHECK(decode(bad, len, msg) == NN_ERR_VERSION);
-	CHECK(strstr(msg, "version 4") != NULL);
+	CHECK(strstr(msg, "version 5") != NULL);
 	v = 0;
 	memcpy(bad + 8, &v, 4);
 	CHECK(decode(bad, len, msg) == NN_ERR_VERSION);
@@ -221,7 +221,7 @@ TEST(blob_rejects_damage)
 		int32_t		huge = 1 << 30,
 					layers = 100000,
 					neg = -3;
-		size_t		dense_units = HDR + 16 + 4 * 48 + 4;
+		size_t		dense_units = HDR + 16 + 4 * 56 + 4;
 
 		memcpy(bad, blob, len);
 		memcpy(bad + dense_units, &huge, 4);
@@ -242,7 +242,7 @@ TEST(blob_rejects_damage)
 		/* a stored parameter count that disagrees with the architecture */
 		{
 			int64_t		np;
-			size_t		off = HDR + 88 + 5 * 48 + 24 + 36 + 32 + 4;	/* after the class weights' count (0) */
+			size_t		off = HDR + 88 + 5 * 56 + 24 + 36 + 32 + 4;	/* after the class weights' count (0) */
 
 			memcpy(bad, blob, len);
 			memcpy(&np, bad + off, 8);

@@ -193,9 +193,10 @@ TEST(class_weight_blob_round_trip_and_damage)
 	/*
 	 * Damage behind a valid checksum.  The count of the weights is followed
 	 * by the 3 weights, the stored parameter and optimizer counts (16
-	 * bytes), then the parameters and the optimizer state.
+	 * bytes), then the parameters and the optimizer state, then the count
+	 * of running statistics (8 bytes; none here).
 	 */
-	at = len - (size_t) (m->plan.n_params + m->plan.n_opt) * sizeof(float) - 16 -
+	at = len - (size_t) (m->plan.n_params + m->plan.n_opt) * sizeof(float) - 8 - 16 -
 		3 * sizeof(float) - 4;
 	{
 		int32_t		n;
@@ -273,12 +274,15 @@ TEST(blob_version_2_still_loads)
 	nn_model_counters(m, &c);
 	CHECK(c.steps == 3 && c.epochs == 1 && c.rows_trained == 12);
 	CHECK(nn_model_class_weights(m, NULL) == 0 && nn_model_n_classes(m) == 3);
-	/* written again: a current blob, 4 bytes longer (no class weights) */
+	/*
+	 * written again: a current blob, 4 bytes longer (no class weights), 8
+	 * per layer (momentum, eps) and 8 (no running statistics)
+	 */
 	len2 = nn_model_blob_size(m);
 	again = malloc(len2);
 	CHECK_OK(nn_model_serialize(m, again, len2, &len2, &err));
 	memcpy(&v, again + 8, 4);
-	CHECK(v == NN_BLOB_VERSION && len2 == len + 4);
+	CHECK(v == NN_BLOB_VERSION && len2 == len + 4 + 8 * (size_t) m->spec.n_layers + 8);
 	CHECK_OK(nn_model_deserialize(again, len2, &m2, &err));
 	CHECK(memcmp(m->params, m2->params, sizeof(float) * m->plan.n_params) == 0);
 	CHECK(memcmp(m->opt, m2->opt, sizeof(float) * m->plan.n_opt) == 0);

@@ -181,6 +181,9 @@ fz_seed_model(int k)
 			s.in_w = 6;
 			s.in_c = 1;
 			add_conv(&s, 3, 3, 1, NN_PAD_VALID, NN_ACT_RELU);
+			l = add_layer(&s, NN_LAYER_BATCHNORM);	/* running statistics in the blob */
+			l->momentum = 0.1f;
+			l->eps = 1e-5f;
 			add_pool(&s, 2, 2, NN_PAD_VALID);
 			add_layer(&s, NN_LAYER_FLATTEN);
 			add_layer(&s, NN_LAYER_DROPOUT)->rate = 0.25f;
@@ -194,6 +197,9 @@ fz_seed_model(int k)
 			s.nesterov = 1;
 			s.l2 = 1e-4f;
 			add_dense(&s, 6, NN_ACT_TANH);
+			l = add_layer(&s, NN_LAYER_BATCHNORM);
+			l->momentum = 0.5f;
+			l->eps = 1e-3f;
 			add_dense(&s, 2, NN_ACT_SIGMOID);
 			break;
 		case 2:
@@ -416,7 +422,8 @@ fz_exercise(fz_rng *r, nn_model *m, const char *what)
 	{
 		nn_tensor	t;
 
-		if (nn_model_tensor(m, i, &t, &err) == NN_OK)
+		/* parameters; batchnorm running statistics are listed but are none */
+		if (nn_model_tensor(m, i, &t, &err) == NN_OK && !t.buffer)
 			tsum += t.size;
 	}
 	CHECKF(tsum == nn_model_param_count(m), "%s: tensors hold %lld of %lld parameters", what,

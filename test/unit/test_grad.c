@@ -9,6 +9,9 @@
  * the first layer's parameters flow through every later layer's input
  * gradient, so input gradients are checked too.  The class-weighted losses
  * are checked the same way, and their values against hand computations.
+ * Batch normalisation is checked in training mode (batch statistics), after
+ * a dense layer, after a convolution (per channel over rows and pixels)
+ * and after a flatten.
  */
 #include "harness.h"
 #include "util.h"
@@ -79,7 +82,7 @@ grad_check_weighted(nn_spec *spec, const float *cw, int ncw, int nb, uint64_t se
 			y[i] = (i % 3 == 0) ? 1.0f : 0.0f;
 	/* biases start at zero; make them non-trivial */
 	for (int t = 0; t < m->plan.n_tensors; t++)
-		if (!m->plan.t[t].is_kernel)
+		if (!m->plan.t[t].is_kernel && !m->plan.t[t].is_buffer)
 			fill_uniform(m->params + m->plan.t[t].off, m->plan.t[t].size, seed + 3 + t,
 						 -0.2f, 0.2f);
 
@@ -251,6 +254,45 @@ TEST(grad_dropout)
 	add_layer(&s, NN_LAYER_DROPOUT)->rate = 0.4f;
 	add_dense(&s, 3, NN_ACT_NONE);
 	grad_check(&s, 5, 31, "dropout");
+}
+
+TEST(grad_batchnorm_dense)
+{
+	nn_spec		s;
+
+	nn_spec_init(&s);
+	s.in_c = 5;
+	s.batch_size = 6;
+	add_dense(&s, 7, NN_ACT_NONE);
+	add_layer(&s, NN_LAYER_BATCHNORM)->eps = 1e-5f;
+	s.layers[1].momentum = 0.1f;
+	add_act(&s, NN_ACT_TANH);
+	add_dense(&s, 3, NN_ACT_NONE);
+	grad_check(&s, 6, 41, "batchnorm after dense");
+}
+
+TEST(grad_batchnorm_conv)
+{
+	nn_spec		s;
+	nn_layer_spec *bn;
+
+	nn_spec_init(&s);
+	s.in_h = 5;
+	s.in_w = 4;
+	s.in_c = 2;
+	s.batch_size = 3;
+	add_conv(&s, 3, 3, 1, NN_PAD_SAME, NN_ACT_NONE);
+	bn = add_layer(&s, NN_LAYER_BATCHNORM);
+	bn->momentum = 0.3f;
+	bn->eps = 1e-3f;
+	add_act(&s, NN_ACT_TANH);
+	add_layer(&s, NN_LAYER_FLATTEN);
+	add_dense(&s, 4, NN_ACT_NONE);
+	bn = add_layer(&s, NN_LAYER_BATCHNORM);
+	bn->momentum = 0.1f;
+	bn->eps = 1e-5f;
+	add_dense(&s, 3, NN_ACT_NONE);
+	grad_check(&s, 3, 43, "batchnorm after conv2d and after flatten + dense");
 }
 
 TEST(grad_ce_fused_softmax)

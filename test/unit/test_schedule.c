@@ -164,7 +164,8 @@ TEST(blob_version_1_still_loads)
 	again = malloc(len2);
 	CHECK_OK(nn_model_serialize(m, again, len2, &len2, &err));
 	memcpy(&v, again + 8, 4);
-	CHECK(v == NN_BLOB_VERSION && len2 == len + 24 + 4);	/* the schedule, the class weights' count */
+	/* the schedule, the class weights' count, momentum and eps per layer, the running statistics' count */
+	CHECK(v == NN_BLOB_VERSION && len2 == len + 24 + 4 + 8 * (size_t) m->spec.n_layers + 8);
 	CHECK_OK(nn_model_deserialize(again, len2, &m2, &err));
 	CHECK(memcmp(m->params, m2->params, sizeof(float) * m->plan.n_params) == 0);
 	CHECK(memcmp(m->opt, m2->opt, sizeof(float) * m->plan.n_opt) == 0);

@@ -102,6 +102,13 @@ def torch_model(e):
             mods.append(acts[cfg["activation"]])
         elif cls == "LeakyReLU":
             mods.append(nn.LeakyReLU(cfg["negative_slope"]))
+        elif cls == "BatchNormalization":
+            # over the last axis: channels (NCHW: dim 1) or the features of a vector
+            bn = (nn.BatchNorm2d if nchw else nn.BatchNorm1d)(w["gamma"].shape[0], eps=cfg["epsilon"],
+                                                             momentum=1 - cfg["momentum"])
+            bn.weight.data, bn.bias.data = w["gamma"], w["beta"]
+            bn.running_mean.data, bn.running_var.data = w["moving_mean"], w["moving_variance"]
+            mods.append(bn)
         elif cls == "Dropout":
             pass                    # inference
         else:

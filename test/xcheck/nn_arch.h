@@ -4,10 +4,12 @@
  * architecture language, raw float32 file I/O and a monotonic clock.
  *
  * Architecture strings are comma-separated layers:
- *   dense:UNITS[:ACT]                 dense layer with bias, fused activation
- *   conv:FILTERS:K[:same|valid][:ACT] conv2d K x K, stride 1, bias
+ *   dense:UNITS[:ACT][:nobias]        dense layer with bias, fused activation
+ *   conv:FILTERS:K[:same|valid][:ACT][:nobias] conv2d K x K, stride 1, bias
  *   pool:K                            maxpool2d K x K, stride K
  *   flatten
+ *   bn[:MOMENTUM[:EPS]]               batchnorm (defaults 0.1, 1e-5)
+ *   ACT                               an activation layer of its own
  * ACT is relu, tanh, sigmoid, gelu or none (default none).
  * Inputs are given as "784" (a vector) or "28x28x1" (H x W x C, NHWC).
  * Presets: "mlp" = dense:256:relu,dense:128:relu,dense:10
@@ -107,10 +109,15 @@ arch_parse_layers(const char *arch, nn_spec *spec)
 		{
 			l->type = NN_LAYER_DENSE;
 			l->units = atoi(f[1]);
-			l->activation = nf >= 3 ? arch_act(f[2]) : NN_ACT_NONE;
+			l->activation = NN_ACT_NONE;
 			l->use_bias = 1;
-			if (l->activation < 0)
-				return -1;
+			for (int i = 2; i < nf; i++)
+			{
+				if (strcmp(f[i], "nobias") == 0)
+					l->use_bias = 0;
+				else if ((l->activation = arch_act(f[i])) < 0)
+					return -1;
+			}
 		}
 		else if (strcmp(f[0], "conv") == 0 && nf >= 3)
 		{
@@ -125,7 +132,9 @@ arch_parse_layers(const char *arch, nn_spec *spec)
 			l->use_bias = 1;
 			for (i = 3; i < nf; i++)
 			{
-				if (strcmp(f[i], "same") == 0)
+				if (strcmp(f[i], "nobias") == 0)
+					l->use_bias = 0;
+				else if (strcmp(f[i], "same") == 0)
 					l->padding = NN_PAD_SAME;
 				else if (strcmp(f[i], "valid") == 0)
 					l->padding = NN_PAD_VALID;
@@ -141,6 +150,19 @@ arch_parse_layers(const char *arch, nn_spec *spec)
 		}
 		else if (strcmp(f[0], "flatten") == 0)
 			l->type = NN_LAYER_FLATTEN;
+		else if (arch_act(f[0]) > 0)
+		{
+			/* an activation layer of its own, e.g. after bn */
+			l->type = NN_LAYER_ACTIVATION;
+			l->activation = arch_act(f[0]);
+		}
+		else if (strcmp(f[0], "bn") == 0)
+		{
+			/* bn[:momentum[:eps]], PyTorch's defaults 0.1 and 1e-5 */
+			l->type = NN_LAYER_BATCHNORM;
+			l->momentum = nf >= 2 ? (float) atof(f[1]) : 0.1f;
+			l->eps = nf >= 3 ? (float) atof(f[2]) : 1e-5f;
+		}
 		else
 			return -1;
 	}

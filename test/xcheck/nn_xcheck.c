@@ -17,7 +17,7 @@
  *             [--eps F] [--rho F] [--l2 F] [--wd F] [--clip F] [--threads T]
  *             [--loss ce|bce] [--class-weights W0,W1,...]
  *             [--weights-in FILE] --x FILE --y FILE --n ROWS
- *             --losses FILE --weights-out FILE
+ *             --losses FILE --weights-out FILE [--eval-out FILE]
  *   nn_xcheck --input ... --arch ... --describe
  *
  * --class-weights sets one weight per class of the training loss
@@ -114,7 +114,8 @@ main(int argc, char **argv)
 			   *xf = NULL,
 			   *yf = NULL,
 			   *lf = NULL,
-			   *wout = NULL;
+			   *wout = NULL,
+			   *eout = NULL;
 	long		n = 0;
 	int			describe = 0,
 				threads = 1,
@@ -194,6 +195,8 @@ main(int argc, char **argv)
 			n = atol(v);
 		else if (ARG("--losses"))
 			lf = v;
+		else if (ARG("--eval-out"))
+			eout = v;
 		else if (ARG("--weights-out"))
 			wout = v;
 		else
@@ -317,6 +320,23 @@ main(int argc, char **argv)
 				return 2;
 		}
 		fclose(wo);
+
+		/* evaluation mode after training (batchnorm: the running statistics) */
+		if (eout)
+		{
+			int32_t		od = nn_model_out_dim(m);
+			float	   *p = malloc(sizeof(float) * (size_t) n * od);
+			FILE	   *eo = fopen(eout, "wb");
+
+			if (!p || !eo)
+				return 2;
+			if (nn_predict(m, x, n, p, &e) != NN_OK)
+				die("nn_predict", &e);
+			if (fwrite(p, sizeof(float), (size_t) n * od, eo) != (size_t) n * od)
+				return 2;
+			fclose(eo);
+			free(p);
+		}
 
 		/* streaming path: same weights, whole buffer in one call */
 		if (nn_model_create(&spec, &m2, &e) != NN_OK)

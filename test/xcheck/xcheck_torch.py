@@ -94,7 +94,34 @@ CASES = [
           cw=[1.0, 0.25, 2.0, 1.0, 0.5, 3.0, 1.0, 0.75, 1.5, 6.0])),
     ("mlp-bce/sgd+class_weight", "784", "dense:64:relu,dense:1", 32,
      dict(opt="sgd", lr=0.05, momentum=0.9, loss="bce", cw=[0.55, 5.0])),
+    # batch normalisation (BatchNorm1d after dense, BatchNorm2d after conv):
+    # training mode with batch statistics, running statistics compared as
+    # tensors, then the eval-mode outputs over every row.  The layers before
+    # a batchnorm have no bias, as usual: a bias there has no gradient but
+    # rounding noise, which Adam scales up to full steps (PyTorch float32
+    # and float64 then differ by 1e-1 themselves)
+    ("mlp-bn/adam+batchnorm", "784", "dense:64:nobias,bn,relu,dense:32:nobias,bn:0.3:1e-3,tanh,dense:10", 32,
+     dict(opt="adam", lr=1e-3)),
+    ("mlp-bn/sgd+l2+batchnorm", "784", "dense:64:relu,bn,dense:10", 32,
+     dict(opt="sgd", lr=0.01, momentum=0.9, l2=1e-3)),
+    ("cnn-bn/adamw+batchnorm", "28x28x1",
+     "conv:8:3:same:nobias,bn,relu,pool:2,conv:16:3:nobias,bn:0.2,relu,pool:2,flatten,dense:10", 32,
+     dict(opt="adamw", lr=1e-3, wd=0.05)),
 ]
+
+
+class Buffer:
+    """A running statistic of a module, looked up when used: module.double()
+    replaces buffers (but keeps parameters), so a reference would go stale."""
+    def __init__(self, mod, name):
+        self.mod, self.name = mod, name
+
+    def get(self):
+        return getattr(self.mod, self.name)
+
+
+def ten(p):
+    return p.get() if isinstance(p, Buffer) else p
 
 
 class Flatten(tnn.Module):
@@ -119,32 +146,38 @@ def build(input_s, arch):
             units = int(f[1])
             if shape[0] == "img":
                 raise SystemExit("dense on an image needs flatten first")
-            lin = tnn.Linear(shape[1], units)
+            bias = "nobias" not in f[2:]
+            lin = tnn.Linear(shape[1], units, bias=bias)
             mods.append(lin)
             exports.append((lin.weight, "dense", flat_from))
-            exports.append((lin.bias, "bias", None))
+            if bias:
+                exports.append((lin.bias, "bias", None))
             flat_from = None
-            if len(f) > 2 and f[2] != "none":
-                mods.append(ACTS[f[2]]())
+            for act in f[2:]:
+                if act not in ("none", "nobias"):
+                    mods.append(ACTS[act]())
             shape = ("vec", units)
         elif f[0] == "conv":
             filters, k = int(f[1]), int(f[2])
-            pad, act = "valid", "none"
+            pad, act, bias = "valid", "none", True
             for extra in f[3:]:
                 if extra in ("same", "valid"):
                     pad = extra
+                elif extra == "nobias":
+                    bias = False
                 else:
                     act = extra
             _, c, h, w = shape
             if pad == "same":
                 assert k % 2 == 1, "same padding only for odd kernels here"
-                conv = tnn.Conv2d(c, filters, k, padding=k // 2)
+                conv = tnn.Conv2d(c, filters, k, padding=k // 2, bias=bias)
             else:
-                conv = tnn.Conv2d(c, filters, k)
+                conv = tnn.Conv2d(c, filters, k, bias=bias)
                 h, w = h - k + 1, w - k + 1
             mods.append(conv)
             exports.append((conv.weight, "conv", None))
-            exports.append((conv.bias, "bias", None))
+            if bias:
+                exports.append((conv.bias, "bias", None))
             if act != "none":
                 mods.append(ACTS[act]())
             shape = ("img", filters, h, w)
@@ -158,13 +191,28 @@ def build(input_s, arch):
             mods.append(Flatten())
             flat_from = (c, h, w)
             shape = ("vec", c * h * w)
+        elif f[0] == "bn":
+            momentum = float(f[1]) if len(f) > 1 else 0.1
+            eps = float(f[2]) if len(f) > 2 else 1e-5
+            if shape[0] == "img":
+                bn = tnn.BatchNorm2d(shape[1], eps=eps, momentum=momentum)
+            else:
+                bn = tnn.BatchNorm1d(shape[1], eps=eps, momentum=momentum)
+            mods.append(bn)
+            # gamma and beta: no L2 / weight decay, as biases
+            exports.append((bn.weight, "bias", None))
+            exports.append((bn.bias, "bias", None))
+            exports.append((Buffer(bn, "running_mean"), "buffer", None))
+            exports.append((Buffer(bn, "running_var"), "buffer", None))
+        elif f[0] in ACTS:
+            mods.append(ACTS[f[0]]())
         else:
             raise SystemExit(f"unknown layer {tok}")
     return tnn.Sequential(*mods), exports
 
 
 def to_engine(t, kind, info):
-    t = t.detach()
+    t = ten(t).detach()
     if kind == "dense":
         out = t.shape[0]
         if info is not None:  # rows come from a C,H,W flatten -> H,W,C
@@ -182,7 +230,7 @@ def export(exports):
 
 
 def make_optimizer(model, exports, o, dtype_params):
-    kernels = [p for p, k, _ in exports if k != "bias"]
+    kernels = [p for p, k, _ in exports if k in ("dense", "conv")]
     biases = [p for p, k, _ in exports if k == "bias"]
     l2 = o.get("l2", 0.0)
     opt = o["opt"]
@@ -224,7 +272,8 @@ def torch_loss(out, y, o):
 
 def train_torch(model, exports, o, xb, yb, batch):
     opt = make_optimizer(model, exports, o, None)
-    params = [p for p, _, _ in exports]
+    params = [p for p, k, _ in exports if k != "buffer"]
+    model.train()
     losses, clipped = [], 0
     n = xb.shape[0]
     for r in range(0, n, batch):
@@ -238,6 +287,17 @@ def train_torch(model, exports, o, xb, yb, batch):
         opt.step()
         losses.append(float(loss))
     return np.array(losses), clipped
+
+
+def eval_torch(model, xt, o):
+    """What nn_predict gives, in eval mode: class probabilities (softmax),
+    or the probability of one sigmoid output."""
+    model.eval()
+    with torch.no_grad():
+        out = model(xt)
+        p = torch.sigmoid(out) if o.get("loss") == "bce" else F.softmax(out, dim=1)
+    model.train()
+    return p.numpy().astype(np.float64)
 
 
 def wrel(a, b):
@@ -269,8 +329,8 @@ def lrel(a, b):
 def split(flat, exports):
     out, off = [], 0
     for p, _, _ in exports:
-        out.append(flat[off:off + p.numel()])
-        off += p.numel()
+        out.append(flat[off:off + ten(p).numel()])
+        off += ten(p).numel()
     assert off == flat.size, (off, flat.size)
     return out
 
@@ -287,7 +347,7 @@ def run_case(args, tmp, name, input_s, arch, batch, o, X, Y):
     model64 = model64.double()
     with torch.no_grad():
         for (p64, _, _), (p32, _, _) in zip(exp64, exp32):
-            p64.copy_(p32.double())
+            ten(p64).copy_(ten(p32).double())
 
     x = X[:n]
     y = Y[:n]
@@ -306,6 +366,7 @@ def run_case(args, tmp, name, input_s, arch, batch, o, X, Y):
     f_y = os.path.join(tmp, tag + ".y")
     f_l = os.path.join(tmp, tag + ".losses")
     f_w1 = os.path.join(tmp, tag + ".w1")
+    f_ev = os.path.join(tmp, tag + ".eval")
     w0.tofile(f_w0)
     np.ascontiguousarray(x, dtype=np.float32).tofile(f_x)
     np.ascontiguousarray(y, dtype=np.float32).tofile(f_y)
@@ -313,7 +374,7 @@ def run_case(args, tmp, name, input_s, arch, batch, o, X, Y):
     cmd = [args.bin, "--input", input_s, "--arch", PRESETS.get(arch, arch),
            "--opt", o["opt"], "--lr", repr(o["lr"]), "--batch", str(batch),
            "--weights-in", f_w0, "--x", f_x, "--y", f_y, "--n", str(n),
-           "--losses", f_l, "--weights-out", f_w1]
+           "--losses", f_l, "--weights-out", f_w1, "--eval-out", f_ev]
     for k, flag in (("momentum", "--momentum"), ("nesterov", "--nesterov"), ("beta1", "--beta1"),
                     ("beta2", "--beta2"), ("eps", "--eps"), ("rho", "--rho"), ("l2", "--l2"),
                     ("wd", "--wd"), ("clip", "--clip"), ("loss", "--loss")):
@@ -336,8 +397,8 @@ def run_case(args, tmp, name, input_s, arch, batch, o, X, Y):
         return dict(name=name, ok=False, why="engine error")
     # shapes must agree with what we exported
     sizes = [int(t.split("size=")[1]) for t in tensors]
-    if sizes != [p.numel() for p, _, _ in exp32]:
-        print(f"  {name}: tensor sizes differ: engine {sizes}, torch {[p.numel() for p, _, _ in exp32]}")
+    if sizes != [ten(p).numel() for p, _, _ in exp32]:
+        print(f"  {name}: tensor sizes differ: engine {sizes}, torch {[ten(p).numel() for p, _, _ in exp32]}")
         return dict(name=name, ok=False, why="shape mismatch")
 
     l32, clipped = train_torch(model32, exp32, o, xt, yt, batch)
@@ -347,6 +408,12 @@ def run_case(args, tmp, name, input_s, arch, batch, o, X, Y):
     w_t32 = export(exp32)
     w_t64 = np.concatenate([to_engine(p, k, i).contiguous().numpy().ravel()
                             for p, k, i in exp64])
+    # eval mode after training (batchnorm: running statistics), every row
+    ev_eng = np.fromfile(f_ev, dtype=np.float32)
+    ev32 = eval_torch(model32, xt, o).ravel()
+    ev64 = eval_torch(model64, xt.double(), o).ravel()
+    ev_err = n2rel(ev_eng, ev32) if ev_eng.shape == ev32.shape else float("inf")
+    ev_err64 = n2rel(ev_eng, ev64) if ev_eng.shape == ev64.shape else float("inf")
 
     loss_err = lrel(le, l32) if le.shape == l32.shape else float("inf")
     loss_floor = lrel(l64, l32)
@@ -363,14 +430,14 @@ def run_case(args, tmp, name, input_s, arch, batch, o, X, Y):
     allocs_ok = info.get("alloc_count_before") == info.get("alloc_count_after")
     loss_err64 = lrel(le, l64)
     w_err64 = max(n2rel(a, c) for a, _, c in trip)
-    if loss_err <= TOL and w_err <= TOL:
+    if loss_err <= TOL and w_err <= TOL and ev_err <= TOL:
         ref = "f32"
-    elif loss_err64 <= TOL and w_err64 <= TOL:
+    elif loss_err64 <= TOL and w_err64 <= TOL and ev_err64 <= TOL:
         ref = "f64"   # PyTorch float32 itself drifted from exact; mop did not
     else:
         ref = "-"
     ok = ref != "-" and stream and allocs_ok
-    return dict(name=name, ok=ok, steps=len(l32), loss_err=loss_err, loss_floor=loss_floor,
+    return dict(name=name, ok=ok, steps=len(l32), loss_err=loss_err, loss_floor=loss_floor, ev_err=ev_err,
                 w_err=w_err, wi=wi, wi_floor=wi_floor, e64=e64, t64=t64, ref=ref, loss_err64=loss_err64, w_err64=w_err64, worst=names[worst] if names else "?",
                 stream=stream, allocs_ok=allocs_ok, clipped=clipped,
                 first=(le[0], l32[0]), last=(le[-1], l32[-1]))
@@ -404,6 +471,7 @@ def main():
     print("  w err inf = max|w_mop-w_torch|/max|w_torch|, worst tensor (information; compare with its floor)")
     print("  (floor)   = the same measure for PyTorch float64 vs PyTorch float32 (float32 rounding itself)")
     print("  mop-f64, t32-f64 = inf-norm error of mop / of PyTorch float32 against PyTorch float64 (information)")
+    print("  eval err  = ||p_mop-p_torch||_2/||p_torch||_2 of the eval-mode outputs after training, every row  must be <= tol")
     print("  ref       = reference that mop matched: f32 = PyTorch float32; f64 = PyTorch float64, used only")
     print("              when PyTorch float32 itself drifted from float64 beyond tol (see the floors)")
     tmp = tempfile.mkdtemp(prefix="mop-xcheck-")
@@ -420,7 +488,7 @@ def main():
         print("exchange files kept in", tmp)
 
     hdr = (f"{'case':26} {'steps':>5} {'loss err':>9} {'(floor)':>9} {'w err 2n':>9} {'worst tensor':15} "
-           f"{'w err inf':>9} {'(floor)':>9} {'mop-f64':>9} {'t32-f64':>9} {'stream':>6} {'clip':>4} {'ref':>3}  result")
+           f"{'w err inf':>9} {'(floor)':>9} {'mop-f64':>9} {'t32-f64':>9} {'eval err':>9} {'stream':>6} {'clip':>4} {'ref':>3}  result")
     print(hdr)
     print("-" * len(hdr))
     nfail = 0
@@ -433,7 +501,7 @@ def main():
         nfail += not r["ok"]
         print(f"{r['name']:26} {r['steps']:5d} {r['loss_err']:9.2e} {r['loss_floor']:9.2e} "
               f"{r['w_err']:9.2e} {r['worst']:15} {r['wi']:9.2e} {r['wi_floor']:9.2e} "
-              f"{r['e64']:9.2e} {r['t64']:9.2e} "
+              f"{r['e64']:9.2e} {r['t64']:9.2e} {r['ev_err']:9.2e} "
               f"{'same' if r['stream'] else 'DIFF':>6} {r['clipped']:4d} {r['ref']:>3}  {verdict}"
               + ("" if r["allocs_ok"] else " (allocations during training)"))
     print(f"xcheck: {len(results) - nfail} passed, {nfail} failed")
