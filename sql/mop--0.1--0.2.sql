@@ -1474,20 +1474,22 @@ CREATE FUNCTION mop.shard_stats(source regclass, target text, features text[],
 		target_kind text, validation float8, shuffle_seed bigint,
 		OUT rows bigint, OUT train_rows bigint, OUT valid_rows bigint, OUT n_features int,
 		OUT target_type text, OUT features text[], OUT is_array boolean, OUT labels text[],
-		OUT mean float8[], OUT m2 float8[])
+		OUT mean float8[], OUT m2 float8[],
+		OUT cat_columns text[], OUT cat_values text[], OUT cat_counts bigint[])
 	RETURNS record
 	AS 'MODULE_PATHNAME', 'mop_shard_stats'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION mop.shard_stats(regclass, text, text[], text, float8, bigint)
 	IS 'a sharded mop_prepare on a segment: read this server''s rows of the table and return their statistics (kept for mop.shard_pack in the same transaction)';
-CREATE FUNCTION mop.shard_pack(dataset_id bigint, first_partition int, partitions int)
+CREATE FUNCTION mop.shard_pack(dataset_id bigint, first_partition int, partitions int,
+		categories text DEFAULT NULL)
 	RETURNS int
 	AS 'MODULE_PATHNAME', 'mop_shard_pack_sql'
 	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
 	SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION mop.shard_pack(bigint, int, int)
-	IS 'a sharded mop_prepare on a segment: pack the rows mop.shard_stats read into the dataset''s partitions';
+COMMENT ON FUNCTION mop.shard_pack(bigint, int, int, text)
+	IS 'a sharded mop_prepare on a segment: pack the rows mop.shard_stats read into the dataset''s partitions (categorical columns one-hot over the vocabularies given, as JSON)';
 
 CREATE FUNCTION @extschema@.mop_place(dataset text, segments text[], replicas int DEFAULT 1)
 	RETURNS TABLE (segment text, partitions int[], buffers bigint, bytes bigint)

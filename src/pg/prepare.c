@@ -138,14 +138,15 @@ mop_prepare_resolve_shape(ArrayType *shape, int nfeatures, int32 *h, int32 *w, i
 }
 
 /*
- * The vocabulary of each categorical column of src from the training rows
- * (train[0..n_train) index rows), then rows one-hot encoded over them.
- * *vocab gets one entry per feature column (NULL for a numeric one); the
- * result is mop.datasets.categories as JSON text.
+ * The vocabulary of each categorical column of src from its count table
+ * (counts[c] for the c-th categorical column, counted over the training
+ * rows), with a NOTICE for a column whose rarest values share the "other"
+ * input.  *vocab gets one entry per feature column (NULL for a numeric
+ * one); the result is mop.datasets.categories as JSON text.
  */
-static char *
-build_vocabularies(MopSource *src, MopRows *rows, const int64 *train, int64 n_train,
-				   int max_categories, MopVocab ***vocab)
+char *
+mop_prepare_vocabularies(const MopSource *src, MopCatCounts **counts, int max_categories,
+						 MopVocab ***vocab)
 {
 	StringInfoData js;
 	MopVocab  **v = palloc0(sizeof(MopVocab *) * src->nfeatcols);
@@ -156,26 +157,19 @@ build_vocabularies(MopSource *src, MopRows *rows, const int64 *train, int64 n_tr
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("categorical feature columns need mop 0.2's catalog"),
 				 errhint("Run ALTER EXTENSION mop UPDATE.")));
-	for (int64 i = 0; i < n_train; i++)
-	{
-		const int32 *ids = rows->cat + train[i] * rows->ncat;
-
-		for (int k = 0; k < rows->ncat; k++)
-			mop_catcounts_add(rows->dicts[k], ids[k], 1);
-	}
 	initStringInfo(&js);
 	appendStringInfoChar(&js, '{');
 	for (int i = 0; i < src->nfeatcols; i++)
 	{
-		MopCatCounts *counts;
+		MopCatCounts *cc;
 		int32		distinct = 0;
 
 		if (!src->featcat[i])
 			continue;
-		counts = rows->dicts[c++];
-		v[i] = mop_vocab_build(counts, max_categories, format_type_be(src->feattypes[i]));
-		for (int32 id = 0; id < mop_catcounts_size(counts); id++)
-			distinct += mop_catcounts_count(counts, id) > 0;
+		cc = counts[c++];
+		v[i] = mop_vocab_build(cc, max_categories, format_type_be(src->feattypes[i]));
+		for (int32 id = 0; id < mop_catcounts_size(cc); id++)
+			distinct += mop_catcounts_count(cc, id) > 0;
 		if (v[i]->has_other && v[i]->nvalues == 0)
 			ereport(NOTICE,
 					(errmsg("column \"%s\" has %d distinct values in the training rows: with max_categories => 1 they share one \"other\" input",
@@ -194,9 +188,37 @@ build_vocabularies(MopSource *src, MopRows *rows, const int64 *train, int64 n_tr
 		mop_vocab_append_json(&js, v[i]);
 	}
 	appendStringInfoChar(&js, '}');
-	mop_rows_encode(rows, src->nfeatcols, v);
 	*vocab = v;
 	return js.data;
+}
+
+/*
+ * Count the values of the categorical columns over the training rows
+ * (train[0..n_train) index rows) into rows' own count tables.
+ */
+void
+mop_prepare_count_categories(MopRows *rows, const int64 *train, int64 n_train)
+{
+	for (int64 i = 0; i < n_train; i++)
+	{
+		const int32 *ids = rows->cat + train[i] * rows->ncat;
+
+		for (int k = 0; k < rows->ncat; k++)
+			mop_catcounts_add(rows->dicts[k], ids[k], 1);
+	}
+}
+
+/* Vocabularies from the training rows, then rows one-hot encoded over them. */
+static char *
+build_vocabularies(MopSource *src, MopRows *rows, const int64 *train, int64 n_train,
+				   int max_categories, MopVocab ***vocab)
+{
+	char	   *js;
+
+	mop_prepare_count_categories(rows, train, n_train);
+	js = mop_prepare_vocabularies(src, rows->dicts, max_categories, vocab);
+	mop_rows_encode(rows, src->nfeatcols, *vocab);
+	return js;
 }
 
 /* Insert the buffers of one split (see prepare.h); returns how many were written. */
@@ -549,12 +571,7 @@ mop_prepare(PG_FUNCTION_ARGS)
 		a.seed = seed;
 		a.shape = shape;
 		a.kind = kind;
-		if (src.ncat > 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("source_on_segments does not take categorical feature columns yet"),
-					 errdetail("Their vocabularies would have to be merged over the segments."),
-					 errhint("Encode them as numbers in a view on each segment, or prepare the table here.")));
+		a.max_categories = max_categories;
 		mop_prepare_sharded(&a, PG_GETARG_ARRAYTYPE_P(11), PG_GETARG_INT32(12), &r);
 		MemoryContextSwitchTo(oldcxt);
 		result = result_tuple(rettd, &r, dsname);

@@ -10,6 +10,7 @@
 #include "executor/spi.h"
 #include "utils/array.h"
 
+#include "encode.h"
 #include "mop.h"
 
 /* mop_prepare's arguments, checked, with the source opened. */
@@ -26,6 +27,7 @@ typedef struct MopPrepareArgs
 	int32		seed;
 	ArrayType  *shape;			/* NULL: none given */
 	MopTargetKind kind;
+	int32		max_categories;
 } MopPrepareArgs;
 
 /* A dataset's row of mop.datasets, as mop_prepare writes it. */
@@ -70,6 +72,17 @@ extern int	mop_prepare_write_split(SPIPlanPtr plan, int64 dataset_id, const char
 									int first_partition, int partitions, int buffer_rows,
 									const double *mean, const double *std);
 
+/*
+ * Vocabularies of src's categorical columns from their count tables (one
+ * per categorical column, in column order), with a NOTICE for each that
+ * gets an "other" input; *vocab one per feature column (NULL: numeric).
+ * Returns mop.datasets.categories as JSON text.
+ */
+extern char *mop_prepare_vocabularies(const MopSource *src, MopCatCounts **counts,
+									  int max_categories, MopVocab ***vocab);
+/* Count the categorical values of the training rows into rows->dicts. */
+extern void mop_prepare_count_categories(MopRows *rows, const int64 *train, int64 n_train);
+
 /* The image shape (h, w, c) of shape => for rows of nfeatures, checked. */
 extern void mop_prepare_resolve_shape(ArrayType *shape, int nfeatures, int32 *h, int32 *w, int32 *c);
 
@@ -107,10 +120,13 @@ typedef struct MopShardStats
 	int			nlabels;
 	double	   *mean;			/* over the training rows, nfeatures each */
 	double	   *m2;				/* sum of squared deviations from mean */
+	int			ncat;			/* categorical columns (nfeatures counts the numeric ones) */
+	MopCatCounts **counts;		/* per categorical column: its training values */
 } MopShardStats;
 
 extern void mop_shard_read(MopSource *src, MopTargetKind kind, double validation,
 						   int64 shuffle_seed, MopShardStats *st);
-extern int	mop_shard_pack(int64 dataset_id, int first_partition, int partitions);
+extern int	mop_shard_pack(int64 dataset_id, int first_partition, int partitions,
+						   const char *categories);
 
 #endif							/* MOP_PREPARE_H */

@@ -43,6 +43,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
@@ -67,6 +68,9 @@ typedef struct ShardCache
 	char	  **labels;			/* this shard's own labels (class indices in rows.y) */
 	int			nlabels;
 	MopTargetKind kind;
+	int			nfeatcols;		/* the feature columns, to encode categorical ones */
+	char	  **featcols;
+	bool	   *featcat;
 } ShardCache;
 
 static ShardCache *shard_cache = NULL;
@@ -96,6 +100,17 @@ mop_shard_read(MopSource *src, MopTargetKind kind, double validation, int64 shuf
 		c->idx[i] = i;
 	mop_prng_seed(&rng, (uint64) shuffle_seed);
 	mop_shuffle_index(c->idx, n, &rng);
+	c->nfeatcols = src->nfeatcols;
+	c->featcols = palloc(sizeof(char *) * Max(src->nfeatcols, 1));
+	c->featcat = palloc0(sizeof(bool) * Max(src->nfeatcols, 1));
+	for (int i = 0; i < src->nfeatcols; i++)
+	{
+		c->featcols[i] = pstrdup(src->featcols[i]);
+		c->featcat[i] = src->featcat != NULL && src->featcat[i];
+	}
+	/* the categorical values of the training rows, counted */
+	if (c->rows.ncat > 0)
+		mop_prepare_count_categories(&c->rows, c->idx + c->n_valid, n - c->n_valid);
 	c->lxid = MyProc->lxid;
 	MemoryContextSwitchTo(old);
 
@@ -105,6 +120,8 @@ mop_shard_read(MopSource *src, MopTargetKind kind, double validation, int64 shuf
 	st->nfeatures = nf;
 	st->labels = c->labels;
 	st->nlabels = c->nlabels;
+	st->ncat = c->rows.ncat;
+	st->counts = c->rows.dicts;
 	st->mean = palloc0(sizeof(double) * Max(nf, 1));
 	st->m2 = palloc0(sizeof(double) * Max(nf, 1));
 	/* two passes over the training rows, as mop_prepare computes them */
@@ -195,7 +212,12 @@ kind_by_name(const char *k)
  * mop.shard_stats(source regclass, target text, features text[],
  *                 target_kind text, validation float8, shuffle_seed int8)
  * RETURNS record (rows, train_rows, valid_rows, n_features, target_type,
- *                 features, is_array, labels, mean, m2)
+ *                 features, is_array, labels, mean, m2,
+ *                 cat_columns, cat_values, cat_counts)
+ *
+ * n_features, mean and m2 are over the numeric columns; each categorical
+ * column's training values come as (cat_columns[i], cat_values[i],
+ * cat_counts[i]) triples (a NULL value is the NULL category).
  *
  * Step 1 of a sharded preparation, on a segment: read this server's rows of
  * source as the calling role and keep them until the transaction ends.
@@ -210,8 +232,8 @@ mop_shard_stats(PG_FUNCTION_ARGS)
 	int			nfeats;
 	MopTargetKind kind;
 	double		validation;
-	Datum		values[10];
-	bool		nulls[10] = {0};
+	Datum		values[13];
+	bool		nulls[13] = {0};
 
 	for (int i = 0; i < 6; i++)
 		if (PG_ARGISNULL(i))
@@ -235,12 +257,6 @@ mop_shard_stats(PG_FUNCTION_ARGS)
 				 errmsg("invalid value for \"validation\": must be >= 0 and < 1")));
 	mop_source_open(&src, PG_GETARG_OID(0), text_to_cstring(PG_GETARG_TEXT_PP(1)), feats, nfeats);
 	mop_source_check_privileges(&src);
-	if (src.ncat > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("source_on_segments does not take categorical feature columns yet"),
-				 errdetail("A feature column of %s is text, an enum or boolean on this server.", src.relname),
-				 errhint("Every segment's table needs the numeric columns of the coordinator's.")));
 	if (kind == MOP_TARGET_REGRESSION && !mop_type_is_numeric(src.target_type))
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
@@ -261,12 +277,56 @@ mop_shard_stats(PG_FUNCTION_ARGS)
 		values[7] = text_array(st.labels, st.nlabels);
 	values[8] = float8_array(st.mean, st.nfeatures);
 	values[9] = float8_array(st.m2, st.nfeatures);
+	/* the categorical columns, and each training value's count: (column, value, count) */
+	{
+		int			total = 0,
+					k = 0,
+					c = 0;
+		Datum	   *cols,
+				   *vals,
+				   *cnts;
+		bool	   *vnulls;
+		int			dims[1],
+					lbs[1] = {1};
+
+		for (int i = 0; i < st.ncat; i++)
+			total += mop_catcounts_size(st.counts[i]);
+		cols = palloc(sizeof(Datum) * Max(total, 1));
+		vals = palloc(sizeof(Datum) * Max(total, 1));
+		vnulls = palloc0(sizeof(bool) * Max(total, 1));
+		cnts = palloc(sizeof(Datum) * Max(total, 1));
+		for (int i = 0; i < src.nfeatcols; i++)
+		{
+			MopCatCounts *cc;
+
+			if (!src.featcat[i])
+				continue;
+			cc = st.counts[c++];
+			for (int32 id = 0; id < mop_catcounts_size(cc); id++)
+			{
+				const char *v = mop_catcounts_value(cc, id);
+
+				if (mop_catcounts_count(cc, id) <= 0)
+					continue;
+				cols[k] = CStringGetTextDatum(src.featcols[i]);
+				vnulls[k] = v == NULL;
+				vals[k] = v ? CStringGetTextDatum(v) : (Datum) 0;
+				cnts[k] = Int64GetDatum(mop_catcounts_count(cc, id));
+				k++;
+			}
+		}
+		dims[0] = k;
+		values[10] = PointerGetDatum(construct_array(cols, k, TEXTOID, -1, false, TYPALIGN_INT));
+		values[11] = PointerGetDatum(construct_md_array(vals, vnulls, 1, dims, lbs, TEXTOID, -1, false,
+														TYPALIGN_INT));
+		values[12] = PointerGetDatum(construct_array(cnts, k, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(td), values, nulls)));
 }
 
 /* See prepare.h: step 3, pack the rows read in this transaction into a dataset's partitions. */
 int
-mop_shard_pack(int64 dataset_id, int first_partition, int partitions)
+mop_shard_pack(int64 dataset_id, int first_partition, int partitions, const char *categories)
 {
 	ShardCache *c = shard_cache;
 	Oid			t[1] = {INT8OID};
@@ -305,11 +365,6 @@ mop_shard_pack(int64 dataset_id, int first_partition, int partitions)
 	normalized = DatumGetBool(SPI_getbinval(row, td, 1, &isnull));
 	nf = DatumGetInt32(SPI_getbinval(row, td, 2, &isnull));
 	buffer_rows = DatumGetInt32(SPI_getbinval(row, td, 3, &isnull));
-	if (nf != c->rows.nfeatures)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("the dataset has %d features per row, the rows read here have %d",
-						nf, c->rows.nfeatures)));
 	if (normalized)
 	{
 		Datum		dm = SPI_getbinval(row, td, 4, &isnull);
@@ -359,6 +414,42 @@ mop_shard_pack(int64 dataset_id, int first_partition, int partitions)
 		for (int64 i = 0; i < rows.nrows; i++)
 			rows.y[i] = (float) map[(int) c->rows.y[i]];
 	}
+	/* categorical columns: one-hot over the dataset's vocabularies */
+	if (c->rows.ncat > 0)
+	{
+		Jsonb	   *jb;
+		MopVocab  **vocab = palloc0(sizeof(MopVocab *) * Max(c->nfeatcols, 1));
+		char	   *dsname = psprintf("%lld", (long long) dataset_id);
+
+		if (categories == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("the rows read here have categorical columns, but no vocabularies were given")));
+		jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(categories)));
+		if (!JB_ROOT_IS_OBJECT(jb))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("the vocabularies must be a JSON object")));
+		for (int i = 0; i < c->nfeatcols; i++)
+		{
+			JsonbValue	jv;
+
+			if (!c->featcat[i])
+				continue;
+			if (getKeyJsonValueFromContainer(&jb->root, c->featcols[i], strlen(c->featcols[i]),
+											 &jv) == NULL || jv.type != jbvBinary)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("no vocabulary for categorical column \"%s\"", c->featcols[i])));
+			vocab[i] = mop_vocab_from_jsonb(jv.val.binary.data, dsname, c->featcols[i]);
+		}
+		mop_rows_encode(&rows, c->nfeatcols, vocab);
+	}
+	if (nf != rows.nfeatures)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("the dataset has %d features per row, the rows read here have %d",
+						nf, rows.nfeatures)));
 	n_train = rows.nrows - c->n_valid;
 	if (partitions < 1 || n_train < partitions)
 		ereport(ERROR,
@@ -374,13 +465,15 @@ mop_shard_pack(int64 dataset_id, int first_partition, int partitions)
 }
 
 /*
- * mop.shard_pack(dataset_id bigint, first_partition int, partitions int)
+ * mop.shard_pack(dataset_id bigint, first_partition int, partitions int,
+ *                categories text DEFAULT NULL)
  * RETURNS int
  *
  * Step 3 on a segment: pack the rows mop.shard_stats read in this
  * transaction into the dataset's partitions first_partition ..
- * first_partition + partitions - 1 (training and validation buffers);
- * returns how many buffers it wrote.
+ * first_partition + partitions - 1 (training and validation buffers),
+ * categorical columns one-hot over the vocabularies in categories (JSON,
+ * as mop.datasets.categories); returns how many buffers it wrote.
  */
 Datum
 mop_shard_pack_sql(PG_FUNCTION_ARGS)
@@ -394,7 +487,8 @@ mop_shard_pack_sql(PG_FUNCTION_ARGS)
 					 errmsg("argument %d of mop.shard_pack must not be null", i + 1)));
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	n = mop_shard_pack(PG_GETARG_INT64(0), PG_GETARG_INT32(1), PG_GETARG_INT32(2));
+	n = mop_shard_pack(PG_GETARG_INT64(0), PG_GETARG_INT32(1), PG_GETARG_INT32(2),
+					   PG_NARGS() > 3 && !PG_ARGISNULL(3) ? text_to_cstring(PG_GETARG_TEXT_PP(3)) : NULL);
 	SPI_finish();
 	PG_RETURN_INT32(n);
 }
@@ -443,6 +537,85 @@ answer_array(Shard *s, PGresult *res, int col, Oid elemtype)
 												   elemtype, -1));
 }
 
+/*
+ * A remote segment's categorical values and their training counts, into
+ * one count table per categorical column of this server's table (in
+ * column order); the segment must have the same categorical columns.
+ */
+static void
+remote_categories(Shard *s, const MopPrepareArgs *a, PGresult *res)
+{
+	ArrayType  *acols = answer_array(s, res, 10, TEXTOID);
+	ArrayType  *avals = answer_array(s, res, 11, TEXTOID);
+	ArrayType  *acnts = answer_array(s, res, 12, INT8OID);
+	Datum	   *cols,
+			   *vals,
+			   *cnts;
+	bool	   *cnulls,
+			   *vnulls,
+			   *nnulls;
+	int			ncols,
+				nvals,
+				ncnts;
+	bool	   *seen = palloc0(sizeof(bool) * Max(a->src.ncat, 1));
+
+	deconstruct_array(acols, TEXTOID, -1, false, TYPALIGN_INT, &cols, &cnulls, &ncols);
+	deconstruct_array(avals, TEXTOID, -1, false, TYPALIGN_INT, &vals, &vnulls, &nvals);
+	deconstruct_array(acnts, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &cnts, &nnulls, &ncnts);
+	if (ncols != nvals || ncols != ncnts)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROTOCOL_VIOLATION),
+				 errmsg("segment \"%s\" sent %d categorical columns for %d values and %d counts",
+						s->name, ncols, nvals, ncnts)));
+	s->st.ncat = a->src.ncat;
+	s->st.counts = palloc(sizeof(MopCatCounts *) * Max(a->src.ncat, 1));
+	for (int c = 0; c < a->src.ncat; c++)
+		s->st.counts[c] = mop_catcounts_create();
+	for (int k = 0; k < ncols; k++)
+	{
+		char	   *col = cnulls[k] ? NULL : TextDatumGetCString(cols[k]);
+		int			c = 0,
+					found = -1;
+		int64		n = nnulls[k] ? -1 : DatumGetInt64(cnts[k]);
+
+		for (int i = 0; i < a->src.nfeatcols && col; i++)
+		{
+			if (!a->src.featcat[i])
+				continue;
+			if (strcmp(a->src.featcols[i], col) == 0)
+				found = c;
+			c++;
+		}
+		if (found < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("feature column \"%s\" is categorical on segment \"%s\" but not here",
+							col ? col : "(null)", s->name),
+					 errhint("Every segment's table needs the columns of this server's, with the same types.")));
+		if (n <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROTOCOL_VIOLATION),
+					 errmsg("segment \"%s\" sent a count of %lld for a value of column \"%s\"",
+							s->name, (long long) n, col)));
+		mop_catcounts_add(s->st.counts[found],
+						  mop_catcounts_intern(s->st.counts[found],
+											   vnulls[k] ? NULL : TextDatumGetCString(vals[k])),
+						  n);
+		seen[found] = true;
+	}
+	for (int i = 0, c = 0; i < a->src.nfeatcols; i++)
+	{
+		if (!a->src.featcat[i])
+			continue;
+		if (!seen[c++] && s->st.n_train > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("feature column \"%s\" is categorical here but not on segment \"%s\"",
+							a->src.featcols[i], s->name),
+					 errhint("Every segment's table needs the columns of this server's, with the same types.")));
+	}
+}
+
 /* Step 1 on a remote segment: ask for its statistics (the answer comes to remote_stats). */
 static void
 send_stats(Shard *s, const MopPrepareArgs *a, int64 shuffle_seed)
@@ -476,7 +649,8 @@ send_stats(Shard *s, const MopPrepareArgs *a, int64 shuffle_seed)
 	values[5] = seed;
 	mop_segment_send(s->conn, s->name,
 					 "SELECT rows, train_rows, valid_rows, n_features, target_type, features, "
-					 "is_array, labels, mean, m2 FROM mop.shard_stats($1::pg_catalog.regclass, "
+					 "is_array, labels, mean, m2, cat_columns, cat_values, cat_counts "
+					 "FROM mop.shard_stats($1::pg_catalog.regclass, "
 					 "$2, $3::pg_catalog.text[], $4, $5::pg_catalog.float8, $6::pg_catalog.int8)",
 					 6, values);
 }
@@ -490,7 +664,7 @@ remote_stats(Shard *s, const MopPrepareArgs *a)
 
 	PG_TRY();
 	{
-		if (PQntuples(res) != 1 || PQnfields(res) != 10)
+		if (PQntuples(res) != 1 || PQnfields(res) != 13)
 			ereport(ERROR,
 					(errcode(ERRCODE_PROTOCOL_VIOLATION),
 					 errmsg("segment \"%s\" answered mop.shard_stats with %d rows of %d columns",
@@ -528,6 +702,7 @@ remote_stats(Shard *s, const MopPrepareArgs *a)
 							ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr)), s->st.nfeatures)));
 		s->st.m2 = palloc(sizeof(double) * Max(s->st.nfeatures, 1));
 		memcpy(s->st.m2, ARR_DATA_PTR(arr), sizeof(double) * s->st.nfeatures);
+		remote_categories(s, a, res);
 	}
 	PG_FINALLY();
 	{
@@ -765,7 +940,10 @@ mop_prepare_sharded(const MopPrepareArgs *a, ArrayType *segments, int replicas,
 				P,
 				k,
 				nf = 0,
+				nnum,
 				nlabels = 0;
+	MopVocab  **vocab = NULL;
+	char	   *categories = NULL;
 	char	  **names = mop_segment_names(segments, &S);
 	Shard	   *sh = palloc0(sizeof(Shard) * S);
 	char	  **labels = NULL;
@@ -840,7 +1018,24 @@ mop_prepare_sharded(const MopPrepareArgs *a, ArrayType *segments, int replicas,
 			n_train += sh[s].st.n_train;
 			n_valid += sh[s].st.n_valid;
 		}
-		nf = sh[0].st.nfeatures;
+		nnum = sh[0].st.nfeatures;
+		if (a->kind != MOP_TARGET_REGRESSION)
+			labels = merge_labels(sh, S, a->src.target_type, a->target, a->kind, &nlabels);
+		/* categorical columns: vocabularies from the merged counts */
+		nf = nnum;
+		if (a->src.ncat > 0)
+		{
+			MopCatCounts **merged = palloc(sizeof(MopCatCounts *) * a->src.ncat);
+
+			for (int c = 0; c < a->src.ncat; c++)
+			{
+				merged[c] = mop_catcounts_create();
+				for (int s = 0; s < S; s++)
+					mop_catcounts_merge(merged[c], sh[s].st.counts[c]);
+			}
+			categories = mop_prepare_vocabularies(&a->src, merged, a->max_categories, &vocab);
+			nf = mop_input_width(a->src.nfeatcols, vocab);
+		}
 		if (nf == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_EXCEPTION),
@@ -850,30 +1045,56 @@ mop_prepare_sharded(const MopPrepareArgs *a, ArrayType *segments, int replicas,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("invalid value for \"buffer_rows\": %d rows of %d features exceed 512 MB per buffer",
 							a->buffer_rows, nf)));
-		if (a->kind != MOP_TARGET_REGRESSION)
-			labels = merge_labels(sh, S, a->src.target_type, a->target, a->kind, &nlabels);
 		if (a->normalize)
 		{
 			/* Chan et al.: the mean and deviations of the union of the training rows */
-			mean = palloc0(sizeof(double) * nf);
-			std = palloc0(sizeof(double) * nf);
-			for (int s = 0; s < S; s++)
-				for (int j = 0; j < nf; j++)
-					mean[j] += sh[s].st.mean[j] * (double) sh[s].st.n_train;
-			for (int j = 0; j < nf; j++)
-				mean[j] /= (double) n_train;
-			for (int s = 0; s < S; s++)
-				for (int j = 0; j < nf; j++)
-				{
-					double		d = sh[s].st.mean[j] - mean[j];
+			double	   *nmean = palloc0(sizeof(double) * Max(nnum, 1));
+			double	   *nstd = palloc0(sizeof(double) * Max(nnum, 1));
 
-					std[j] += sh[s].st.m2[j] + d * d * (double) sh[s].st.n_train;
+			for (int s = 0; s < S; s++)
+				for (int j = 0; j < nnum; j++)
+					nmean[j] += sh[s].st.mean[j] * (double) sh[s].st.n_train;
+			for (int j = 0; j < nnum; j++)
+				nmean[j] /= (double) n_train;
+			for (int s = 0; s < S; s++)
+				for (int j = 0; j < nnum; j++)
+				{
+					double		d = sh[s].st.mean[j] - nmean[j];
+
+					nstd[j] += sh[s].st.m2[j] + d * d * (double) sh[s].st.n_train;
 				}
-			for (int j = 0; j < nf; j++)
+			for (int j = 0; j < nnum; j++)
 			{
-				std[j] = sqrt(std[j] / (double) n_train);
-				if (!(std[j] > 1e-12))
-					std[j] = 1.0;
+				nstd[j] = sqrt(nstd[j] / (double) n_train);
+				if (!(nstd[j] > 1e-12))
+					nstd[j] = 1.0;
+			}
+			/* in input order: a numeric column's, or 0 and 1 for one-hot inputs */
+			mean = nmean;
+			std = nstd;
+			if (vocab)
+			{
+				int			off = 0,
+							j = 0;
+
+				mean = palloc(sizeof(double) * nf);
+				std = palloc(sizeof(double) * nf);
+				for (int i = 0; i < a->src.nfeatcols; i++)
+				{
+					if (vocab[i])
+						for (int w = 0; w < vocab[i]->width; w++, off++)
+						{
+							mean[off] = 0.0;
+							std[off] = 1.0;
+						}
+					else
+					{
+						mean[off] = nmean[j];
+						std[off] = nstd[j];
+						off++;
+						j++;
+					}
+				}
 			}
 		}
 
@@ -899,6 +1120,7 @@ mop_prepare_sharded(const MopPrepareArgs *a, ArrayType *segments, int replicas,
 			d.n_train = n_train;
 			d.n_valid = n_valid;
 			d.seed = a->seed;
+			d.categories = categories;
 			dataset_id = mop_prepare_insert_dataset(&d);
 		}
 
@@ -920,7 +1142,7 @@ mop_prepare_sharded(const MopPrepareArgs *a, ArrayType *segments, int replicas,
 					char		rid[32],
 								fp[16],
 								np[16];
-					const char *values[3] = {rid, fp, np};
+					const char *values[4] = {rid, fp, np, categories};
 
 					sh[s].remote_id = mop_segment_create_copy(sh[s].conn, sh[s].name, rname, row, td);
 					snprintf(rid, sizeof(rid), INT64_FORMAT, sh[s].remote_id);
@@ -928,12 +1150,12 @@ mop_prepare_sharded(const MopPrepareArgs *a, ArrayType *segments, int replicas,
 					snprintf(np, sizeof(np), "%d", k);
 					mop_segment_send(sh[s].conn, sh[s].name,
 									 "SELECT mop.shard_pack($1::pg_catalog.int8, $2::pg_catalog.int4, "
-									 "$3::pg_catalog.int4)", 3, values);
+									 "$3::pg_catalog.int4, $4)", 4, values);
 				}
 			for (int s = 0; s < S; s++)
 				if (sh[s].local)
 				{
-					nbuffers += mop_shard_pack(dataset_id, s * k, k);
+					nbuffers += mop_shard_pack(dataset_id, s * k, k, categories);
 					partition_sizes(&sh[s], dataset_id, P, buffers, bytes);
 				}
 			for (int s = 0; s < S; s++)

@@ -186,6 +186,41 @@ is(sq($coord, "SELECT string_agg(md5(state), ',' ORDER BY config::text) FROM mop
 	'deterministic: the same models again');
 cmp_ok(sq($coord, "SELECT max(best_valid_metric) FROM mop.models WHERE run_id = $runs[0]"), '>', 0.6, 'and they learned');
 
+# categorical columns: vocabularies from the counts merged over the segments
+my $cat_rows = sub {
+	my ($lo, $hi) = @_;
+	return qq{SELECT (i % 4 = 0) AS label,
+	       (ARRAY['red', 'green', 'blue', 'teal', 'gold'])[1 + (i * 7) % 5] || CASE WHEN i % 997 = 0 THEN '-rare' ELSE '' END AS colour,
+	       CASE WHEN i % 11 = 0 THEN NULL ELSE i % 3 = 0 END AS flag,
+	       (i % 13)::float8 AS num
+	  FROM generate_series($lo, $hi) i};
+};
+my $cat_ddl = 'CREATE TABLE cats (label boolean, colour text, flag boolean, num float8)';
+sq($seg1, "$cat_ddl; INSERT INTO cats " . $cat_rows->(1, 3000));
+sq($seg2, "$cat_ddl; INSERT INTO cats " . $cat_rows->(3001, 5000));
+sq($coord, "$cat_ddl; INSERT INTO cats " . $cat_rows->(5001, 6000) . "; CREATE TABLE cats_whole AS " . $cat_rows->(1, 6000));
+sq($coord, q{SELECT 1 FROM mop_prepare('cats', 'label', ARRAY['colour', 'flag', 'num'], dataset => 'cats_sharded',
+                                       validation => 0, seed => 2, max_categories => 6,
+                                       segments => ARRAY['seg1', 'seg2', 'local'], source_on_segments => true);
+             SELECT 1 FROM mop_prepare('cats_whole', 'label', ARRAY['colour', 'flag', 'num'], dataset => 'cats_union',
+                                       validation => 0, seed => 2, max_categories => 6)});
+is(sq($coord, q{SELECT a.categories = b.categories, a.n_features, a.n_features = b.n_features,
+                       (SELECT bool_and(abs(x - y) <= 1e-9 * (1 + abs(x)))
+                          FROM unnest(a.feature_mean || a.feature_std, b.feature_mean || b.feature_std) u(x, y))
+                  FROM mop.datasets a, mop.datasets b WHERE a.name = 'cats_sharded' AND b.name = 'cats_union'}),
+	't|10|t|t', 'categorical columns: the vocabularies (with the other bucket), width and statistics of the union');
+is(same_rows(decoded_rows($coord, q{d.name = 'cats_union' AND b.split = 'train'}, 10),
+	[ sort { join(',', map { sprintf '%.4f', $_ } @$a) cmp join(',', map { sprintf '%.4f', $_ } @$b) }
+		@{ decoded_rows($coord, q{d.name = 'cats_sharded' AND b.split = 'train'}, 10) },
+		@{ decoded_rows($seg1, q{d.name LIKE 'cats_sharded@%' AND b.split = 'train'}, 10) },
+		@{ decoded_rows($seg2, q{d.name LIKE 'cats_sharded@%' AND b.split = 'train'}, 10) } ]),
+	'', 'and the same one-hot rows');
+sq($seg2, 'CREATE TABLE cats_bad (label boolean, colour int, flag boolean, num float8); INSERT INTO cats_bad SELECT true, 1, true, 1 FROM generate_series(1, 5); INSERT INTO cats_bad SELECT false, 1, true, 1 FROM generate_series(1, 5)');
+sq($coord, 'CREATE TABLE cats_bad (label boolean, colour text, flag boolean, num float8); INSERT INTO cats_bad SELECT i % 2 = 0, i::text, true, 1 FROM generate_series(1, 10) i');
+my ($cret, $cout, $cerr) = $coord->psql('postgres', q{SELECT mop_prepare('cats_bad', 'label', ARRAY['colour', 'flag', 'num'],
+	dataset => 'bad', segments => ARRAY['local', 'seg2'], source_on_segments => true)});
+like($cerr, qr/feature column "colour" is categorical here but not on segment "seg2"/, 'a column categorical here but numeric on a segment');
+
 # 3. errors -------------------------------------------------------------------------
 my $nocopy = sub {
 	return sq($seg1, q{SELECT count(*) FROM mop.datasets WHERE name LIKE 'bad@%'}) .
@@ -212,10 +247,6 @@ like($err, qr/segment "local" has 1500 training rows of public.shard, fewer than
 ($ret, $out, $err) = $coord->psql('postgres', q{SELECT mop_prepare('shard', 'label', ARRAY['v'], dataset => 'bad',
 	source_on_segments => true)});
 like($err, qr/source_on_segments needs segments/, 'source_on_segments without segments');
-sq($coord, "CREATE TABLE cats (label int, colour text)");
-($ret, $out, $err) = $coord->psql('postgres', q{SELECT mop_prepare('cats', 'label', ARRAY['colour'], dataset => 'bad',
-	segments => ARRAY['local', 'seg1'], source_on_segments => true)});
-like($err, qr/source_on_segments does not take categorical feature columns yet/, 'categorical columns are refused, not mangled');
 is($nocopy->(), '000', 'no failed preparation left a copy anywhere');
 
 # the mapped role reads the segment's table with its own privileges
