@@ -80,7 +80,7 @@ adaptive_configs(int64 run_id, MemoryContext cxt, const char **kind, Jsonb **spa
 		int32		trials = o.trials;
 
 		if (o.kind == MOP_KIND_HYPERBAND)
-			trials += mop_hyperband_trials(o.max_resource, o.eta);
+			trials += mop_hyperband_trials(o.max_resource, o.eta, o.hb_brackets);
 		configs = mop_space_random(*space, trials, (uint64) o.seed);
 	}
 	return configs;
