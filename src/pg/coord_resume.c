@@ -101,7 +101,7 @@ coord_load_run(void)
 	if (mop_catalog_has_run_names())
 	{
 		/* what its time budget has counted so far */
-		coord_exec_sql("SELECT (pg_catalog.extract(epoch FROM r.time_used) OPERATOR(pg_catalog.*) 1000)::float8 "
+		coord_exec_sql("SELECT pg_catalog.date_part('epoch', r.time_used) OPERATOR(pg_catalog.*) 1000 "
 					   "FROM mop.runs r WHERE r.id OPERATOR(pg_catalog.=) $1", 1, t, v, SPI_OK_SELECT);
 		if (SPI_processed == 1)
 		{

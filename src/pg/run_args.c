@@ -337,7 +337,8 @@ mop_arg_max_trials(FunctionCallInfo fcinfo, int argno)
 
 /*
  * The first max_trials configurations of configs (0: all), with a NOTICE
- * when that leaves some out: what names them (e.g. "the grid").
+ * when that leaves some out: what names them (e.g. "configurations of the
+ * grid").
  */
 List *
 mop_cap_configs(List *configs, int32 max_trials, const char *what)
@@ -347,7 +348,7 @@ mop_cap_configs(List *configs, int32 max_trials, const char *what)
 	if (max_trials <= 0 || n <= max_trials)
 		return configs;
 	ereport(NOTICE,
-			(errmsg("the run tries the first %d of the %d configurations of %s (max_trials)",
+			(errmsg("the run tries the first %d of the %d %s (max_trials)",
 					max_trials, n, what),
 			 errdetail("The others are not trained.")));
 	return list_truncate(configs, max_trials);
@@ -418,6 +419,20 @@ mop_run_id_by_name(const char *name)
 				(errcode(ERRCODE_AMBIGUOUS_PARAMETER),
 				 errmsg("several roles have a run named \"%s\"", name),
 				 errhint("Give the run's id (mop.runs.id) instead.")));
+	return id;
+}
+
+/* The caller's run named name; ERROR if there is none. */
+int64
+mop_run_id_by_name_or_error(const char *name)
+{
+	int64		id = mop_run_id_by_name(name);
+
+	if (id == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("run \"%s\" does not exist", name),
+				 errhint("Runs are listed in mop.runs with their names (each role sees its own).")));
 	return id;
 }
 

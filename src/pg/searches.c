@@ -79,7 +79,8 @@ mop_grid_search_body(PG_FUNCTION_ARGS)
 	mop_search_args(fcinfo, 2, &dataset, &space, &epochs);
 	ds = mop_dataset_lookup(dataset, false);
 	/* max_trials: the first N of the grid, in the order it expands */
-	configs = mop_cap_configs(mop_space_grid(space), max_trials, "the grid");
+	configs = mop_cap_configs(mop_space_grid(space), max_trials,
+							  "configurations of the grid");
 	mop_search_request(&req, fcinfo, "grid", &grid_args, ds, space, configs,
 					   epochs, seed);
 	return mop_run_search(fcinfo, &req);
@@ -112,7 +113,7 @@ mop_random_search_body(PG_FUNCTION_ARGS)
 	ds = mop_dataset_lookup(dataset, false);
 	/* max_trials: the first N draws (the same as trials => N would draw) */
 	configs = mop_cap_configs(mop_space_random(space, trials, (uint64) seed), max_trials,
-							  "the random draws (trials)");
+							  "configurations drawn");
 	mop_search_request(&req, fcinfo, "random", &random_args, ds, space, configs,
 					   epochs, seed);
 	return mop_run_search(fcinfo, &req);
