@@ -4,9 +4,12 @@
  * starts the run (run.c).
  *
  *   mop_grid_search(dataset, space, epochs, workers, seed, deterministic,
- *                   scheduler, wait, early_stopping, warm_start, device)
+ *                   scheduler, wait, early_stopping, warm_start, device,
+ *                   metric, time_budget, max_trials, name, tags)
  *   mop_random_search(dataset, space, trials, epochs, ...)
  *   mop_hyperband(...), mop_asha(...), mop_pbt(...), mop_tpe(...)
+ *   (each ends with device, metric, time_budget, max_trials -- ASHA has
+ *   its own -- name and tags)
  *   mop_hyperband_plan(max_resource, eta): Hyperband's plan, nothing trained
  */
 #include "postgres.h"
