@@ -317,9 +317,9 @@ assign(mop_sched *s, int w, Latch *latch)
 /* Why the run is to end 'interrupted' (a partition's copies all down), or NULL. */
 static char *interrupted_why = NULL;
 
-/* Milliseconds this start of the run has trained (since its workers were started). */
+/* Microseconds this start of the run has trained (since its workers were started). */
 static int64
-this_start_ms(void)
+this_start_us(void)
 {
 	TimestampTz started;
 
@@ -328,7 +328,14 @@ this_start_ms(void)
 	SpinLockRelease(&coord.run->mutex);
 	if (started == 0)
 		return 0;
-	return Max((GetCurrentTimestamp() - started) / 1000, 0);
+	return Max(GetCurrentTimestamp() - started, 0);
+}
+
+/* The same in milliseconds. */
+static int64
+this_start_ms(void)
+{
+	return this_start_us() / 1000;
 }
 
 /*
@@ -613,7 +620,7 @@ record_status(const char *status, const char *error, const char *note)
 		return;
 	coord_begin_tx();
 	coord_set_status(-1, status, error);
-	coord_record_time((double) this_start_ms() / 1000.0, note);
+	coord_record_time((double) this_start_us() / 1e6, note);
 	coord_commit_tx();
 }
 
