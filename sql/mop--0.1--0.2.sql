@@ -1679,3 +1679,199 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@.mop_confusion_matrix(bigint, regclass, text)
 	IS 'rows of a table by true and predicted label (every pair of the dataset''s labels, zeros included)';
+
+-- 19. budgets and names: time_budget => and max_trials => on the search ---------
+-- functions, a run's name and tags, and its note
+-- A run may have a name (unique among its owner's runs; mop_resume, mop_wait
+-- and mop_cancel take it instead of the id) and tags (a JSON object).  A run
+-- with a time_budget stops starting sub-epochs once it has trained that long
+-- (time_used, over all its starts) and ends 'done' with a note saying so.
+
+ALTER TABLE mop.runs ADD COLUMN name text
+	CHECK (name OPERATOR(pg_catalog.<>) '' AND name OPERATOR(pg_catalog.!~) '^[0-9]+$');
+ALTER TABLE mop.runs ADD COLUMN tags jsonb
+	CHECK (pg_catalog.jsonb_typeof(tags) OPERATOR(pg_catalog.=) 'object');
+ALTER TABLE mop.runs ADD COLUMN note text;
+ALTER TABLE mop.runs ADD COLUMN time_used interval;
+CREATE UNIQUE INDEX runs_owner_name_key ON mop.runs (owner, name) WHERE name IS NOT NULL;
+COMMENT ON COLUMN mop.runs.name IS 'the run''s name, unique among its owner''s runs (mop_resume, mop_wait and mop_cancel take it instead of the id)';
+COMMENT ON COLUMN mop.runs.tags IS 'free-form labels of the run, a JSON object';
+COMMENT ON COLUMN mop.runs.note IS 'why a run ended as it did when that is not plain (e.g. its time budget was spent)';
+COMMENT ON COLUMN mop.runs.time_used IS 'how long the run has trained, over all its starts (what time_budget counts)';
+GRANT INSERT (name, tags, note, time_used), UPDATE (name, tags, note, time_used)
+	ON mop.runs TO PUBLIC;
+
+DROP FUNCTION @extschema@.mop_grid_search(text, jsonb, int, int, int, boolean, text, boolean, text, bigint, text, text);
+CREATE FUNCTION @extschema@.mop_grid_search(
+	dataset text,
+	space jsonb,
+	epochs int DEFAULT 10,
+	workers int DEFAULT NULL,
+	seed int DEFAULT 0,
+	deterministic boolean DEFAULT false,
+	scheduler text DEFAULT NULL,
+	wait boolean DEFAULT true,
+	early_stopping text DEFAULT NULL,
+	warm_start bigint DEFAULT NULL,
+	device text DEFAULT NULL,
+	metric text DEFAULT NULL,
+	time_budget interval DEFAULT NULL,
+	max_trials int DEFAULT NULL,
+	name text DEFAULT NULL,
+	tags jsonb DEFAULT NULL)
+	RETURNS SETOF mop.search_result
+	AS 'MODULE_PATHNAME', 'mop_grid_search'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_grid_search(text, jsonb, int, int, int, boolean, text, boolean, text, bigint, text, text, interval, int, text, jsonb)
+	IS 'train every configuration of a grid with model hopper parallelism; ranked results; metric => the configurations'' metric; time_budget, max_trials (the first N of the grid), name, tags';
+
+DROP FUNCTION @extschema@.mop_random_search(text, jsonb, int, int, int, int, boolean, text, boolean, text, bigint, text, text);
+CREATE FUNCTION @extschema@.mop_random_search(
+	dataset text,
+	space jsonb,
+	trials int,
+	epochs int DEFAULT 10,
+	workers int DEFAULT NULL,
+	seed int DEFAULT 0,
+	deterministic boolean DEFAULT false,
+	scheduler text DEFAULT NULL,
+	wait boolean DEFAULT true,
+	early_stopping text DEFAULT NULL,
+	warm_start bigint DEFAULT NULL,
+	device text DEFAULT NULL,
+	metric text DEFAULT NULL,
+	time_budget interval DEFAULT NULL,
+	max_trials int DEFAULT NULL,
+	name text DEFAULT NULL,
+	tags jsonb DEFAULT NULL)
+	RETURNS SETOF mop.search_result
+	AS 'MODULE_PATHNAME', 'mop_random_search'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_random_search(text, jsonb, int, int, int, int, boolean, text, boolean, text, bigint, text, text, interval, int, text, jsonb)
+	IS 'train configurations sampled from a search space with model hopper parallelism; metric => the configurations'' metric; time_budget, max_trials, name, tags';
+
+DROP FUNCTION @extschema@.mop_hyperband(text, jsonb, int, int, int, int, text, boolean, boolean, text, text);
+CREATE FUNCTION @extschema@.mop_hyperband(
+	dataset text,
+	space jsonb,
+	max_resource int,
+	eta int DEFAULT 3,
+	workers int DEFAULT NULL,
+	seed int DEFAULT 0,
+	scheduler text DEFAULT NULL,
+	wait boolean DEFAULT true,
+	deterministic boolean DEFAULT false,
+	device text DEFAULT NULL,
+	metric text DEFAULT NULL,
+	time_budget interval DEFAULT NULL,
+	max_trials int DEFAULT NULL,
+	name text DEFAULT NULL,
+	tags jsonb DEFAULT NULL)
+	RETURNS SETOF mop.search_result
+	AS 'MODULE_PATHNAME', 'mop_hyperband'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_hyperband(text, jsonb, int, int, int, int, text, boolean, boolean, text, text, interval, int, text, jsonb)
+	IS 'Hyperband on model hopper parallelism: successive halving brackets, promoted models resume from their checkpoints; metric => the configurations'' metric; time_budget, max_trials (whole brackets), name, tags';
+
+DROP FUNCTION @extschema@.mop_asha(text, jsonb, int, int, int, int, int, int, text, boolean, text, text);
+CREATE FUNCTION @extschema@.mop_asha(
+	dataset text,
+	space jsonb,
+	max_resource int,
+	eta int DEFAULT 3,
+	min_resource int DEFAULT 1,
+	max_trials int DEFAULT 20,
+	workers int DEFAULT NULL,
+	seed int DEFAULT 0,
+	scheduler text DEFAULT NULL,
+	wait boolean DEFAULT true,
+	device text DEFAULT NULL,
+	metric text DEFAULT NULL,
+	time_budget interval DEFAULT NULL,
+	name text DEFAULT NULL,
+	tags jsonb DEFAULT NULL)
+	RETURNS SETOF mop.search_result
+	AS 'MODULE_PATHNAME', 'mop_asha'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_asha(text, jsonb, int, int, int, int, int, int, text, boolean, text, text, interval, text, jsonb)
+	IS 'asynchronous successive halving (ASHA) on model hopper parallelism: promotions without barriers; metric => the configurations'' metric; time_budget, name, tags';
+
+DROP FUNCTION @extschema@.mop_pbt(text, jsonb, int, int, int, float8, float8, int, int, boolean, boolean, text, text);
+CREATE FUNCTION @extschema@.mop_pbt(
+	dataset text,
+	space jsonb,
+	population int DEFAULT 8,
+	epochs int DEFAULT 10,
+	"interval" int DEFAULT 1,
+	quantile float8 DEFAULT 0.25,
+	resample float8 DEFAULT 0.25,
+	workers int DEFAULT NULL,
+	seed int DEFAULT 0,
+	wait boolean DEFAULT true,
+	deterministic boolean DEFAULT false,
+	device text DEFAULT NULL,
+	metric text DEFAULT NULL,
+	time_budget interval DEFAULT NULL,
+	max_trials int DEFAULT NULL,
+	name text DEFAULT NULL,
+	tags jsonb DEFAULT NULL)
+	RETURNS SETOF mop.search_result
+	AS 'MODULE_PATHNAME', 'mop_pbt_sql'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_pbt(text, jsonb, int, int, int, float8, float8, int, int, boolean, boolean, text, text, interval, int, text, jsonb)
+	IS 'population based training on model hopper parallelism: exploit copies weights and optimizer state, explore perturbs hyperparameters; metric => the configurations'' metric; time_budget, max_trials (caps the population), name, tags';
+
+DROP FUNCTION @extschema@.mop_tpe(text, jsonb, int, int, int, float8, int, int, boolean, boolean, text, text, text);
+CREATE FUNCTION @extschema@.mop_tpe(
+	dataset text,
+	space jsonb,
+	trials int,
+	epochs int DEFAULT 10,
+	n_startup int DEFAULT 10,
+	gamma float8 DEFAULT 0.1,
+	workers int DEFAULT NULL,
+	seed int DEFAULT 0,
+	wait boolean DEFAULT true,
+	deterministic boolean DEFAULT false,
+	early_stopping text DEFAULT NULL,
+	device text DEFAULT NULL,
+	metric text DEFAULT NULL,
+	time_budget interval DEFAULT NULL,
+	max_trials int DEFAULT NULL,
+	name text DEFAULT NULL,
+	tags jsonb DEFAULT NULL)
+	RETURNS SETOF mop.search_result
+	AS 'MODULE_PATHNAME', 'mop_tpe_sql'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_tpe(text, jsonb, int, int, int, float8, int, int, boolean, boolean, text, text, text, interval, int, text, jsonb)
+	IS 'Tree-structured Parzen Estimator on model hopper parallelism: proposals from completed results whenever a worker would idle; metric => the configurations'' metric; time_budget, max_trials, name, tags';
+
+-- a run by its name: the same functions taking text (an unknown-typed literal
+-- such as mop_wait('nightly') resolves to these, a number to the bigint ones)
+CREATE FUNCTION @extschema@.mop_resume(name text, workers int DEFAULT NULL,
+	wait boolean DEFAULT true, add jsonb DEFAULT NULL, device text DEFAULT NULL)
+	RETURNS SETOF mop.search_result
+	AS 'MODULE_PATHNAME', 'mop_resume_by_name'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_resume(text, int, boolean, jsonb, text)
+	IS 'mop_resume of the caller''s run with this name';
+
+CREATE FUNCTION @extschema@.mop_wait(name text) RETURNS text
+	AS 'MODULE_PATHNAME', 'mop_wait_by_name'
+	LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_wait(text) IS 'wait until the caller''s run with this name ends; returns its status';
+
+CREATE FUNCTION @extschema@.mop_cancel(name text) RETURNS text
+	AS 'MODULE_PATHNAME', 'mop_cancel_by_name'
+	LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_cancel(text)
+	IS 'mop_cancel of the caller''s run with this name';

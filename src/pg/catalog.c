@@ -232,6 +232,19 @@ mop_catalog_is_02(void)
 	return OidIsValid(rel) && get_attnum(rel, "best_state") != InvalidAttrNumber;
 }
 
+/*
+ * Has mop.runs the columns of run names and budgets (name, tags, note,
+ * time_used)?  A 0.1 catalog, or a 0.2 one of before them, has not.
+ */
+bool
+mop_catalog_has_run_names(void)
+{
+	Oid			nsp = get_namespace_oid("mop", true);
+	Oid			rel = OidIsValid(nsp) ? get_relname_relid("runs", nsp) : InvalidOid;
+
+	return OidIsValid(rel) && get_attnum(rel, "time_used") != InvalidAttrNumber;
+}
+
 /* See mop.h. */
 int32
 mop_dataset_remote_partition(int64 dataset_id)

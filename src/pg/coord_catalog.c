@@ -187,6 +187,26 @@ coord_create_run(void)
 			 8, t, v, SPI_OK_INSERT_RETURNING);
 	run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	coord.run_id = run_id;
+	{
+		/* its name and tags (checked by the search function; a name taken since fails here) */
+		const char *name = mop_run_string(coord.seg, MOP_KEY_NAME);
+		const char *tags = mop_run_string(coord.seg, MOP_KEY_TAGS);
+
+		if ((name[0] != '\0' || tags[0] != '\0') && mop_catalog_has_run_names())
+		{
+			Oid			nt[3] = {INT8OID, TEXTOID, JSONBOID};
+			Datum		nv[3];
+			char		nn[3] = {' ', name[0] ? ' ' : 'n', tags[0] ? ' ' : 'n'};
+
+			nv[0] = Int64GetDatum(run_id);
+			nv[1] = name[0] ? CStringGetTextDatum(name) : (Datum) 0;
+			nv[2] = tags[0] ? DirectFunctionCall1(jsonb_in, CStringGetDatum(tags)) : (Datum) 0;
+			if (SPI_execute_with_args("UPDATE mop.runs SET name = $2, tags = $3 "
+									  "WHERE id OPERATOR(pg_catalog.=) $1",
+									  3, nt, nv, nn, false, 0) != SPI_OK_UPDATE)
+				elog(ERROR, "could not name run %lld", (long long) run_id);
+		}
+	}
 
 	coord.models = MemoryContextAllocZero(TopMemoryContext,
 										  sizeof(CoordModel) * Max(coord.run->n_configs, 1));
@@ -426,6 +446,9 @@ coord_set_status(int32 trial, const char *status, const char *error)
 					   "shm_handle = $2, options = pg_catalog.jsonb_set(options, '{device}', "
 					   "pg_catalog.to_jsonb($3)) WHERE id OPERATOR(pg_catalog.=) $1", 3, rt, rv,
 					   SPI_OK_UPDATE);
+		if (mop_catalog_has_run_names())
+			coord_exec_sql("UPDATE mop.runs SET note = NULL WHERE id OPERATOR(pg_catalog.=) $1",
+						   1, rt, rv, SPI_OK_UPDATE);
 		return;
 	}
 	if (SPI_execute_with_args("UPDATE mop.runs SET status = $2, error = $3, "
@@ -441,4 +464,80 @@ coord_set_status(int32 trial, const char *status, const char *error)
 		SPI_execute_with_args(MOP_INTERRUPT_MODELS_SQL, 1, t, v, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record the status of the models of run %lld",
 			 (long long) coord.run_id);
+}
+
+/*
+ * Add this start's training time to the run's time_used (what its
+ * time_budget counts) and record its note (NULL: none), inside the caller's
+ * transaction.  A catalog without these columns records nothing.
+ */
+void
+coord_record_time(double seconds, const char *note)
+{
+	Oid			t[3] = {INT8OID, FLOAT8OID, TEXTOID};
+	Datum		v[3];
+	char		n[3] = {' ', ' ', note ? ' ' : 'n'};
+
+	if (!mop_catalog_has_run_names())
+		return;
+	v[0] = Int64GetDatum(coord.run_id);
+	v[1] = Float8GetDatum(Max(seconds, 0.0));
+	v[2] = note ? CStringGetTextDatum(note) : (Datum) 0;
+	if (SPI_execute_with_args("UPDATE mop.runs SET note = $3, time_used = "
+							  "COALESCE(time_used, '0'::pg_catalog.interval) OPERATOR(pg_catalog.+) "
+							  "pg_catalog.make_interval(secs => $2) "
+							  "WHERE id OPERATOR(pg_catalog.=) $1",
+							  3, t, v, n, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record the time used by run %lld", (long long) coord.run_id);
+}
+
+/*
+ * The run's time budget is spent and its workers have stopped: each model
+ * still training is stopped where its last committed sub-epoch left it
+ * (status 'stopped', a 'stop' decision with why 'time_budget'), in one
+ * transaction.  Returns how many were stopped.
+ */
+int
+coord_budget_stop_models(void)
+{
+	Oid			t[1] = {INT8OID};
+	Datum		v[1] = {Int64GetDatum(coord.run_id)};
+	int			n,
+				stopped = 0;
+	int64	   *ids;
+	int32	   *epochs;
+	bool		isnull;
+
+	coord_begin_tx();
+	coord_exec_sql("SELECT m.id, m.epochs_done FROM mop.models m "
+				   "WHERE m.run_id OPERATOR(pg_catalog.=) $1 AND m.status OPERATOR(pg_catalog.=) 'training' "
+				   "ORDER BY m.id", 1, t, v, SPI_OK_SELECT);
+	n = (int) SPI_processed;
+	ids = palloc(sizeof(int64) * Max(n, 1));
+	epochs = palloc(sizeof(int32) * Max(n, 1));
+	for (int r = 0; r < n; r++)
+	{
+		ids[r] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull));
+		epochs[r] = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	for (int r = 0; r < n; r++)
+		for (int i = 0; i < coord.n_models; i++)
+		{
+			mop_decision d;
+
+			if (coord.models[i].id != ids[r])
+				continue;
+			mop_decision_init(&d, MOP_WHY_TIME_BUDGET, i);
+			d.from_resource = epochs[r];
+			snprintf(d.reason, sizeof(d.reason),
+					 "time budget spent: stopped after %d of %d epochs", epochs[r],
+					 coord.models[i].target);
+			coord_set_status(i, "stopped", NULL);
+			coord_record_decision(mop_act_name(MOP_ACT_STOP), mop_why_name(MOP_WHY_TIME_BUDGET),
+								  i, &d, -1, -1, NULL);
+			stopped++;
+			break;
+		}
+	coord_commit_tx();
+	return stopped;
 }

@@ -47,7 +47,8 @@ coord_drivers_create(void)
 		case MOP_KIND_FIXED:
 			break;
 		case MOP_KIND_HYPERBAND:
-			if ((coord.driver = mop_hb_driver_new(run->opts.max_resource, run->opts.eta)) == NULL)
+			if ((coord.driver = mop_hb_driver_new_brackets(run->opts.max_resource, run->opts.eta,
+														   run->opts.hb_brackets)) == NULL)
 				elog(ERROR, "could not create the Hyperband driver (R %d, eta %d)",
 					 run->opts.max_resource, run->opts.eta);
 			break;

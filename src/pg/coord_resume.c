@@ -97,6 +97,20 @@ coord_load_run(void)
 		SpinLockRelease(&coord.run->mutex);
 		coord.tpe_batch = recorded.tpe_batch;
 	}
+	coord.time_used_ms = 0;
+	if (mop_catalog_has_run_names())
+	{
+		/* what its time budget has counted so far */
+		coord_exec_sql("SELECT pg_catalog.date_part('epoch', r.time_used) OPERATOR(pg_catalog.*) 1000 "
+					   "FROM mop.runs r WHERE r.id OPERATOR(pg_catalog.=) $1", 1, t, v, SPI_OK_SELECT);
+		if (SPI_processed == 1)
+		{
+			Datum		ms = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+			if (!isnull)
+				coord.time_used_ms = (int64) DatumGetFloat8(ms);
+		}
+	}
 	coord_set_status(-1, "running", NULL);
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
@@ -311,9 +325,13 @@ coord_replay_decisions(mop_sched *s)
 
 		if (strcmp(action, "stop") == 0 &&
 			(strcmp(TextDatumGetCString(SPI_getbinval(tup, td, 6, &isnull)), "median_stop") == 0 ||
-			 strcmp(TextDatumGetCString(SPI_getbinval(tup, td, 6, &isnull)), "patience") == 0))
+			 strcmp(TextDatumGetCString(SPI_getbinval(tup, td, 6, &isnull)), "patience") == 0 ||
+			 strcmp(TextDatumGetCString(SPI_getbinval(tup, td, 6, &isnull)), "time_budget") == 0))
 		{
-			/* a rule's stop, not the driver's: its result follows as a report */
+			/*
+			 * a rule's stop, not the driver's: its result follows as a
+			 * report (a time budget's stop has none: the run ended there)
+			 */
 			if (trial >= coord.n_models)
 				elog(ERROR, "run %lld: stop of a model that does not exist", (long long) coord.run->run_id);
 			mop_sched_stop(s, trial);

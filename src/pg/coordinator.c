@@ -40,6 +40,7 @@
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
 #include "utils/memutils.h"
+#include "utils/builtins.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
@@ -316,6 +317,57 @@ assign(mop_sched *s, int w, Latch *latch)
 /* Why the run is to end 'interrupted' (a partition's copies all down), or NULL. */
 static char *interrupted_why = NULL;
 
+/* Microseconds this start of the run has trained (since its workers were started). */
+static int64
+this_start_us(void)
+{
+	TimestampTz started;
+
+	SpinLockAcquire(&coord.run->mutex);
+	started = coord.run->started_at;
+	SpinLockRelease(&coord.run->mutex);
+	if (started == 0)
+		return 0;
+	return Max(GetCurrentTimestamp() - started, 0);
+}
+
+/* The same in milliseconds. */
+static int64
+this_start_ms(void)
+{
+	return this_start_us() / 1000;
+}
+
+/*
+ * Is the run's time budget spent?  It counts the run's training time over
+ * all its starts: what mop.runs.time_used recorded before this start and
+ * the time since this one began.
+ */
+static bool
+budget_spent(void)
+{
+	int64		budget = coord.run->opts.time_budget_ms;
+
+	if (coord.budget_spent)
+		return true;
+	if (budget <= 0 || coord.time_used_ms + this_start_ms() < budget)
+		return false;
+	coord.budget_spent = true;
+	elog(LOG, "mop run %lld: its time budget (%lld ms) is spent; the sub-epochs in flight finish",
+		 (long long) coord.run->run_id, (long long) budget);
+	return true;
+}
+
+/* Has any worker a task? */
+static bool
+any_busy(void)
+{
+	for (int w = 0; w < coord.n_workers; w++)
+		if (workers[w].busy)
+			return true;
+	return false;
+}
+
 /*
  * The scheduling loop; returns true if cancelled (or interrupted:
  * interrupted_why is set).  Each round: settle
@@ -365,6 +417,19 @@ schedule(mop_sched *s)
 		SpinLockRelease(&coord.run->mutex);
 		if (cancel)
 			return true;
+		/*
+		 * time budget spent: no new sub-epoch, no new trial; those in flight
+		 * finish and commit, then the run ends
+		 */
+		if (budget_spent())
+		{
+			if (!any_busy())
+				return false;
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 1000L, PG_WAIT_EXTENSION);
+			ResetLatch(MyLatch);
+			continue;
+		}
 		/* a replayed PBT run: the exploits whose member and parent are at their point */
 		if (coord.run->opts.replay_of)
 			coord_pbt_replay_exploits(s);
@@ -544,15 +609,37 @@ start_workers(mop_sched *s)
 	return s;
 }
 
-/* Record the run's final status in the catalog (own transaction). */
+/*
+ * Record the run's final status in the catalog (own transaction), with the
+ * time this start trained and the run's note (NULL: none).
+ */
 static void
-record_status(const char *status, const char *error)
+record_status(const char *status, const char *error, const char *note)
 {
 	if (coord.run->run_id == 0)
 		return;
 	coord_begin_tx();
 	coord_set_status(-1, status, error);
+	coord_record_time((double) this_start_us() / 1e6, note);
 	coord_commit_tx();
+}
+
+/*
+ * The run's time budget was spent: stop the models that were still
+ * training; returns the run's note.
+ */
+static char *
+budget_note(void)
+{
+	int			stopped = coord_budget_stop_models();
+	Interval	iv;
+	char	   *budget;
+
+	memset(&iv, 0, sizeof(iv));
+	iv.time = coord.run->opts.time_budget_ms * 1000;
+	budget = DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(&iv)));
+	return psprintf("time budget %s spent: %d model%s stopped before %s last epoch",
+					budget, stopped, stopped == 1 ? "" : "s", stopped == 1 ? "its" : "their");
 }
 
 /*
@@ -574,7 +661,7 @@ run_failed(ErrorData *ed)
 	SpinLockRelease(&coord.run->mutex);
 	PG_TRY();
 	{
-		record_status("failed", msg);
+		record_status("failed", msg, NULL);
 	}
 	PG_CATCH();
 	{
@@ -657,10 +744,20 @@ mop_coordinator_main(Datum arg)
 		mop_reclaim_checkpoints(coord.run->run_id, coord.run->hops_done, coord.n_models, true);
 		{
 			char	   *error = interrupted_why;
-			const char *final = interrupted_why ? "interrupted" :
-				cancelled ? "cancelled" : coord_final_status(&error);
+			char	   *note = NULL;
+			const char *final;
 
-			record_status(final, error);
+			if (!interrupted_why && !cancelled && coord.budget_spent)
+				note = budget_note();
+			final = interrupted_why ? "interrupted" :
+				cancelled ? "cancelled" : coord_final_status(&error);
+			record_status(final, error, note);
+			if (note && strcmp(final, "done") == 0)
+			{
+				SpinLockAcquire(&coord.run->mutex);
+				strlcpy(coord.run->note, note, sizeof(coord.run->note));
+				SpinLockRelease(&coord.run->mutex);
+			}
 			publish_done(final, error);
 		}
 	}

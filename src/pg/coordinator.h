@@ -62,6 +62,8 @@ typedef struct MopCoord
 	mop_driver *driver;			/* the search's driver, or NULL (grid, random, replay) */
 	mop_driver *rule;			/* the early-stopping rule, or NULL */
 	mop_hermes_history hermes;	/* convergence-aware priorities (MOP_PICK_PRIORITY) */
+	int64		time_used_ms;	/* the run's training time before this start (mop.runs.time_used) */
+	bool		budget_spent;	/* its time budget is spent: no new sub-epoch starts */
 } MopCoord;
 
 extern MopCoord coord;
@@ -86,6 +88,8 @@ extern void coord_record_exploit(int32 trial, const mop_decision *d, int32 paren
 								 int32 parent_epochs, int32 parent_subepochs, Jsonb *config);
 extern void coord_record_report(int32 trial, int32 resource, double score, const char *reason);
 extern void coord_set_status(int32 trial, const char *status, const char *error);
+extern void coord_record_time(double seconds, const char *note);
+extern int	coord_budget_stop_models(void);
 
 /* coord_resume.c */
 extern void coord_load_run(void);

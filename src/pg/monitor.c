@@ -25,6 +25,8 @@
 
 PG_FUNCTION_INFO_V1(mop_wait);
 PG_FUNCTION_INFO_V1(mop_cancel);
+PG_FUNCTION_INFO_V1(mop_wait_by_name);
+PG_FUNCTION_INFO_V1(mop_cancel_by_name);
 PG_FUNCTION_INFO_V1(mop_progress);
 PG_FUNCTION_INFO_V1(mop_progress_v2);
 PG_FUNCTION_INFO_V1(mop_run_progress);
@@ -125,6 +127,24 @@ Datum
 mop_cancel(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_TEXT_P(wait_or_cancel(PG_GETARG_INT64(0), true));
+}
+
+/* mop_wait(name text) returns text: mop_wait of the caller's run of that name. */
+Datum
+mop_wait_by_name(PG_FUNCTION_ARGS)
+{
+	int64		id = mop_run_id_by_name_or_error(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+
+	PG_RETURN_TEXT_P(wait_or_cancel(id, false));
+}
+
+/* mop_cancel(name text) returns text: mop_cancel of the caller's run of that name. */
+Datum
+mop_cancel_by_name(PG_FUNCTION_ARGS)
+{
+	int64		id = mop_run_id_by_name_or_error(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+
+	PG_RETURN_TEXT_P(wait_or_cancel(id, true));
 }
 
 /*

@@ -80,7 +80,7 @@ adaptive_configs(int64 run_id, MemoryContext cxt, const char **kind, Jsonb **spa
 		int32		trials = o.trials;
 
 		if (o.kind == MOP_KIND_HYPERBAND)
-			trials += mop_hyperband_trials(o.max_resource, o.eta);
+			trials += mop_hyperband_trials(o.max_resource, o.eta, o.hb_brackets);
 		configs = mop_space_random(*space, trials, (uint64) o.seed);
 	}
 	return configs;
@@ -288,4 +288,22 @@ mop_replay_body(PG_FUNCTION_ARGS)
 
 /* The SQL-callable functions; the last argument of each is device => . */
 MOP_SEARCH_ENTRY(mop_resume, 4, mop_resume_body);
+
+/*
+ * mop_resume(name text, ...): the same for the caller's run of that name
+ * (the name becomes the run's id, argument 0).
+ */
+static Datum
+mop_resume_by_name_body(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("the run's name must not be null")));
+	fcinfo->args[0].value =
+		Int64GetDatum(mop_run_id_by_name_or_error(text_to_cstring(PG_GETARG_TEXT_PP(0))));
+	return mop_resume_body(fcinfo);
+}
+
+MOP_SEARCH_ENTRY(mop_resume_by_name, 4, mop_resume_by_name_body);
 MOP_SEARCH_ENTRY(mop_replay, 3, mop_replay_body);

@@ -108,6 +108,9 @@ launch(const RunRequest *req, BackgroundWorkerHandle **handle)
 {
 	const char *space = req->space ?
 		JsonbToCString(NULL, &req->space->root, VARSIZE(req->space)) : "null";
+	const char *name = req->name ? req->name : "";
+	const char *tags = req->tags ?
+		JsonbToCString(NULL, &req->tags->root, VARSIZE(req->tags)) : "";
 	int			n_configs = list_length(req->configs);
 	char	  **configs = palloc(sizeof(char *) * Max(n_configs, 1));
 	Size		configs_size = add_size(offsetof(MopRunConfigs, offsets),
@@ -137,7 +140,9 @@ launch(const RunRequest *req, BackgroundWorkerHandle **handle)
 	shm_toc_estimate_chunk(&e, strlen(req->dataset) + 1);
 	shm_toc_estimate_chunk(&e, strlen(space) + 1);
 	shm_toc_estimate_chunk(&e, configs_size);
-	shm_toc_estimate_keys(&e, 5);
+	shm_toc_estimate_chunk(&e, strlen(name) + 1);
+	shm_toc_estimate_chunk(&e, strlen(tags) + 1);
+	shm_toc_estimate_keys(&e, 7);
 	seg = dsm_create(shm_toc_estimate(&e), 0);
 	toc = shm_toc_create(MOP_RUN_MAGIC, dsm_segment_address(seg), shm_toc_estimate(&e));
 
@@ -167,6 +172,8 @@ launch(const RunRequest *req, BackgroundWorkerHandle **handle)
 	toc_put_string(toc, MOP_KEY_KIND, req->kind);
 	toc_put_string(toc, MOP_KEY_DATASET, req->dataset);
 	toc_put_string(toc, MOP_KEY_SPACE, space);
+	toc_put_string(toc, MOP_KEY_NAME, name);
+	toc_put_string(toc, MOP_KEY_TAGS, tags);
 
 	c = shm_toc_allocate(toc, configs_size);
 	c->n_configs = n_configs;
@@ -223,6 +230,7 @@ mop_run_outcome(MopRunShared *run, MopRunOutcome *out)
 	memcpy(out->error, run->error, sizeof(out->error));
 	out->error_code = run->error_code;
 	memcpy(out->error_hint, run->error_hint, sizeof(out->error_hint));
+	memcpy(out->note, run->note, sizeof(out->note));
 	SpinLockRelease(&run->mutex);
 }
 
@@ -496,6 +504,10 @@ mop_run_search(FunctionCallInfo fcinfo, const RunRequest *req)
 			ereport(NOTICE,
 					(errmsg("mop run %lld was cancelled", (long long) run_id),
 					 errhint("mop_resume(%lld) continues it.", (long long) run_id)));
+		if (strcmp(o.status, "done") == 0 && o.note[0] != '\0')
+			ereport(NOTICE,
+					(errmsg("mop run %lld: %s", (long long) run_id, o.note),
+					 errhint("mop.runs.note says so too; mop.decisions has a row for each model stopped.")));
 	}
 	SpinLockAcquire(&run->mutex);
 	run->caller_latch = NULL;
@@ -565,13 +577,14 @@ mop_run_shared(dsm_segment *seg)
 	return (MopRunShared *) run;
 }
 
-/* A string entry (MOP_KEY_KIND, _DATASET, _SPACE) of a run segment. */
+/* A string entry (MOP_KEY_KIND, _DATASET, _SPACE, _NAME, _TAGS) of a run segment. */
 const char *
 mop_run_string(dsm_segment *seg, uint64 key)
 {
 	shm_toc    *toc = shm_toc_attach(MOP_RUN_MAGIC, dsm_segment_address(seg));
 
-	Assert(key == MOP_KEY_KIND || key == MOP_KEY_DATASET || key == MOP_KEY_SPACE);
+	Assert(key == MOP_KEY_KIND || key == MOP_KEY_DATASET || key == MOP_KEY_SPACE ||
+		   key == MOP_KEY_NAME || key == MOP_KEY_TAGS);
 	return shm_toc_lookup(toc, key, false);
 }
 

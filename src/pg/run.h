@@ -27,7 +27,9 @@
  *   MOP_KEY_KIND     the kind of search (runreq.h), a C string;
  *   MOP_KEY_DATASET  the dataset's name, a C string;
  *   MOP_KEY_SPACE    the search space as JSON text ("null" if none);
- *   MOP_KEY_CONFIGS  MopRunConfigs: the configurations as JSON text.
+ *   MOP_KEY_CONFIGS  MopRunConfigs: the configurations as JSON text;
+ *   MOP_KEY_NAME     the run's name, a C string ("" if none);
+ *   MOP_KEY_TAGS     the run's tags as JSON text ("" if none).
  *
  * The caller writes all of it before the coordinator starts; after that
  * only MopRunShared changes.  Locking of MopRunShared:
@@ -61,6 +63,8 @@
 #define MOP_KEY_DATASET		UINT64CONST(0x4D4F500000000003)
 #define MOP_KEY_SPACE		UINT64CONST(0x4D4F500000000004)
 #define MOP_KEY_CONFIGS		UINT64CONST(0x4D4F500000000005)
+#define MOP_KEY_NAME		UINT64CONST(0x4D4F500000000006)
+#define MOP_KEY_TAGS		UINT64CONST(0x4D4F500000000007)
 #define MOP_MAX_WORKERS 64
 
 typedef enum MopRunPhase
@@ -159,6 +163,7 @@ typedef struct MopRunShared
 	char		error[512];
 	int			error_code;		/* its SQLSTATE (0: none recorded) */
 	char		error_hint[256];	/* and its hint, if any */
+	char		note[256];		/* a 'done' run's note (its time budget spent), or "" */
 
 	/* progress */
 	int32		n_models;

@@ -6,10 +6,13 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/timestamp.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
 
@@ -293,21 +296,209 @@ mop_check_numeric_space(MopSpaceDesc *desc, const char *what)
 
 /*
  * The configurations Hyperband with max_resource R and reduction factor eta
- * needs: those of the first round of every bracket.
+ * needs: those of the first round of every bracket (of the first `brackets`
+ * brackets, s_max first; 0: all).
  */
 int32
-mop_hyperband_trials(int R, int eta)
+mop_hyperband_trials(int R, int eta, int brackets)
 {
 	int32		n = mop_hyperband_plan(R, eta, NULL, 0);
 	int32		trials = 0;
+	int			seen = 0;
 	mop_hb_round *rows = palloc(sizeof(mop_hb_round) * Max(n, 1));
 
 	mop_hyperband_plan(R, eta, rows, n);
 	for (int i = 0; i < n; i++)
-		if (rows[i].round == 0)
+		if (rows[i].round == 0 && (brackets <= 0 || seen++ < brackets))
 			trials += rows[i].configs;
 	pfree(rows);
 	return trials;
+}
+
+/*
+ * The max_trials => argument (argument argno): 0 when absent or NULL (no
+ * cap), else at least 1.
+ */
+int32
+mop_arg_max_trials(FunctionCallInfo fcinfo, int argno)
+{
+	int32		n;
+
+	if (!arg_given(fcinfo, argno))
+		return 0;
+	n = PG_GETARG_INT32(argno);
+	if (n < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"max_trials\": %d", n),
+				 errhint("max_trials caps the configurations a run tries: give 1 or more, or NULL for no cap.")));
+	return n;
+}
+
+/*
+ * The first max_trials configurations of configs (0: all), with a NOTICE
+ * when that leaves some out: what names them (e.g. "configurations of the
+ * grid").
+ */
+List *
+mop_cap_configs(List *configs, int32 max_trials, const char *what)
+{
+	int			n = list_length(configs);
+
+	if (max_trials <= 0 || n <= max_trials)
+		return configs;
+	ereport(NOTICE,
+			(errmsg("the run tries the first %d of the %d %s (max_trials)",
+					max_trials, n, what),
+			 errdetail("The others are not trained.")));
+	return list_truncate(configs, max_trials);
+}
+
+/* Interval argument argno as milliseconds, at least 1; ERROR unless positive. */
+static int64
+arg_time_budget(FunctionCallInfo fcinfo, int argno)
+{
+	Interval   *iv;
+	double		usec;
+
+	if (!arg_given(fcinfo, argno))
+		return 0;
+	iv = PG_GETARG_INTERVAL_P(argno);
+	/* a month counts 30 days, as interval comparison counts it */
+	usec = (double) iv->time + ((double) iv->month * DAYS_PER_MONTH + iv->day) * USECS_PER_DAY;
+	if (!(usec > 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"time_budget\": %s",
+						DatumGetCString(DirectFunctionCall1(interval_out, IntervalPGetDatum(iv)))),
+				 errhint("Give a positive interval, e.g. '30 minutes', or NULL for no budget.")));
+	if (usec / 1000.0 > (double) PG_INT64_MAX / 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"time_budget\": too long"),
+				 errhint("Give NULL for no budget.")));
+	return Max((int64) ceil(usec / 1000.0), 1);
+}
+
+/*
+ * The caller's run named name (runs are named uniquely per role); 0 if
+ * there is none.  A superuser, who sees every role's runs, gets the own
+ * run before another role's; two other roles' runs of that name are
+ * ambiguous.
+ */
+int64
+mop_run_id_by_name(const char *name)
+{
+	Oid			t = TEXTOID;
+	Datum		v = CStringGetTextDatum(name);
+	int64		id = 0;
+	uint64		n;
+	bool		isnull;
+
+	if (!mop_catalog_has_run_names())
+		return 0;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT r.id, r.owner OPERATOR(pg_catalog.=) CURRENT_USER FROM mop.runs r "
+							  "WHERE r.name OPERATOR(pg_catalog.=) $1 "
+							  "ORDER BY 2 DESC, r.id LIMIT 2",
+							  1, &t, &v, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read mop.runs");
+	n = SPI_processed;
+	if (n >= 1)
+	{
+		bool		own = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+
+		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		if (!own && n == 2)
+			id = -1;
+	}
+	SPI_finish();
+	if (id < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_AMBIGUOUS_PARAMETER),
+				 errmsg("several roles have a run named \"%s\"", name),
+				 errhint("Give the run's id (mop.runs.id) instead.")));
+	return id;
+}
+
+/* The caller's run named name; ERROR if there is none. */
+int64
+mop_run_id_by_name_or_error(const char *name)
+{
+	int64		id = mop_run_id_by_name(name);
+
+	if (id == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("run \"%s\" does not exist", name),
+				 errhint("Runs are listed in mop.runs with their names (each role sees its own).")));
+	return id;
+}
+
+/* The name => argument: NULL, or a name no run of the caller's has. */
+static const char *
+arg_run_name(FunctionCallInfo fcinfo, int argno)
+{
+	char	   *name;
+	const char *p;
+	Oid			t = TEXTOID;
+	Datum		v;
+	int64		other = 0;
+	bool		isnull;
+
+	if (!arg_given(fcinfo, argno))
+		return NULL;
+	name = text_to_cstring(PG_GETARG_TEXT_PP(argno));
+	if (name[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"name\": an empty name"),
+				 errhint("Give the run a name with at least one character, or NULL for none.")));
+	for (p = name; *p >= '0' && *p <= '9'; p++)
+		;
+	if (*p == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"name\": \"%s\" is a number", name),
+				 errdetail("mop_resume, mop_wait and mop_cancel take a run's id or its name: a name made of digits would read as an id."),
+				 errhint("Give a name with a character other than a digit, e.g. \"run-%s\".", name)));
+	v = CStringGetTextDatum(name);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT r.id FROM mop.runs r WHERE r.name OPERATOR(pg_catalog.=) $1 "
+							  "AND r.owner OPERATOR(pg_catalog.=) CURRENT_USER",
+							  1, &t, &v, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read mop.runs");
+	if (SPI_processed == 1)
+		other = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	if (other != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("a run named \"%s\" already exists", name),
+				 errdetail("Run %lld has that name; a role's runs have distinct names.", (long long) other),
+				 errhint("Pick another name, or free this one: UPDATE mop.runs SET name = NULL WHERE id = %lld.",
+						 (long long) other)));
+	return name;
+}
+
+/* The tags => argument: NULL, or a JSON object. */
+static Jsonb *
+arg_run_tags(FunctionCallInfo fcinfo, int argno)
+{
+	Jsonb	   *tags;
+
+	if (!arg_given(fcinfo, argno))
+		return NULL;
+	tags = PG_GETARG_JSONB_P(argno);
+	if (!JB_ROOT_IS_OBJECT(tags) || JB_ROOT_IS_SCALAR(tags))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"tags\": %s is not a JSON object",
+						JsonbToCString(NULL, &tags->root, VARSIZE(tags))),
+				 errhint("Give an object, e.g. '{\"team\": \"vision\", \"ticket\": 42}'.")));
+	return tags;
 }
 
 /*
@@ -330,6 +521,9 @@ mop_search_request(RunRequest *req, FunctionCallInfo fcinfo, const char *kind,
 	req->opts.scheduler = arg_pick(fcinfo, args->scheduler);
 	req->opts.median_stop = arg_early_stopping(fcinfo, args->early_stopping);
 	req->opts.warm_start = arg_warm_start(fcinfo, args->warm_start, ds);
+	req->opts.time_budget_ms = arg_time_budget(fcinfo, args->time_budget);
+	req->name = arg_run_name(fcinfo, args->name);
+	req->tags = arg_run_tags(fcinfo, args->tags);
 }
 
 /*

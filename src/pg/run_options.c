@@ -45,6 +45,8 @@ const MopRunOptions mop_run_option_defaults = {
 	.tpe_startup = 10,
 	.tpe_gamma = 0.1,
 	.tpe_batch = 0,
+	.hb_brackets = 0,
+	.time_budget_ms = 0,
 };
 
 /* The names of the kinds with a driver, as recorded ("algorithm"). */
@@ -111,6 +113,8 @@ mop_run_options_jsonb(const MopRunOptions *o)
 			break;
 		case MOP_KIND_HYPERBAND:
 			appendStringInfo(&s, ", \"max_resource\": %d, \"eta\": %d", o->max_resource, o->eta);
+			if (o->hb_brackets > 0)
+				appendStringInfo(&s, ", \"brackets\": %d", o->hb_brackets);
 			break;
 		case MOP_KIND_ASHA:
 			appendStringInfo(&s, ", \"max_resource\": %d, \"eta\": %d, \"min_resource\": %d, "
@@ -132,6 +136,8 @@ mop_run_options_jsonb(const MopRunOptions *o)
 		appendStringInfoString(&s, ", \"early_stopping\": \"median\"");
 	if (o->warm_start)
 		appendStringInfo(&s, ", \"warm_start\": " INT64_FORMAT, o->warm_start);
+	if (o->time_budget_ms > 0)
+		appendStringInfo(&s, ", \"time_budget_ms\": " INT64_FORMAT, o->time_budget_ms);
 	appendStringInfoChar(&s, '}');
 	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(s.data)));
 }
@@ -239,6 +245,8 @@ check_parsed(const MopRunOptions *o)
 		option_out_of_range("gpu_memory_mb", o->gpu_memory_mb);
 	if (o->blas_threads < 0 || o->blas_threads > 1024)
 		option_out_of_range("blas_threads", o->blas_threads);
+	if (o->time_budget_ms < 0)
+		option_out_of_range("time_budget_ms", (double) o->time_budget_ms);
 	if (o->kind == MOP_KIND_FIXED)
 		return;
 	/* (Hyperband's trials follow from its max_resource and eta) */
@@ -255,6 +263,8 @@ check_parsed(const MopRunOptions *o)
 			option_out_of_range("eta", o->eta);
 		if (o->min_resource < 1 || o->min_resource > o->max_resource)
 			option_out_of_range("min_resource", o->min_resource);
+		if (o->hb_brackets < 0 || o->hb_brackets > 32)
+			option_out_of_range("brackets", o->hb_brackets);
 	}
 	if (o->kind == MOP_KIND_PBT)
 	{
@@ -327,5 +337,7 @@ mop_run_options_parse(Jsonb *options, MopRunOptions *o)
 	read_int32(options, "n_startup", &o->tpe_startup);
 	read_float8(options, "gamma", &o->tpe_gamma);
 	read_int32(options, "batch", &o->tpe_batch);
+	read_int32(options, "brackets", &o->hb_brackets);
+	read_int64(options, "time_budget_ms", &o->time_budget_ms);
 	check_parsed(o);
 }

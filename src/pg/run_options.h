@@ -67,6 +67,11 @@ typedef struct MopRunOptions
 	int32		tpe_startup;	/* "n_startup": TPE, random trials before the model kicks in */
 	double		tpe_gamma;		/* "gamma" */
 	int32		tpe_batch;		/* "batch": deterministic TPE, trials per batch (0: one per worker) */
+	int32		hb_brackets;	/* "brackets": Hyperband, the plan's first brackets only
+								 * (max_trials; 0: all) */
+	/* budgets */
+	int64		time_budget_ms; /* "time_budget_ms": training time of the run over all
+								 * its starts (0: none) */
 } MopRunOptions;
 
 /*

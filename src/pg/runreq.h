@@ -39,6 +39,8 @@ typedef struct RunRequest
 	int			workers;
 	bool		wait;
 	int64		resume_run_id;
+	const char *name;			/* mop.runs.name (NULL: none) */
+	Jsonb	   *tags;			/* mop.runs.tags (NULL: none) */
 	MopRunOptions opts;			/* the run's options (defaults: mop_run_option_defaults) */
 } RunRequest;
 
@@ -46,7 +48,9 @@ typedef struct RunRequest
  * Which argument of a search function is each of those the searches share
  * (-1: it has none).  When the argument is absent or NULL: workers
  * mop.workers, wait true, scheduler mop.scheduler, deterministic false,
- * early_stopping none, warm_start none.
+ * early_stopping none, warm_start none, time_budget none, name and tags
+ * none.  (max_trials is read by each search function itself: it changes the
+ * configurations drawn.)
  */
 typedef struct MopSearchArgs
 {
@@ -56,6 +60,9 @@ typedef struct MopSearchArgs
 	int			deterministic;
 	int			early_stopping;
 	int			warm_start;
+	int			time_budget;
+	int			name;
+	int			tags;
 } MopSearchArgs;
 
 /* What a run's segment says about its start and end (mop_run_outcome). */
@@ -67,6 +74,7 @@ typedef struct MopRunOutcome
 	char		error[512];
 	int			error_code;		/* its SQLSTATE (0: none recorded) */
 	char		error_hint[256];
+	char		note[256];		/* a 'done' run's note, or "" */
 } MopRunOutcome;
 
 /* A run's progress (mop_run_read_progress). */
@@ -116,7 +124,11 @@ extern void mop_search_request(RunRequest *req, FunctionCallInfo fcinfo,
 							   MopDataset *ds, Jsonb *space, List *configs,
 							   int epochs, int seed);
 extern void mop_check_hyperband_args(int R, int eta);
-extern int32 mop_hyperband_trials(int R, int eta);
+extern int32 mop_hyperband_trials(int R, int eta, int brackets);
+extern int32 mop_arg_max_trials(FunctionCallInfo fcinfo, int argno);
+extern List *mop_cap_configs(List *configs, int32 max_trials, const char *what);
+extern int64 mop_run_id_by_name(const char *name);
+extern int64 mop_run_id_by_name_or_error(const char *name);
 extern void mop_check_numeric_space(MopSpaceDesc *desc, const char *what);
 
 /* run.c: start a run, wait for it, read its shared state */

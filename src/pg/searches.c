@@ -4,9 +4,12 @@
  * starts the run (run.c).
  *
  *   mop_grid_search(dataset, space, epochs, workers, seed, deterministic,
- *                   scheduler, wait, early_stopping, warm_start, device)
+ *                   scheduler, wait, early_stopping, warm_start, device,
+ *                   metric, time_budget, max_trials, name, tags)
  *   mop_random_search(dataset, space, trials, epochs, ...)
  *   mop_hyperband(...), mop_asha(...), mop_pbt(...), mop_tpe(...)
+ *   (each ends with device, metric, time_budget, max_trials -- ASHA has
+ *   its own -- name and tags)
  *   mop_hyperband_plan(max_resource, eta): Hyperband's plan, nothing trained
  */
 #include "postgres.h"
@@ -24,28 +27,41 @@ PG_FUNCTION_INFO_V1(mop_hyperband_plan_sql);
 /* Where each search function takes the arguments all searches share. */
 static const MopSearchArgs grid_args = {
 	.workers = 3, .wait = 7, .scheduler = 6, .deterministic = 5,
-	.early_stopping = 8, .warm_start = 9
+	.early_stopping = 8, .warm_start = 9,
+	.time_budget = 12, .name = 14, .tags = 15
 };
 static const MopSearchArgs random_args = {
 	.workers = 4, .wait = 8, .scheduler = 7, .deterministic = 6,
-	.early_stopping = 9, .warm_start = 10
+	.early_stopping = 9, .warm_start = 10,
+	.time_budget = 13, .name = 15, .tags = 16
 };
 static const MopSearchArgs hyperband_args = {
 	.workers = 4, .wait = 7, .scheduler = 6, .deterministic = 8,
-	.early_stopping = -1, .warm_start = -1
+	.early_stopping = -1, .warm_start = -1,
+	.time_budget = 11, .name = 13, .tags = 14
 };
 static const MopSearchArgs asha_args = {
 	.workers = 6, .wait = 9, .scheduler = 8, .deterministic = -1,
-	.early_stopping = -1, .warm_start = -1
+	.early_stopping = -1, .warm_start = -1,
+	.time_budget = 12, .name = 13, .tags = 14
 };
 static const MopSearchArgs pbt_args = {
 	.workers = 7, .wait = 9, .scheduler = -1, .deterministic = 10,
-	.early_stopping = -1, .warm_start = -1
+	.early_stopping = -1, .warm_start = -1,
+	.time_budget = 13, .name = 15, .tags = 16
 };
 static const MopSearchArgs tpe_args = {
 	.workers = 6, .wait = 8, .scheduler = -1, .deterministic = 9,
-	.early_stopping = 10, .warm_start = -1
+	.early_stopping = 10, .warm_start = -1,
+	.time_budget = 13, .name = 15, .tags = 16
 };
+
+/* Where each search function takes max_trials => (ASHA: its own, argument 5). */
+#define GRID_MAX_TRIALS		13
+#define RANDOM_MAX_TRIALS	14
+#define HYPERBAND_MAX_TRIALS 12
+#define PBT_MAX_TRIALS		14
+#define TPE_MAX_TRIALS		14
 
 /*
  * mop_grid_search(dataset text, space jsonb, epochs int, workers int,
@@ -58,13 +74,16 @@ mop_grid_search_body(PG_FUNCTION_ARGS)
 	Jsonb	   *space;
 	int			epochs;
 	int			seed = mop_arg_int32(fcinfo, 4, mop_run_option_defaults.seed);
+	int32		max_trials = mop_arg_max_trials(fcinfo, GRID_MAX_TRIALS);
 	MopDataset *ds;
 	List	   *configs;
 	RunRequest	req;
 
 	mop_search_args(fcinfo, 2, &dataset, &space, &epochs);
 	ds = mop_dataset_lookup(dataset, false);
-	configs = mop_space_grid(space);
+	/* max_trials: the first N of the grid, in the order it expands */
+	configs = mop_cap_configs(mop_space_grid(space), max_trials,
+							  "configurations of the grid");
 	mop_search_request(&req, fcinfo, "grid", &grid_args, ds, space, configs,
 					   epochs, seed);
 	return mop_run_search(fcinfo, &req);
@@ -83,6 +102,7 @@ mop_random_search_body(PG_FUNCTION_ARGS)
 	int			epochs;
 	int			trials = mop_arg_int32(fcinfo, 2, 0);
 	int			seed = mop_arg_int32(fcinfo, 5, mop_run_option_defaults.seed);
+	int32		max_trials = mop_arg_max_trials(fcinfo, RANDOM_MAX_TRIALS);
 	MopDataset *ds;
 	List	   *configs;
 	RunRequest	req;
@@ -94,7 +114,9 @@ mop_random_search_body(PG_FUNCTION_ARGS)
 				 errmsg("invalid value for \"trials\": %d", trials),
 				 errhint("Ask for 1 to 100000 trials.")));
 	ds = mop_dataset_lookup(dataset, false);
-	configs = mop_space_random(space, trials, (uint64) seed);
+	/* max_trials: the first N draws (the same as trials => N would draw) */
+	configs = mop_cap_configs(mop_space_random(space, trials, (uint64) seed), max_trials,
+							  "configurations drawn");
 	mop_search_request(&req, fcinfo, "random", &random_args, ds, space, configs,
 					   epochs, seed);
 	return mop_run_search(fcinfo, &req);
@@ -150,7 +172,9 @@ mop_hyperband_body(PG_FUNCTION_ARGS)
 	int			R = mop_arg_int32(fcinfo, 2, 0);
 	int			eta = mop_arg_int32(fcinfo, 3, mop_run_option_defaults.eta);
 	int			seed = mop_arg_int32(fcinfo, 5, mop_run_option_defaults.seed);
+	int32		max_trials = mop_arg_max_trials(fcinfo, HYPERBAND_MAX_TRIALS);
 	int32		trials;
+	int			brackets = 0;
 	MopDataset *ds;
 	List	   *configs;
 	RunRequest	req;
@@ -158,7 +182,29 @@ mop_hyperband_body(PG_FUNCTION_ARGS)
 
 	mop_check_hyperband_args(R, eta);
 	mop_search_args(fcinfo, 2, &dataset, &space, &epochs_unused);
-	trials = mop_hyperband_trials(R, eta);
+	trials = mop_hyperband_trials(R, eta, 0);
+	if (max_trials > 0 && trials > max_trials)
+	{
+		/* max_trials: the plan's first brackets (s_max first) whose configurations fit */
+		int			n_brackets = mop_hyperband_smax(R, eta) + 1;
+
+		while (brackets < n_brackets && mop_hyperband_trials(R, eta, brackets + 1) <= max_trials)
+			brackets++;
+		if (brackets == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for \"max_trials\": %d", max_trials),
+					 errdetail("Hyperband's first bracket alone starts %d configurations (max_resource %d, eta %d); max_trials keeps whole brackets.",
+							   mop_hyperband_trials(R, eta, 1), R, eta),
+					 errhint("Ask for at least %d, or lower max_resource; mop_hyperband_plan shows the brackets.",
+							 mop_hyperband_trials(R, eta, 1))));
+		ereport(NOTICE,
+				(errmsg("Hyperband runs the first %d of its %d brackets: %d configurations, not %d (max_trials %d)",
+						brackets, n_brackets, mop_hyperband_trials(R, eta, brackets), trials,
+						max_trials),
+				 errhint("mop_hyperband_plan(%d, %d) shows the brackets.", R, eta)));
+		trials = mop_hyperband_trials(R, eta, brackets);
+	}
 	if (trials > MOP_MAX_TRIALS)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -173,6 +219,7 @@ mop_hyperband_body(PG_FUNCTION_ARGS)
 	req.opts.eta = eta;
 	req.opts.min_resource = 1;
 	req.opts.trials = trials;
+	req.opts.hb_brackets = brackets;
 	return mop_run_search(fcinfo, &req);
 }
 
@@ -246,6 +293,7 @@ mop_pbt_sql_body(PG_FUNCTION_ARGS)
 	double		quantile = mop_arg_float8(fcinfo, 5, mop_run_option_defaults.pbt_quantile);
 	double		resample = mop_arg_float8(fcinfo, 6, mop_run_option_defaults.pbt_resample);
 	int			seed = mop_arg_int32(fcinfo, 8, mop_run_option_defaults.seed);
+	int32		max_trials = mop_arg_max_trials(fcinfo, PBT_MAX_TRIALS);
 	MopSpaceDesc *desc;
 	MopDataset *ds;
 	mop_pbt_opts o;
@@ -259,6 +307,19 @@ mop_pbt_sql_body(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid value for \"population\": %d", population),
 				 errhint("A population has 2 to 10000 members.")));
+	if (max_trials > 0 && max_trials < population)
+	{
+		/* max_trials: a smaller population (its members are all the configurations tried) */
+		if (max_trials < MOP_MIN_POPULATION)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("invalid value for \"max_trials\": %d", max_trials),
+					 errdetail("PBT's configurations are its population's members, and a population has at least 2."),
+					 errhint("Ask for at least 2.")));
+		ereport(NOTICE,
+				(errmsg("the population has %d members, not %d (max_trials)", max_trials, population)));
+		population = max_trials;
+	}
 	if (interval < 1 || interval > epochs)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -331,6 +392,7 @@ mop_tpe_sql_body(PG_FUNCTION_ARGS)
 	int			n_startup = mop_arg_int32(fcinfo, 4, mop_run_option_defaults.tpe_startup);
 	double		gamma = mop_arg_float8(fcinfo, 5, mop_run_option_defaults.tpe_gamma);
 	int			seed = mop_arg_int32(fcinfo, 7, mop_run_option_defaults.seed);
+	int32		max_trials = mop_arg_max_trials(fcinfo, TPE_MAX_TRIALS);
 	MopSpaceDesc *desc;
 	MopDataset *ds;
 	List	   *configs;
@@ -342,6 +404,12 @@ mop_tpe_sql_body(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid value for \"trials\": %d", trials),
 				 errhint("Ask for 1 to 100000 trials.")));
+	if (max_trials > 0 && max_trials < trials)
+	{
+		ereport(NOTICE,
+				(errmsg("TPE tries %d configurations, not %d (max_trials)", max_trials, trials)));
+		trials = max_trials;
+	}
 	if (n_startup < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -36,6 +36,8 @@ mop_why_name(mop_why why)
 			return "exploit";
 		case MOP_WHY_PATIENCE:
 			return "patience";
+		case MOP_WHY_TIME_BUDGET:
+			return "time_budget";
 	}
 	return "unknown";
 }

@@ -76,6 +76,33 @@ mop_hb_driver_new(int32_t R, int32_t eta)
 	return &d->base;
 }
 
+mop_driver *
+mop_hb_driver_new_brackets(int32_t R, int32_t eta, int32_t brackets)
+{
+	mop_driver *d = mop_hb_driver_new(R, eta);
+	int32_t		n;
+	mop_hb_round *rows;
+
+	if (d == NULL || brackets == 0)
+		return d;
+	if (mop_hb_limit_brackets(((hb_driver *) d)->hb, brackets) != MOP_SEARCH_OK ||
+		(n = mop_hyperband_plan(R, eta, NULL, 0)) < 0 ||
+		(rows = malloc(sizeof(*rows) * (size_t) n)) == NULL)
+	{
+		mop_driver_free(d);
+		return NULL;
+	}
+	/* the epochs of the brackets run (a promoted model resumes: r_i - r_{i-1} more) */
+	mop_hyperband_plan(R, eta, rows, n);
+	d->budget = 0;
+	for (int32_t i = 0; i < n; i++)
+		if (rows[i].bracket > rows[0].bracket - brackets)
+			d->budget += (int64_t) rows[i].configs *
+				(rows[i].round > 0 ? rows[i].resource - rows[i - 1].resource : rows[i].resource);
+	free(rows);
+	return d;
+}
+
 /* ---- ASHA ---- */
 
 typedef struct asha_driver

@@ -181,6 +181,20 @@ mop_hb_new(int32_t R, int32_t eta, int32_t max_brackets)
 	return hb;
 }
 
+/* See mop_hyperband.h. */
+int
+mop_hb_limit_brackets(mop_hb *hb, int32_t n)
+{
+	if (hb == NULL || n < 1 || n > hb->s_max + 1)
+		return MOP_SEARCH_EINVAL;
+	for (int32_t k = 0; k < hb->n_brackets; k++)
+		if (hb->b[k].begun)
+			return MOP_SEARCH_ESTATE;
+	/* the brackets left out were never begun: nothing of theirs to free */
+	hb->n_brackets = n;
+	return MOP_SEARCH_OK;
+}
+
 void
 mop_hb_free(mop_hb *hb)
 {

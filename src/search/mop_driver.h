@@ -77,6 +77,12 @@ void		mop_driver_free(mop_driver *d);
 mop_driver *mop_hb_driver_new(int32_t R, int32_t eta);
 
 /*
+ * The same, running only the plan's first `brackets` brackets (0: all; a
+ * run's max_trials), its budget theirs.
+ */
+mop_driver *mop_hb_driver_new_brackets(int32_t R, int32_t eta, int32_t brackets);
+
+/*
  * ASHA (mop_asha.h).  At most two trials per worker have work left: on MOP
  * a worker is often briefly without a task (the trials in flight have
  * visited its partition or are busy), and ASHA would answer each such

@@ -77,6 +77,13 @@ typedef struct mop_hb mop_hb;
 
 /* A driver for the plan of (R, eta); max_brackets 0: no bound.  NULL on bad arguments. */
 mop_hb	   *mop_hb_new(int32_t R, int32_t eta, int32_t max_brackets);
+
+/*
+ * Run only the plan's first n brackets (s_max, s_max - 1, ...; a cap on the
+ * configurations tried); before the first call of mop_hb_next.  0 or an
+ * error (n outside 1 .. s_max + 1, or a bracket already begun).
+ */
+int			mop_hb_limit_brackets(mop_hb *hb, int32_t n);
 void		mop_hb_free(mop_hb *hb);
 
 /*

@@ -54,7 +54,8 @@ typedef enum mop_why
 	MOP_WHY_FINISHED = 4,		/* reached the maximum resource */
 	MOP_WHY_MEDIAN = 5,			/* worse than the median of the others */
 	MOP_WHY_EXPLOIT = 6,		/* PBT: copied a better member and explored */
-	MOP_WHY_PATIENCE = 7		/* no improvement for its configuration's patience */
+	MOP_WHY_PATIENCE = 7,		/* no improvement for its configuration's patience */
+	MOP_WHY_TIME_BUDGET = 8		/* the run's time budget is spent */
 } mop_why;
 
 /* A decision and the numbers behind it (fields not relevant are -1 / NaN). */

@@ -17,7 +17,17 @@ declared AS (
 SELECT d.fn, d.name, d.dflt AS declared, e.dflt AS run_options_c
   FROM declared d JOIN expected e USING (name)
  WHERE d.dflt IS DISTINCT FROM e.dflt
+   AND NOT (d.name = 'max_trials' AND d.fn <> 'mop_asha')
  ORDER BY 1, 2;
+-- max_trials is ASHA's number of configurations (default 20); on the other
+-- searches it is a cap, NULL (none) unless given
+SELECT r.routine_name AS fn, p.parameter_default AS max_trials_default
+  FROM information_schema.routines r
+  JOIN information_schema.parameters p USING (specific_schema, specific_name)
+ WHERE r.routine_name IN ('mop_grid_search', 'mop_random_search', 'mop_hyperband',
+                          'mop_asha', 'mop_pbt', 'mop_tpe')
+   AND p.parameter_name = 'max_trials'
+ ORDER BY 1;
 -- every option with a default is an argument of some search function
 SELECT e.name AS option_without_argument
   FROM (VALUES ('epochs'), ('seed'), ('deterministic'), ('eta'), ('min_resource'),

@@ -73,6 +73,65 @@ TEST(driver_hyperband_follows_its_core)
 	mop_hb_free(hb);
 }
 
+/*
+ * max_trials on Hyperband: only the plan's first brackets run.  R 9, eta 3:
+ * brackets of 9, 5 and 3 configurations; the first two start 14 and train
+ * 9*1 + 3*2 + 1*6 + 5*3 + 1*6 = 42 epochs (all three: 69).
+ */
+TEST(driver_hyperband_first_brackets_only)
+{
+	mop_driver *d = mop_hb_driver_new_brackets(9, 3, 2);
+	mop_driver *all = mop_hb_driver_new_brackets(9, 3, 0);
+	mop_hb	   *hb = mop_hb_new(9, 3, 0);
+	mop_action	a;
+	int32_t		started = 0,
+				running[64],
+				target[64];
+	int			n_running = 0,
+				steps = 0;
+
+	CHECK(d != NULL && all != NULL && hb != NULL);
+	CHECK(all->budget == mop_hyperband_cost(9, 3, 1) && all->budget == 69);
+	CHECK(d->budget == 42);
+	CHECK(mop_hb_driver_new_brackets(9, 3, 4) == NULL);
+	CHECK(mop_hb_limit_brackets(hb, 0) == MOP_SEARCH_EINVAL);
+	CHECK(mop_hb_limit_brackets(hb, 4) == MOP_SEARCH_EINVAL);
+	CHECK(mop_hb_next(hb, &a) == MOP_POLL_ACTION);
+	CHECK(mop_hb_limit_brackets(hb, 1) == MOP_SEARCH_ESTATE);	/* begun */
+	for (;;)
+	{
+		mop_poll	p = d->ops->next_action(d, &a);
+
+		CHECK(++steps < 1000);
+		if (p == MOP_POLL_ACTION)
+		{
+			CHECK(a.bracket >= 1);	/* bracket 0 (s = 0) never starts */
+			if (a.kind == MOP_ACT_NEW)
+				CHECK(a.trial == started++);
+			if (a.kind != MOP_ACT_STOP)
+			{
+				CHECK(n_running < 64);
+				target[n_running] = a.resource;
+				running[n_running++] = a.trial;
+			}
+			continue;
+		}
+		if (p == MOP_POLL_DONE)
+			break;
+		CHECK(n_running > 0);	/* waits only for results it was promised */
+		for (int i = 0; i < n_running; i++)
+		{
+			CHECK(d->ops->awaits_result(d, running[i]));
+			CHECK(d->ops->report_result(d, running[i], target[i], (double) running[i]) == MOP_SEARCH_OK);
+		}
+		n_running = 0;
+	}
+	CHECK(started == 14);
+	mop_driver_free(d);
+	mop_driver_free(all);
+	mop_hb_free(hb);
+}
+
 TEST(driver_asha_caps_trials_with_work)
 {
 	mop_driver *d = mop_asha_driver_new(1, 9, 3, 20);
