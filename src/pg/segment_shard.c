@@ -61,7 +61,6 @@ PG_FUNCTION_INFO_V1(mop_shard_pack_sql);
 /* The rows one transaction read for a sharded preparation. */
 typedef struct ShardCache
 {
-	LocalTransactionId lxid;	/* valid in this transaction only */
 	MopRows		rows;
 	int64	   *idx;			/* shuffled: validation rows first */
 	int64		n_valid;
@@ -71,22 +70,37 @@ typedef struct ShardCache
 	int			nfeatcols;		/* the feature columns, to encode categorical ones */
 	char	  **featcols;
 	bool	   *featcat;
+	MemoryContext cxt;			/* holds all of it */
 } ShardCache;
 
+/*
+ * The cache lives in TopTransactionContext: it is valid only while
+ * shard_cache_lxid is this transaction's (checked before it is touched).
+ */
 static ShardCache *shard_cache = NULL;
+static LocalTransactionId shard_cache_lxid = InvalidLocalTransactionId;
 
 /* See prepare.h. */
 void
 mop_shard_read(MopSource *src, MopTargetKind kind, double validation, int64 shuffle_seed,
 			   MopShardStats *st)
 {
-	MemoryContext cxt = AllocSetContextCreate(TopTransactionContext, "mop shard",
-											  ALLOCSET_DEFAULT_SIZES);
-	MemoryContext old = MemoryContextSwitchTo(cxt);
-	ShardCache *c = palloc0(sizeof(ShardCache));
+	MemoryContext cxt;
+	MemoryContext old;
+	ShardCache *c;
 	MopRng		rng;
 	int64		n;
 	int			nf;
+
+	/* one read per transaction is kept: a second replaces the first */
+	if (shard_cache != NULL && shard_cache_lxid == MyProc->lxid)
+		MemoryContextDelete(shard_cache->cxt);
+	shard_cache = NULL;
+	shard_cache_lxid = InvalidLocalTransactionId;
+	cxt = AllocSetContextCreate(TopTransactionContext, "mop shard", ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(cxt);
+	c = palloc0(sizeof(ShardCache));
+	c->cxt = cxt;
 
 	c->kind = kind;
 	if (kind != MOP_TARGET_REGRESSION)
@@ -111,7 +125,6 @@ mop_shard_read(MopSource *src, MopTargetKind kind, double validation, int64 shuf
 	/* the categorical values of the training rows, counted */
 	if (c->rows.ncat > 0)
 		mop_prepare_count_categories(&c->rows, c->idx + c->n_valid, n - c->n_valid);
-	c->lxid = MyProc->lxid;
 	MemoryContextSwitchTo(old);
 
 	st->rows = n;
@@ -146,6 +159,7 @@ mop_shard_read(MopSource *src, MopTargetKind kind, double validation, int64 shuf
 		}
 	}
 	shard_cache = c;
+	shard_cache_lxid = MyProc->lxid;
 }
 
 /* Build a float8[] datum. */
@@ -346,7 +360,7 @@ mop_shard_pack(int64 dataset_id, int first_partition, int partitions, const char
 	int			written;
 	SPIPlanPtr	plan;
 
-	if (c == NULL || c->lxid != MyProc->lxid)
+	if (c == NULL || shard_cache_lxid != MyProc->lxid)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("no rows were read for a sharded preparation in this transaction"),
@@ -713,12 +727,13 @@ remote_stats(Shard *s, const MopPrepareArgs *a)
 
 /*
  * Copy buffers of a remote copy (one split; one partition, or all with -1)
- * into this server's dataset, checking each before it is stored.  Returns
+ * into this server's dataset, checking each before it is stored (its
+ * partition within first..last, its sizes).  Returns
  * how many it copied.
  */
 static int
-pull_buffers(Shard *s, const char *split, int partition, int64 dataset_id, int nf,
-			 int buffer_rows, SPIPlanPtr plan)
+pull_buffers(Shard *s, const char *split, int partition, int first, int last,
+			 int64 dataset_id, int nf, int buffer_rows, SPIPlanPtr plan)
 {
 	char		rid[32],
 				part[16];
@@ -760,7 +775,8 @@ pull_buffers(Shard *s, const char *split, int partition, int64 dataset_id, int n
 			Datum		args[7];
 
 			/* a buffer from elsewhere is checked before this server keeps it */
-			if (rows < 1 || rows > buffer_rows ||
+			if (atoi(p) < first || atoi(p) > last || atoi(no) < 0 ||
+				rows < 1 || rows > buffer_rows ||
 				(int64) xl != (int64) rows * nf * (int64) sizeof(float) ||
 				(int64) yl != (int64) rows * (int64) sizeof(float) ||
 				PQgetisnull(res, i, 3) || PQgetisnull(res, i, 4))
@@ -1166,7 +1182,8 @@ mop_prepare_sharded(const MopPrepareArgs *a, ArrayType *segments, int replicas,
 
 					PQclear(mop_segment_result(sh[s].conn, sh[s].name));
 					snprintf(rid, sizeof(rid), INT64_FORMAT, sh[s].remote_id);
-					nbuffers += pull_buffers(&sh[s], "valid", -1, dataset_id, nf, a->buffer_rows, plan);
+					nbuffers += pull_buffers(&sh[s], "valid", -1, s * k, s * k + k - 1,
+											 dataset_id, nf, a->buffer_rows, plan);
 					PQclear(mop_segment_exec(sh[s].conn, sh[s].name,
 											 "DELETE FROM mop.buffers WHERE dataset_id OPERATOR(pg_catalog.=) "
 											 "$1::pg_catalog.int8 AND split OPERATOR(pg_catalog.=) 'valid'",
@@ -1192,7 +1209,7 @@ mop_prepare_sharded(const MopPrepareArgs *a, ArrayType *segments, int replicas,
 							mop_segment_relay_partition(from->conn, from->name, from->remote_id,
 														to->conn, to->name, to->remote_id, p);
 						else
-							(void) pull_buffers(from, "train", p, dataset_id, nf, a->buffer_rows, plan);
+							(void) pull_buffers(from, "train", p, p, p, dataset_id, nf, a->buffer_rows, plan);
 						CHECK_FOR_INTERRUPTS();
 					}
 				}

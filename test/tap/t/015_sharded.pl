@@ -247,6 +247,11 @@ like($err, qr/segment "local" has 1500 training rows of public.shard, fewer than
 ($ret, $out, $err) = $coord->psql('postgres', q{SELECT mop_prepare('shard', 'label', ARRAY['v'], dataset => 'bad',
 	source_on_segments => true)});
 like($err, qr/source_on_segments needs segments/, 'source_on_segments without segments');
+($ret, $out, $err) = $seg1->psql('postgres', q{SELECT mop.shard_stats('shard', 'label', ARRAY['v'], 'class', 0, 1)});
+like($err, qr/mop.shard_stats must run inside a transaction block/, 'the segment side: stats outside a transaction block');
+($ret, $out, $err) = $seg1->psql('postgres', q{BEGIN; SELECT count(*) FROM mop.shard_stats('shard', 'label', ARRAY['v'], 'class', 0, 1); COMMIT;
+                                              BEGIN; SELECT mop.shard_pack(1, 0, 1); COMMIT;});
+like($err, qr/no rows were read for a sharded preparation in this transaction/, 'the segment side: pack without stats in its transaction');
 is($nocopy->(), '000', 'no failed preparation left a copy anywhere');
 
 # the mapped role reads the segment's table with its own privileges
