@@ -458,17 +458,76 @@ coord_segments_check(mop_sched *s)
 }
 
 /*
- * Worker w's segment failed during its task: the task goes back to the
- * scheduler (it wrote nothing) and the segment is marked down.
+ * How many times in a row a model's sub-epoch may be run again elsewhere
+ * because the segment it trained on went down, before the model fails: a
+ * segment that dies of every sub-epoch it is given (a crash on the data,
+ * a server that restarts) answers the probes in between, and would
+ * otherwise be given the same work for ever.
  */
-void
+#define MAX_REQUEUES 5
+
+static int32 *requeues = NULL;	/* [n_requeues]: per model, in a row */
+static int	n_requeues = 0;
+
+/* Model i's count of requeues in a row (grown with the models). */
+static int32 *
+requeues_of(int32 i)
+{
+	if (i >= n_requeues)
+	{
+		int			n = Max(i + 1, 2 * n_requeues);
+
+		requeues = requeues ? repalloc(requeues, sizeof(int32) * n) :
+			MemoryContextAlloc(TopMemoryContext, sizeof(int32) * n);
+		memset(requeues + n_requeues, 0, sizeof(int32) * (n - n_requeues));
+		n_requeues = n;
+	}
+	return &requeues[i];
+}
+
+/*
+ * Worker w's segment failed during its task: the task goes back to the
+ * scheduler (it wrote nothing) and the segment is marked down.  Returns
+ * true when the model is to fail instead (MAX_REQUEUES in a row): it is
+ * marked failed here, with the last error.
+ */
+bool
 coord_segments_task_down(mop_sched *s, int w, const mop_task *t, const char *error)
 {
 	int			seg = coord.run->slots[w].segment;
+	int32	   *n = requeues_of(t->model);
 
 	mop_sched_abort(s, t);
 	segment_down(s, seg, error, w, coord.models[t->model].id, t->partition);
-	record_event(seg, "requeued", w, coord.models[t->model].id, t->partition, NULL);
+	if (++*n < MAX_REQUEUES)
+	{
+		record_event(seg, "requeued", w, coord.models[t->model].id, t->partition, NULL);
+		return false;
+	}
+	{
+		Oid			ty[2] = {INT8OID, TEXTOID};
+		Datum		v[2];
+		char	   *msg = psprintf("its sub-epoch was lost %d times in a row by segments that went down; the last, on segment \"%s\": %s",
+								   *n, coord.run->segments[seg].name, error);
+
+		v[0] = Int64GetDatum(coord.models[t->model].id);
+		v[1] = CStringGetTextDatum(msg);
+		coord_begin_tx();
+		coord_exec_sql("UPDATE mop.models SET status = 'failed', error = $2, "
+					   "updated_at = pg_catalog.clock_timestamp() WHERE id OPERATOR(pg_catalog.=) $1 "
+					   "AND status OPERATOR(pg_catalog.=) 'training'", 2, ty, v, SPI_OK_UPDATE);
+		coord_commit_tx();
+		elog(LOG, "mop run %lld: model %lld failed: %s", (long long) coord.run->run_id,
+			 (long long) coord.models[t->model].id, msg);
+	}
+	return true;
+}
+
+/* Model i trained a sub-epoch: its count of requeues in a row starts again. */
+void
+coord_segments_task_ok(int32 i)
+{
+	*requeues_of(i) = 0;
 }
 
 /*

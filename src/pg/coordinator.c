@@ -278,14 +278,19 @@ task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, doubl
 		SpinLockAcquire(&coord.run->mutex);
 		strlcpy(error, coord.run->slots[w].error, sizeof(error));
 		SpinLockRelease(&coord.run->mutex);
-		coord_segments_task_down(s, w, t, error);
-		return;
+		if (!coord_segments_task_down(s, w, t, error))
+			return;
+		/* lost too many times in a row: the model fails (marked so there) */
+		outcome = MOP_TASK_FAILED;
 	}
 	if (outcome == MOP_TASK_OK)
 	{
 		bool		epoch_done = mop_sched_complete(s, t, seconds);
 		bool		target_done = epoch_done &&
 			mop_sched_epochs_done(s, t->model) >= coord.models[t->model].target;
+
+		if (coord.run->n_segments > 0)
+			coord_segments_task_ok(t->model);
 
 		/*
 		 * Hermes: prefer the models whose loss falls fastest per second,

@@ -117,7 +117,8 @@ extern void coord_stop_model(mop_sched *s, int32 i, const mop_decision *d);
 extern bool coord_segments_load(void);
 extern mop_sched *coord_segments_sched(void);
 extern void coord_segments_check(mop_sched *s);
-extern void coord_segments_task_down(mop_sched *s, int w, const mop_task *t, const char *error);
+extern bool coord_segments_task_down(mop_sched *s, int w, const mop_task *t, const char *error);
+extern void coord_segments_task_ok(int32 i);
 extern bool coord_segments_tick(mop_sched *s, char **why);
 extern void coord_segments_set_workers(mop_sched *s, int per, bool record);
 extern void coord_record_event(const char *segment, const char *event, int worker,
