@@ -1875,3 +1875,51 @@ CREATE FUNCTION @extschema@.mop_cancel(name text) RETURNS text
 	SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.mop_cancel(text)
 	IS 'mop_cancel of the caller''s run with this name';
+
+-- 20. mop_set_workers: a running run's workers, changed at sub-epoch ---------
+-- boundaries; mop.progress shows each worker's segment, mop.run_progress the
+-- workers serving a run and its segments down
+
+CREATE FUNCTION @extschema@.mop_set_workers(run_id bigint, workers int)
+	RETURNS int
+	AS 'MODULE_PATHNAME', 'mop_set_workers'
+	LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_set_workers(bigint, int)
+	IS 'set the workers of a running run (over local data: its workers; over segments: the workers of each segment), from its next sub-epoch boundaries on';
+
+ALTER TABLE mop.segment_events DROP CONSTRAINT segment_events_event_check;
+ALTER TABLE mop.segment_events ADD CONSTRAINT segment_events_event_check
+	CHECK (event IN ('down', 'up', 'requeued', 'waiting', 'gave_up', 'joined', 'left', 'workers'));
+COMMENT ON TABLE mop.segment_events IS 'segments of a run going down and coming back, sub-epochs run again elsewhere, waits for a partition''s only copy, and the run''s workers changed by mop_set_workers (segment ''local'' for a run over local data)';
+
+DROP VIEW mop.progress;
+DROP FUNCTION mop.progress_rows();
+CREATE FUNCTION mop.progress_rows()
+	RETURNS TABLE (run_id bigint, worker int, pid int, state text, model_id bigint, epoch int,
+				   partition int, rows_done bigint, rows_total bigint, started_at timestamptz,
+				   progress_at timestamptz, segment text, segment_state text)
+	AS 'MODULE_PATHNAME', 'mop_progress_v2'
+	LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION mop.progress_rows() IS 'the rows of mop.progress';
+CREATE VIEW mop.progress WITH (security_invoker = true) AS
+	SELECT * FROM mop.progress_rows();
+COMMENT ON VIEW mop.progress IS 'what each worker of each running run is doing now: starting, idle, loading, training, validating, committing, reporting, exiting; its task while busy, when it last made progress (a minibatch trained or evaluated, a step), and over segments the worker''s segment and whether it is up (in the spirit of pg_stat_progress_*)';
+GRANT SELECT ON mop.progress TO PUBLIC;
+
+DROP VIEW mop.run_progress;
+DROP FUNCTION mop.run_progress_rows();
+CREATE FUNCTION mop.run_progress_rows()
+	RETURNS TABLE (run_id bigint, phase text, sub_epochs_done bigint, sub_epochs_planned bigint,
+				   models_finished int, models int, best_valid_metric float8, elapsed interval,
+				   eta interval, workers_busy int, workers int, workers_asked int,
+				   segments_down text[])
+	AS 'MODULE_PATHNAME', 'mop_run_progress'
+	LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION mop.run_progress_rows() IS 'the rows of mop.run_progress';
+CREATE VIEW mop.run_progress WITH (security_invoker = true) AS
+	SELECT * FROM mop.run_progress_rows();
+COMMENT ON VIEW mop.run_progress IS 'one row per running run: sub-epochs done of those planned so far, models finished, best validation metric so far, elapsed, estimated time left, busy workers, workers serving it and those mop_set_workers asked for, its segments down';
+GRANT SELECT ON mop.run_progress TO PUBLIC;

@@ -54,14 +54,19 @@ typedef struct SegState
 
 static SegState segs[MOP_MAX_WORKERS];	/* [coord.run->n_segments] */
 static uint8 *holds = NULL;		/* [MOP_MAX_WORKERS * n_partitions] */
+static uint8 *placed = NULL;	/* [MOP_MAX_WORKERS * n_partitions]: segment k
+								 * holds partition p (the placement last read) */
 static TimestampTz reload_at = 0;
 static TimestampTz unreachable_since = 0;
 static int32 unreachable_partition = -1;
 
-/* Record an event of the run (own transaction). */
-static void
-record_event(int seg, const char *event, int worker, int64 model_id, int32 partition,
-			 const char *detail)
+/*
+ * Record an event of the run (own transaction) in mop.segment_events:
+ * segment's name ('local' for the coordinator's server).
+ */
+void
+coord_record_event(const char *segment, const char *event, int worker, int64 model_id,
+				   int32 partition, const char *detail)
 {
 	Oid			t[7] = {INT8OID, TEXTOID, TEXTOID, INT4OID, INT8OID, INT4OID, TEXTOID};
 	Datum		v[7];
@@ -71,7 +76,7 @@ record_event(int seg, const char *event, int worker, int64 model_id, int32 parti
 	if (coord.run->run_id == 0)
 		return;
 	v[0] = Int64GetDatum(coord.run->run_id);
-	v[1] = CStringGetTextDatum(coord.run->segments[seg].name);
+	v[1] = CStringGetTextDatum(segment);
 	v[2] = CStringGetTextDatum(event);
 	v[3] = Int32GetDatum(worker);
 	v[4] = Int64GetDatum(model_id);
@@ -84,7 +89,15 @@ record_event(int seg, const char *event, int worker, int64 model_id, int32 parti
 		elog(ERROR, "could not record a segment event of run %lld", (long long) coord.run->run_id);
 	coord_commit_tx();
 	elog(LOG, "mop run %lld: segment \"%s\" %s%s%s", (long long) coord.run->run_id,
-		 coord.run->segments[seg].name, event, detail ? ": " : "", detail ? detail : "");
+		 segment, event, detail ? ": " : "", detail ? detail : "");
+}
+
+/* An event of the run's segment seg. */
+static void
+record_event(int seg, const char *event, int worker, int64 model_id, int32 partition,
+			 const char *detail)
+{
+	coord_record_event(coord.run->segments[seg].name, event, worker, model_id, partition, detail);
 }
 
 /*
@@ -238,6 +251,8 @@ coord_segments_load(void)
 	}
 	W = Min(S * per, MOP_MAX_WORKERS);
 	holds = MemoryContextAllocZero(TopMemoryContext, (Size) MOP_MAX_WORKERS * P);
+	placed = MemoryContextAlloc(TopMemoryContext, (Size) MOP_MAX_WORKERS * P);
+	memcpy(placed, want, (Size) MOP_MAX_WORKERS * P);
 	SpinLockAcquire(&coord.run->mutex);
 	for (int w = 0; w < MOP_MAX_WORKERS; w++)
 		coord.run->slots[w].segment = w < W ? w / per : -1;
@@ -264,6 +279,69 @@ coord_segments_sched(void)
 	return s;
 }
 
+/* Slots free for new workers: retired ones and those never used. */
+static int
+free_slots(void)
+{
+	int			n = MOP_MAX_WORKERS - coord.n_workers;
+
+	for (int w = 0; w < coord.n_workers; w++)
+		n += !coord_worker_active(w) && !coord_worker_leaving(w);
+	return n;
+}
+
+/* Worker w holds what segment k holds (k < 0: nothing). */
+static void
+set_worker_holds(mop_sched *s, int w, int k)
+{
+	int			P = coord.n_partitions;
+
+	for (int p = 0; p < P; p++)
+	{
+		uint8		on = k >= 0 ? placed[(Size) k * P + p] : 0;
+
+		if (holds[(Size) w * P + p] != on)
+		{
+			holds[(Size) w * P + p] = on;
+			(void) mop_sched_set_holds(s, w, p, on);
+		}
+	}
+}
+
+/* Start one more worker for segment k in a free slot; false if none started. */
+static bool
+start_segment_worker(mop_sched *s, int k)
+{
+	int			w = coord_free_slot();
+
+	if (w < 0)
+		return false;
+	SpinLockAcquire(&coord.run->mutex);
+	coord.run->slots[w].segment = k;
+	SpinLockRelease(&coord.run->mutex);
+	set_worker_holds(s, w, k);
+	mop_sched_set_worker_down(s, w, segs[k].down ? 1 : 0);
+	if (!coord_start_worker(w))
+	{
+		set_worker_holds(s, w, -1);
+		elog(LOG, "mop run %lld: could not start a worker for segment \"%s\"",
+			 (long long) coord.run->run_id, coord.run->segments[k].name);
+		return false;
+	}
+	return true;
+}
+
+/* Workers serving segment k. */
+static int
+segment_workers(int k)
+{
+	int			n = 0;
+
+	for (int w = 0; w < coord.n_workers; w++)
+		n += coord_worker_active(w) && coord.run->slots[w].segment == k;
+	return n;
+}
+
 /*
  * Follow the placement as mop_add_segment and mop_remove_segment change it:
  * workers gain and lose copies, a new segment's workers start.
@@ -274,30 +352,16 @@ reload(mop_sched *s)
 	int			P = coord.n_partitions,
 				per = Max(coord.workers_per_segment, 1),
 				before = coord.run->n_segments;
-	uint8	   *want = palloc((Size) MOP_MAX_WORKERS * P);
 
-	(void) read_placement(want, (MOP_MAX_WORKERS - coord.n_workers) / per);
+	(void) read_placement(placed, free_slots() / per);
 	/* the new segments' workers */
 	for (int k = before; k < coord.run->n_segments; k++)
 	{
-		int			first = coord.n_workers;
+		int			n = 0;
 
-		for (int j = 0; j < per; j++)
-		{
-			int			w = first + j;
-
-			SpinLockAcquire(&coord.run->mutex);
-			coord.run->slots[w].segment = k;
-			SpinLockRelease(&coord.run->mutex);
-			if (!coord_start_worker(w))
-			{
-				elog(LOG, "mop run %lld: could not start a worker for segment \"%s\"",
-					 (long long) coord.run->run_id, coord.run->segments[k].name);
-				break;
-			}
-		}
-		record_event(k, "joined", -1, 0, -1,
-					 psprintf("%d workers", coord.n_workers - first));
+		while (n < per && start_segment_worker(s, k))
+			n++;
+		record_event(k, "joined", -1, 0, -1, psprintf("%d workers", n));
 	}
 	/* every worker holds what its segment holds now */
 	for (int w = 0; w < coord.n_workers; w++)
@@ -306,25 +370,61 @@ reload(mop_sched *s)
 		bool		had = false,
 					has = false;
 
-		if (k < 0)
+		if (k < 0 || !coord_worker_active(w))
 			continue;
 		for (int p = 0; p < P; p++)
 		{
-			uint8		on = want[(Size) k * P + p];
-
 			had |= holds[(Size) w * P + p] != 0;
-			has |= on != 0;
-			if (holds[(Size) w * P + p] != on)
-			{
-				holds[(Size) w * P + p] = on;
-				(void) mop_sched_set_holds(s, w, p, on);
-			}
+			has |= placed[(Size) k * P + p] != 0;
 		}
+		set_worker_holds(s, w, k);
 		/* one event per segment: at its first worker */
 		if (had && !has && (w == 0 || coord.run->slots[w - 1].segment != k))
 			record_event(k, "left", -1, 0, -1, NULL);
 	}
-	pfree(want);
+}
+
+/*
+ * mop_set_workers over segments: each segment of the run gets per workers
+ * (so do segments that join later).  A segment's extra workers, the last
+ * ones, lose their copies, finish their task and exit; missing ones start
+ * in free slots.  Each segment whose count changes gets an event
+ * ('workers') when record.
+ */
+void
+coord_segments_set_workers(mop_sched *s, int per, bool record)
+{
+	per = Max(Min(per, MOP_MAX_WORKERS), 1);
+	coord.workers_per_segment = per;
+	for (int k = 0; k < coord.run->n_segments; k++)
+	{
+		int			had = segment_workers(k),
+					n = had;
+
+		/* too many: the last ones leave */
+		for (int w = coord.n_workers - 1; w >= 0 && n > per; w--)
+			if (coord_worker_active(w) && coord.run->slots[w].segment == k)
+			{
+				set_worker_holds(s, w, -1);
+				coord_retire_worker(w);
+				n--;
+			}
+		/* too few: leaving ones stay, then new ones start */
+		for (int w = 0; w < coord.n_workers && n < per; w++)
+			if (coord.run->slots[w].segment == k && coord_unretire_worker(w))
+			{
+				set_worker_holds(s, w, k);
+				n++;
+			}
+		while (n < per && start_segment_worker(s, k))
+			n++;
+		if (record && n != had)
+			record_event(k, "workers", -1, 0, -1,
+						 n < per ?
+						 psprintf("%d workers (were %d); only %d of the %d asked for could be started (max_worker_processes is %d, at most %d workers a run)",
+								  n, had, n, per, max_worker_processes, MOP_MAX_WORKERS) :
+						 psprintf("%d workers (were %d)", n, had));
+	}
 }
 
 /* Mark segment seg down (and its workers), unless it is already. */
@@ -334,6 +434,9 @@ segment_down(mop_sched *s, int seg, const char *why, int worker, int64 model_id,
 	if (segs[seg].down)
 		return;
 	segs[seg].down = true;
+	SpinLockAcquire(&coord.run->mutex);
+	coord.run->segments[seg].down = true;
+	SpinLockRelease(&coord.run->mutex);
 	segs[seg].probe_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), PROBE_INTERVAL_MS);
 	for (int w = 0; w < coord.n_workers; w++)
 		if (coord.run->slots[w].segment == seg)
@@ -355,17 +458,76 @@ coord_segments_check(mop_sched *s)
 }
 
 /*
- * Worker w's segment failed during its task: the task goes back to the
- * scheduler (it wrote nothing) and the segment is marked down.
+ * How many times in a row a model's sub-epoch may be run again elsewhere
+ * because the segment it trained on went down, before the model fails: a
+ * segment that dies of every sub-epoch it is given (a crash on the data,
+ * a server that restarts) answers the probes in between, and would
+ * otherwise be given the same work for ever.
  */
-void
+#define MAX_REQUEUES 5
+
+static int32 *requeues = NULL;	/* [n_requeues]: per model, in a row */
+static int	n_requeues = 0;
+
+/* Model i's count of requeues in a row (grown with the models). */
+static int32 *
+requeues_of(int32 i)
+{
+	if (i >= n_requeues)
+	{
+		int			n = Max(i + 1, 2 * n_requeues);
+
+		requeues = requeues ? repalloc(requeues, sizeof(int32) * n) :
+			MemoryContextAlloc(TopMemoryContext, sizeof(int32) * n);
+		memset(requeues + n_requeues, 0, sizeof(int32) * (n - n_requeues));
+		n_requeues = n;
+	}
+	return &requeues[i];
+}
+
+/*
+ * Worker w's segment failed during its task: the task goes back to the
+ * scheduler (it wrote nothing) and the segment is marked down.  Returns
+ * true when the model is to fail instead (MAX_REQUEUES in a row): it is
+ * marked failed here, with the last error.
+ */
+bool
 coord_segments_task_down(mop_sched *s, int w, const mop_task *t, const char *error)
 {
 	int			seg = coord.run->slots[w].segment;
+	int32	   *n = requeues_of(t->model);
 
 	mop_sched_abort(s, t);
 	segment_down(s, seg, error, w, coord.models[t->model].id, t->partition);
-	record_event(seg, "requeued", w, coord.models[t->model].id, t->partition, NULL);
+	if (++*n < MAX_REQUEUES)
+	{
+		record_event(seg, "requeued", w, coord.models[t->model].id, t->partition, NULL);
+		return false;
+	}
+	{
+		Oid			ty[2] = {INT8OID, TEXTOID};
+		Datum		v[2];
+		char	   *msg = psprintf("its sub-epoch was lost %d times in a row by segments that went down; the last, on segment \"%s\": %s",
+								   *n, coord.run->segments[seg].name, error);
+
+		v[0] = Int64GetDatum(coord.models[t->model].id);
+		v[1] = CStringGetTextDatum(msg);
+		coord_begin_tx();
+		coord_exec_sql("UPDATE mop.models SET status = 'failed', error = $2, "
+					   "updated_at = pg_catalog.clock_timestamp() WHERE id OPERATOR(pg_catalog.=) $1 "
+					   "AND status OPERATOR(pg_catalog.=) 'training'", 2, ty, v, SPI_OK_UPDATE);
+		coord_commit_tx();
+		elog(LOG, "mop run %lld: model %lld failed: %s", (long long) coord.run->run_id,
+			 (long long) coord.models[t->model].id, msg);
+	}
+	return true;
+}
+
+/* Model i trained a sub-epoch: its count of requeues in a row starts again. */
+void
+coord_segments_task_ok(int32 i)
+{
+	*requeues_of(i) = 0;
 }
 
 /*
@@ -394,6 +556,9 @@ coord_segments_tick(mop_sched *s, char **why)
 		if (probe(k, &reason))
 		{
 			segs[k].down = false;
+			SpinLockAcquire(&coord.run->mutex);
+			coord.run->segments[k].down = false;
+			SpinLockRelease(&coord.run->mutex);
 			for (int w = 0; w < coord.n_workers; w++)
 				if (coord.run->slots[w].segment == k)
 					mop_sched_set_worker_down(s, w, 0);

@@ -50,10 +50,24 @@
 
 MopCoord	coord;
 
+/*
+ * Where a worker's slot stands (mop_set_workers takes workers out of a run
+ * and puts them back): serving the run; finishing its task before it
+ * exits; told to exit; gone, its slot free for a new process.
+ */
+typedef enum WorkerLife
+{
+	W_ACTIVE = 0,
+	W_RETIRING,
+	W_EXITING,
+	W_RETIRED
+} WorkerLife;
+
 /* Per-worker bookkeeping kept by the coordinator. */
 typedef struct WorkerInfo
 {
 	BackgroundWorkerHandle *handle;
+	WorkerLife	life;
 	bool		busy;
 	mop_task	task;
 	int			restarts;
@@ -84,17 +98,114 @@ coord_add_model(mop_sched *s, int32 epochs)
 
 static bool start_worker(int i);
 
-/* Start worker i mid-run (a segment joined); false if it could not be started. */
+/*
+ * Start worker i mid-run (a segment joined, mop_set_workers), in a slot
+ * never used or whose process was retired; false if it could not be
+ * started.
+ */
 bool
 coord_start_worker(int i)
 {
-	if (i < 0 || i >= MOP_MAX_WORKERS || !start_worker(i))
+	if (i < 0 || i >= MOP_MAX_WORKERS || (i < coord.n_workers && workers[i].life != W_RETIRED))
 		return false;
+	workers[i].busy = false;
+	workers[i].restarts = 0;
+	if (!start_worker(i))
+	{
+		workers[i].life = W_RETIRED;
+		coord_count_workers();
+		return false;
+	}
 	coord.n_workers = Max(coord.n_workers, i + 1);
 	SpinLockAcquire(&coord.run->mutex);
 	coord.run->workers_started = coord.n_workers;
 	SpinLockRelease(&coord.run->mutex);
+	coord_count_workers();
 	return true;
+}
+
+/* Does worker w serve the run (started, and not being taken out)? */
+bool
+coord_worker_active(int w)
+{
+	return w >= 0 && w < coord.n_workers && workers[w].life == W_ACTIVE;
+}
+
+/* A slot for a new worker: one retired, else the next never used; -1 if none. */
+int
+coord_free_slot(void)
+{
+	for (int w = 0; w < coord.n_workers; w++)
+		if (workers[w].life == W_RETIRED)
+			return w;
+	return coord.n_workers < MOP_MAX_WORKERS ? coord.n_workers : -1;
+}
+
+/* Publish how many workers serve the run, and tell the search driver. */
+void
+coord_count_workers(void)
+{
+	int			n = 0;
+
+	for (int w = 0; w < coord.n_workers; w++)
+		n += workers[w].life == W_ACTIVE;
+	if (coord.driver)
+		coord.driver->n_workers = Max(n, 1);
+	SpinLockAcquire(&coord.run->mutex);
+	coord.run->workers_active = n;
+	SpinLockRelease(&coord.run->mutex);
+}
+
+/* Tell worker w, idle and being taken out of the run, to exit. */
+static void
+send_exit(int w)
+{
+	Latch	   *latch;
+
+	workers[w].life = W_EXITING;
+	SpinLockAcquire(&coord.run->mutex);
+	if (coord.run->slots[w].state != MOP_SLOT_GONE)
+		coord.run->slots[w].state = MOP_SLOT_EXIT;
+	coord.run->slots[w].retired = true;
+	latch = coord.run->slots[w].latch;
+	SpinLockRelease(&coord.run->mutex);
+	if (latch)
+		SetLatch(latch);
+}
+
+/*
+ * Take worker w out of the run (mop_set_workers): it gets no new task,
+ * finishes the one it runs, and exits.  A worker being taken out whose
+ * slot is wanted again before it was told to exit just stays (unretire).
+ */
+void
+coord_retire_worker(int w)
+{
+	if (!coord_worker_active(w))
+		return;
+	workers[w].life = W_RETIRING;
+	if (!workers[w].busy)
+		send_exit(w);
+	coord_count_workers();
+}
+
+/* Worker w, being taken out but still running its task, serves the run again. */
+bool
+coord_unretire_worker(int w)
+{
+	if (w < 0 || w >= coord.n_workers || workers[w].life != W_RETIRING)
+		return false;
+	workers[w].life = W_ACTIVE;
+	coord_count_workers();
+	return true;
+}
+
+/* Is worker w's slot taken (by a process serving the run, or one still leaving)? */
+bool
+coord_worker_leaving(int w)
+{
+	return w >= 0 && w < coord.n_workers &&
+		(workers[w].life == W_RETIRING || workers[w].life == W_EXITING);
 }
 
 /* Start worker i; returns false if it could not be started. */
@@ -115,8 +226,10 @@ start_worker(int i)
 	w.bgw_main_arg = UInt32GetDatum(dsm_segment_handle(coord.seg));
 	w.bgw_notify_pid = MyProcPid;
 	memcpy(w.bgw_extra, &i, sizeof(int));
+	workers[i].life = W_ACTIVE;
 	SpinLockAcquire(&coord.run->mutex);
 	coord.run->slots[i].state = MOP_SLOT_STARTING;
+	coord.run->slots[i].retired = false;
 	coord.run->slots[i].latch = NULL;
 	coord.run->slots[i].generation++;	/* a process of an earlier generation writes nothing here */
 	SpinLockRelease(&coord.run->mutex);
@@ -166,14 +279,19 @@ task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, doubl
 		SpinLockAcquire(&coord.run->mutex);
 		strlcpy(error, coord.run->slots[w].error, sizeof(error));
 		SpinLockRelease(&coord.run->mutex);
-		coord_segments_task_down(s, w, t, error);
-		return;
+		if (!coord_segments_task_down(s, w, t, error))
+			return;
+		/* lost too many times in a row: the model fails (marked so there) */
+		outcome = MOP_TASK_FAILED;
 	}
 	if (outcome == MOP_TASK_OK)
 	{
 		bool		epoch_done = mop_sched_complete(s, t, seconds);
 		bool		target_done = epoch_done &&
 			mop_sched_epochs_done(s, t->model) >= coord.models[t->model].target;
+
+		if (coord.run->n_segments > 0)
+			coord_segments_task_ok(t->model);
 
 		/*
 		 * Hermes: prefer the models whose loss falls fastest per second,
@@ -235,6 +353,112 @@ worker_died(mop_sched *s, int w)
 				 errhint("See the server log for its last error; mop_resume(%lld) continues the run.",
 						 (long long) coord.run->run_id)));
 	elog(LOG, "mop run %lld: restarted worker %d", (long long) coord.run->run_id, w);
+}
+
+/*
+ * Worker w, taken out of the run, is gone: settle a task it still ran
+ * (died or hung while finishing it), and its slot is free.
+ */
+static void
+worker_left(mop_sched *s, int w)
+{
+	if (workers[w].busy)
+	{
+		if (coord_hop_committed(&workers[w].task))
+			task_finished(s, w, MOP_TASK_OK, 0, NAN, NAN);
+		else
+		{
+			mop_sched_abort(s, &workers[w].task);
+			workers[w].busy = false;
+		}
+	}
+	workers[w].life = W_RETIRED;
+	SpinLockAcquire(&coord.run->mutex);
+	coord.run->slots[w].retired = true;
+	SpinLockRelease(&coord.run->mutex);
+	coord_count_workers();
+	elog(LOG, "mop run %lld: worker %d left the run", (long long) coord.run->run_id, w);
+}
+
+/*
+ * mop_set_workers over local data: workers 0 .. n-1 serve the run, owning
+ * the partitions p % n (n at most the partitions).  Those past n finish
+ * their task and exit; the missing ones start, or a leaving one stays if
+ * it has not exited yet.  Returns false while a slot it needs is still
+ * held by a process leaving it (tried again in the next round).
+ */
+static bool
+set_local_workers(mop_sched *s, int n, int *started)
+{
+	int			ready;
+
+	n = Max(Min(n, coord.n_partitions), 1);
+	for (int w = n; w < coord.n_workers; w++)
+		coord_retire_worker(w);
+	for (ready = 0; ready < n; ready++)
+	{
+		if (coord_worker_active(ready) || coord_unretire_worker(ready))
+			continue;
+		if (coord_worker_leaving(ready))
+			break;				/* its process is still on its way out */
+		if (!coord_start_worker(ready))
+		{
+			ereport(LOG,
+					(errmsg("mop run %lld: only %d of the %d workers asked for could be started",
+							(long long) coord.run->run_id, ready, n),
+					 errhint("Raise max_worker_processes (now %d).", max_worker_processes)));
+			n = ready;
+			break;
+		}
+	}
+	if (ready > 0 && mop_sched_set_n_workers(s, ready) != 0)
+		elog(ERROR, "could not give the scheduler %d workers", ready);
+	*started = ready;
+	return ready >= n;
+}
+
+/*
+ * Carry out the last mop_set_workers request (run->workers_target): over
+ * local data, the number of workers; over segments, the workers of each
+ * segment.  Recorded in mop.segment_events ('workers').
+ */
+static void
+apply_workers_target(mop_sched *s)
+{
+	static int32 applied = 0;
+	static bool pending = false;
+	int32		target;
+	int			before = 0,
+				started = 0;
+	bool		first;
+
+	SpinLockAcquire(&coord.run->mutex);
+	target = coord.run->workers_target;
+	before = coord.run->workers_active;
+	SpinLockRelease(&coord.run->mutex);
+	if (target <= 0 || (target == applied && !pending))
+		return;
+	first = target != applied;
+	applied = target;
+	if (coord.run->n_segments > 0)
+	{
+		coord_segments_set_workers(s, target, first);
+		pending = false;
+		return;
+	}
+	pending = !set_local_workers(s, target, &started);
+	if (first || !pending)
+	{
+		int			n = Max(Min(target, coord.n_partitions), 1);
+
+		if (!pending && started < n)
+			coord_record_event("local", "workers", -1, 0, -1,
+							   psprintf("only %d of the %d workers asked for could be started (max_worker_processes is %d)",
+										started, n, max_worker_processes));
+		else if (first)
+			coord_record_event("local", "workers", -1, 0, -1,
+							   psprintf("%d workers (were %d), asked for %d", n, before, target));
+	}
 }
 
 /*
@@ -398,6 +622,8 @@ schedule(mop_sched *s)
 			SpinLockAcquire(&coord.run->mutex);
 			copy = coord.run->slots[w];
 			SpinLockRelease(&coord.run->mutex);
+			if (workers[w].life == W_RETIRED)
+				continue;
 			if (copy.state == MOP_SLOT_DONE)
 			{
 				task_finished(s, w, copy.outcome, copy.seconds, copy.valid_metric,
@@ -405,13 +631,23 @@ schedule(mop_sched *s)
 				SpinLockAcquire(&coord.run->mutex);
 				coord.run->slots[w].state = MOP_SLOT_IDLE;
 				SpinLockRelease(&coord.run->mutex);
+				/* taken out of the run meanwhile: its task is done, it exits */
+				if (workers[w].life == W_RETIRING)
+					send_exit(w);
 			}
 			else if (copy.state == MOP_SLOT_GONE ||
-					 (copy.state != MOP_SLOT_EXIT &&
-					  GetBackgroundWorkerPid(workers[w].handle, &pid) == BGWH_STOPPED) ||
+					 (GetBackgroundWorkerPid(workers[w].handle, &pid) == BGWH_STOPPED &&
+					  (copy.state != MOP_SLOT_EXIT || workers[w].life == W_EXITING)) ||
 					 worker_hung(w, &copy))
-				worker_died(s, w);
+			{
+				if (workers[w].life == W_ACTIVE)
+					worker_died(s, w);
+				else
+					worker_left(s, w);
+			}
 		}
+		/* mop_set_workers: take workers out of the run or add some */
+		apply_workers_target(s);
 		SpinLockAcquire(&coord.run->mutex);
 		cancel = coord.run->cancel_requested;
 		SpinLockRelease(&coord.run->mutex);
@@ -440,7 +676,7 @@ schedule(mop_sched *s)
 			SpinLockAcquire(&coord.run->mutex);
 			copy = coord.run->slots[w];
 			SpinLockRelease(&coord.run->mutex);
-			if (copy.state != MOP_SLOT_IDLE || workers[w].busy)
+			if (copy.state != MOP_SLOT_IDLE || workers[w].busy || workers[w].life != W_ACTIVE)
 				continue;
 			while (!assign(s, w, copy.latch) && coord_adaptive())
 			{
@@ -606,6 +842,7 @@ start_workers(mop_sched *s)
 	SpinLockAcquire(&coord.run->mutex);
 	coord.run->workers_started = coord.n_workers;
 	SpinLockRelease(&coord.run->mutex);
+	coord_count_workers();
 	return s;
 }
 

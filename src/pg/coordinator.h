@@ -71,6 +71,12 @@ extern MopCoord coord;
 /* coordinator.c */
 extern int32 coord_add_model(mop_sched *s, int32 epochs);
 extern bool coord_start_worker(int i);
+extern bool coord_worker_active(int w);
+extern bool coord_worker_leaving(int w);
+extern int	coord_free_slot(void);
+extern void coord_count_workers(void);
+extern void coord_retire_worker(int w);
+extern bool coord_unretire_worker(int w);
 
 /* coord_catalog.c */
 extern void coord_exec_sql(const char *sql, int nargs, Oid *types, Datum *vals, int expect);
@@ -115,8 +121,12 @@ extern void coord_stop_model(mop_sched *s, int32 i, const mop_decision *d);
 extern bool coord_segments_load(void);
 extern mop_sched *coord_segments_sched(void);
 extern void coord_segments_check(mop_sched *s);
-extern void coord_segments_task_down(mop_sched *s, int w, const mop_task *t, const char *error);
+extern bool coord_segments_task_down(mop_sched *s, int w, const mop_task *t, const char *error);
+extern void coord_segments_task_ok(int32 i);
 extern bool coord_segments_tick(mop_sched *s, char **why);
+extern void coord_segments_set_workers(mop_sched *s, int per, bool record);
+extern void coord_record_event(const char *segment, const char *event, int worker,
+							   int64 model_id, int32 partition, const char *detail);
 
 /* coord_pbt.c */
 extern mop_driver *coord_pbt_driver_new(void);

@@ -1,6 +1,7 @@
 /*
- * monitor.c -- watching runs from any session: mop_wait, mop_cancel and the
- * C side of the progress views (mop.progress, mop.run_progress).
+ * monitor.c -- watching runs from any session: mop_wait, mop_cancel,
+ * mop_set_workers and the C side of the progress views (mop.progress,
+ * mop.run_progress).
  *
  * Each attaches to a live run's shared segment through the handle in
  * mop.runs (the magic and run id guard against a recycled handle) and
@@ -17,6 +18,7 @@
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -30,6 +32,7 @@ PG_FUNCTION_INFO_V1(mop_cancel_by_name);
 PG_FUNCTION_INFO_V1(mop_progress);
 PG_FUNCTION_INFO_V1(mop_progress_v2);
 PG_FUNCTION_INFO_V1(mop_run_progress);
+PG_FUNCTION_INFO_V1(mop_set_workers);
 
 /* Final status of a run: wait on its segment if it is live. */
 static text *
@@ -189,6 +192,9 @@ progress_rows(FunctionCallInfo fcinfo, bool read_only, bool per_worker,
 			SpinLockAcquire(&run->mutex);
 			s = run->slots[w];
 			SpinLockRelease(&run->mutex);
+			/* a worker taken out of the run (mop_set_workers) */
+			if (s.retired)
+				continue;
 			row(rsinfo, ids[i], run, w, &s);
 		}
 		dsm_detach(seg);
@@ -265,9 +271,19 @@ static void
 progress_v2_row(ReturnSetInfo *rsinfo, int64 run_id, MopRunShared *run, int w,
 				const MopSlot *s)
 {
-	Datum		v[11];
-	bool		nulls[11] = {0};
+	Datum		v[13];
+	bool		nulls[13] = {0};
 	bool		busy = s->state == MOP_SLOT_ASSIGNED || s->state == MOP_SLOT_DONE;
+	char		segment[NAMEDATALEN] = "";
+	bool		down = false;
+
+	SpinLockAcquire(&run->mutex);
+	if (s->segment >= 0 && s->segment < run->n_segments)
+	{
+		strlcpy(segment, run->segments[s->segment].name, sizeof(segment));
+		down = run->segments[s->segment].down;
+	}
+	SpinLockRelease(&run->mutex);
 
 	v[0] = Int64GetDatum(run_id);
 	v[1] = Int32GetDatum(w);
@@ -283,8 +299,15 @@ progress_v2_row(ReturnSetInfo *rsinfo, int64 run_id, MopRunShared *run, int w,
 	v[10] = TimestampTzGetDatum(s->progress_at);
 	for (int c = 4; c < 11; c++)
 		nulls[c] = !busy;
+	/* a remote sub-epoch's rows come from the segment's heartbeats, its total is unknown */
 	if (busy && s->rows_total <= 0)
 		nulls[7] = nulls[8] = true;
+	if (busy && s->rows_total <= 0 && segment[0] && strcmp(segment, "local") != 0)
+		nulls[7] = false;
+	/* the worker's segment, and whether the coordinator finds it up */
+	v[11] = CStringGetTextDatum(segment);
+	v[12] = CStringGetTextDatum(down ? "down" : "up");
+	nulls[11] = nulls[12] = segment[0] == '\0';
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
 }
 
@@ -316,10 +339,16 @@ static void
 run_progress_row(ReturnSetInfo *rsinfo, int64 run_id, MopRunShared *run, int w,
 				 const MopSlot *s)
 {
-	Datum		v[10];
-	bool		nulls[10] = {0};
+	Datum		v[13];
+	bool		nulls[13] = {0};
 	MopRunProgress p;
 	TimestampTz now = GetCurrentTimestamp();
+	int32		active,
+				target,
+				n_segments;
+	Datum	   *down;
+	char		names[MOP_MAX_WORKERS][NAMEDATALEN];
+	int			n_down = 0;
 
 	mop_run_read_progress(run, &p);
 	v[0] = Int64GetDatum(run_id);
@@ -340,6 +369,23 @@ run_progress_row(ReturnSetInfo *rsinfo, int64 run_id, MopRunShared *run, int w,
 	else
 		nulls[8] = true;
 	v[9] = Int32GetDatum(p.busy_workers);
+	/* the workers serving it, those mop_set_workers asked for, its segments down */
+	down = palloc(sizeof(Datum) * MOP_MAX_WORKERS);
+	SpinLockAcquire(&run->mutex);
+	active = run->workers_active;
+	target = run->workers_target;
+	n_segments = Min(run->n_segments, MOP_MAX_WORKERS);
+	for (int k = 0; k < n_segments; k++)
+		if (run->segments[k].down)
+			memcpy(names[n_down++], run->segments[k].name, NAMEDATALEN);
+	SpinLockRelease(&run->mutex);
+	for (int k = 0; k < n_down; k++)
+		down[k] = PointerGetDatum(cstring_to_text_with_len(names[k], strnlen(names[k], NAMEDATALEN)));
+	v[10] = Int32GetDatum(active);
+	v[11] = Int32GetDatum(target);
+	nulls[11] = target <= 0;
+	v[12] = PointerGetDatum(construct_array(down, n_down, TEXTOID, -1, false, TYPALIGN_INT));
+	nulls[12] = n_segments == 0;
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
 }
 
@@ -354,4 +400,87 @@ Datum
 mop_run_progress(PG_FUNCTION_ARGS)
 {
 	return progress_rows(fcinfo, true, false, run_progress_row);
+}
+
+/*
+ * mop_set_workers(run bigint, n int) returns int: the workers of a running
+ * run from its next sub-epoch boundaries on -- over local data, n workers
+ * (at most one per partition); over segments, n workers on each segment.
+ * The coordinator carries it out within a second: a worker too many
+ * finishes its sub-epoch and exits, a missing one starts; each model
+ * still visits each partition once per epoch.  Only the run's owner (or a
+ * role with its privileges) may; another role's run is one that does not
+ * exist, as for mop_cancel.
+ */
+Datum
+mop_set_workers(PG_FUNCTION_ARGS)
+{
+	int64		run_id = PG_GETARG_INT64(0);
+	int32		n = PG_GETARG_INT32(1);
+	char	   *status,
+			   *dataset;
+	int			partitions;
+	int64		handle;
+	bool		has_handle;
+	dsm_segment *seg = NULL;
+	MopRunShared *run;
+	MopRunPhase phase;
+	int			segments,
+				cap;
+	Oid			owner;
+	Latch	   *latch;
+
+	(void) mop_mark_interrupted();
+	mop_run_row(run_id, &status, &dataset, &partitions, &handle, &has_handle);
+	if (has_handle)
+		seg = mop_run_attach(run_id, handle);
+	if (seg == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld is not running (status %s)", (long long) run_id, status),
+				 errhint("Workers can be set only while a run trains; mop_resume(%lld, workers => %d) continues a stopped run with that many.",
+						 (long long) run_id, n)));
+	run = mop_run_shared(seg);
+	SpinLockAcquire(&run->mutex);
+	phase = run->phase;
+	segments = run->n_segments;
+	owner = run->user;
+	SpinLockRelease(&run->mutex);
+	if (!has_privs_of_role(GetUserId(), owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to set the workers of run %lld", (long long) run_id),
+				 errdetail("Only the run's owner, role \"%s\", or a role with its privileges may.",
+						   GetUserNameFromId(owner, true) ? GetUserNameFromId(owner, true) : "?")));
+	if (phase != MOP_PHASE_RUNNING)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("run %lld is %s", (long long) run_id,
+						phase == MOP_PHASE_STARTING ? "still starting" : "finishing"),
+				 phase == MOP_PHASE_STARTING ?
+				 errhint("Try again once mop.run_progress shows it training.") : 0));
+	/* one worker slot per worker beside the run's coordinator */
+	if (segments > 0)
+		cap = Min(MOP_MAX_WORKERS, max_worker_processes - 1) / segments;
+	else
+		cap = Min(Min(MOP_MAX_WORKERS, max_worker_processes - 1), partitions);
+	cap = Max(cap, 1);
+	if (n < 1 || n > cap)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("workers must be between 1 and %d for run %lld, not %d", cap,
+						(long long) run_id, n),
+				 segments > 0 ?
+				 errhint("The run trains on %d segments, each given that many workers: at most %d workers a run, and max_worker_processes (%d) less the coordinator.",
+						 segments, MOP_MAX_WORKERS, max_worker_processes) :
+				 errhint("At most one worker per partition (the dataset has %d), %d workers a run, and max_worker_processes (%d) less the coordinator.",
+						 partitions, MOP_MAX_WORKERS, max_worker_processes)));
+	SpinLockAcquire(&run->mutex);
+	run->workers_target = n;
+	latch = run->coordinator_latch;
+	SpinLockRelease(&run->mutex);
+	if (latch)
+		SetLatch(latch);
+	dsm_detach(seg);
+	PG_RETURN_INT32(n);
 }

@@ -98,6 +98,8 @@ typedef struct MopRunSegment
 {
 	char		name[NAMEDATALEN];	/* 'local' or a foreign server's name */
 	int64		remote_dataset_id;	/* the dataset's copy there (0: local) */
+	bool		down;			/* the coordinator found it down (until a probe
+								 * finds it up) */
 } MopRunSegment;
 
 /* One worker's mailbox. */
@@ -116,6 +118,8 @@ typedef struct MopSlot
 	bool		final_epoch;	/* last epoch of the model's budget */
 	int32		segment;		/* the worker's segment (index into the run's
 								 * segments), -1: none, the dataset is local */
+	bool		retired;		/* taken out of the run (mop_set_workers): not
+								 * shown by mop.progress */
 	/* progress, written by the worker in every step of its task */
 	int32		step;			/* MopTaskStep (mop.h): loading, training, ... */
 	int64		rows_done;
@@ -158,6 +162,9 @@ typedef struct MopRunShared
 	/* state */
 	MopRunPhase phase;
 	bool		cancel_requested;
+	int32		workers_target;	/* mop_set_workers' last request (0: none):
+								 * local workers, or workers per segment */
+	int32		workers_active; /* workers serving the run now (not retired) */
 	int32		workers_started;
 	char		status[16];		/* final status: done, failed, cancelled */
 	char		error[512];

@@ -71,10 +71,14 @@ extern void mop_segment_disconnect(PGconn *conn);
  * the connection is closed (never PQcancel, which blocks on a frozen
  * server), and the segment's backend ends the query on its own.
  * Each heartbeat's trained-row count goes to progress->rows.  Returns the
- * result (PGRES_TUPLES_OK or PGRES_COMMAND_OK), to be PQclear'ed.  Any
- * failure ERRORs with a class 08 SQLSTATE (the segment is down: the
- * connection is closed and *connp set to NULL) or with the segment's own
- * SQLSTATE and message (its connection stays usable).
+ * result (PGRES_TUPLES_OK or PGRES_COMMAND_OK), to be PQclear'ed.  A
+ * failure of the connection, or an error of the segment's with a class 08
+ * SQLSTATE or 57P01..57P03 (shutting down, crashed, not accepting
+ * connections), ERRORs with mop_segment_failed set (the segment is down:
+ * the connection is closed and *connp set to NULL); any other error of
+ * the query ERRORs with the segment's own SQLSTATE and its message,
+ * prefixed with the segment's name (its connection stays usable): an
+ * error of the work, not of the segment.
  */
 extern PGresult *mop_segment_exec(PGconn **connp, const char *server, const char *sql,
 								  int nparams, const char *const *values,

@@ -594,6 +594,25 @@ check_result(PGconn **connp, const char *server, PGresult *res)
 		if (state != NULL && strlen(state) == 5)
 			code = MAKE_SQLSTATE(state[0], state[1], state[2], state[3], state[4]);
 		PQclear(res);
+
+		/*
+		 * Errors of the connection or the server (class 08; the segment
+		 * shutting down, crashed or not accepting connections: 57P01..03)
+		 * mean the segment is down: the sub-epoch can run elsewhere.  Any
+		 * other error is one of the work -- the data, the model, the
+		 * segment's limits -- which another copy would not mend: it fails
+		 * the model, with the segment's SQLSTATE and message.
+		 */
+		if (ERRCODE_TO_CATEGORY(code) == ERRCODE_CONNECTION_EXCEPTION ||
+			code == ERRCODE_ADMIN_SHUTDOWN || code == ERRCODE_CRASH_SHUTDOWN ||
+			code == ERRCODE_CANNOT_CONNECT_NOW)
+		{
+			PQfinish(*connp);
+			*connp = NULL;
+			segment_down(code,
+						 errmsg("segment \"%s\" is unusable: %s", server, msg),
+						 detail ? errdetail_internal("%s", detail) : 0);
+		}
 		ereport(ERROR,
 				(errcode(code),
 				 errmsg("segment \"%s\": %s", server, msg),

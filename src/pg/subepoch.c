@@ -586,6 +586,14 @@ mop_subepoch(const MopSubepochTask *task, MopSubepochResult *res)
 
 	/* 2. through the narrow waist */
 	train_partition(task, state, dataset_id, &tr);
+	if (tr.state == NULL && !carry && task->segment != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NO_DATA_FOUND),
+				 errmsg("segment \"%s\" has no training buffers of partition %d in its copy of the dataset",
+						task->segment, task->partition),
+				 errdetail("The copy is dataset %lld in the segment's mop.datasets.",
+						   (long long) task->remote_dataset_id),
+				 errhint("Copy the partition there again (mop_remove_segment, then mop_add_segment), or place the dataset again.")));
 	if (tr.state == NULL && !carry)
 		ereport(ERROR,
 				(errcode(ERRCODE_NO_DATA_FOUND),

@@ -345,6 +345,17 @@ do_task(MopSlot *slot, MopSlot *task, MemoryContext task_cxt)
 			strlcat(errbuf, ed->detail, sizeof(errbuf));
 		}
 		outcome = mop_segment_failed ? MOP_TASK_SEGMENT_DOWN : MOP_TASK_FAILED;
+		/* an error of the work on a segment: its SQLSTATE goes with the message */
+		if (outcome == MOP_TASK_FAILED && task->segment >= 0 && task->segment < run->n_segments &&
+			!mop_segment_is_local(run->segments[task->segment].name))
+		{
+			char		code[32];
+
+			snprintf(code, sizeof(code), " (SQLSTATE %s)", unpack_sql_state(ed->sqlerrcode));
+			if (strlen(errbuf) + strlen(code) >= sizeof(errbuf))
+				errbuf[sizeof(errbuf) - strlen(code) - 1] = '\0';
+			strlcat(errbuf, code, sizeof(errbuf));
+		}
 		if (!replaced)
 		{
 			SpinLockAcquire(&run->mutex);

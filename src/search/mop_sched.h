@@ -100,6 +100,18 @@ mop_sched  *mop_sched_new_placed(int n_workers, int n_partitions, const uint8_t 
 int			mop_sched_set_holds(mop_sched *s, int32_t worker, int32_t partition, int on);
 
 /*
+ * A scheduler that is not placed gets n_workers workers from now on
+ * (mop_set_workers): partition p belongs to worker p % n_workers.  A task
+ * a worker runs finishes as usual, whichever worker owns its partition
+ * afterwards; workers at n_workers and above get nothing more
+ * (mop_sched_next answers MOP_DONE).  Every model still visits each
+ * partition once per epoch, and in deterministic mode in the seed's
+ * order, so its result does not change.  Returns -1 on a placed
+ * scheduler, n_workers outside 1..n_partitions, or out of memory.
+ */
+int			mop_sched_set_n_workers(mop_sched *s, int n_workers);
+
+/*
  * A worker is down (its server failed) or up again: a down worker gets no
  * task (mop_sched_next answers MOP_WAIT), and the partitions only it holds
  * wait for it.  A task it was running is the caller's to abort.

@@ -207,6 +207,25 @@ mop_sched_set_holds(mop_sched *s, int32_t worker, int32_t partition, int on)
 	return index_holds(s);
 }
 
+/* Workers of a scheduler that is not placed: p belongs to worker p % n_workers. */
+int
+mop_sched_set_n_workers(mop_sched *s, int n_workers)
+{
+	uint8_t    *down;
+
+	if (s->holds || n_workers < 1 || n_workers > s->P)
+		return -1;
+	if (n_workers == s->W)
+		return 0;
+	if (!(down = calloc(n_workers, 1)))
+		return -1;
+	memcpy(down, s->down, n_workers < s->W ? n_workers : s->W);
+	free(s->down);
+	s->down = down;
+	s->W = n_workers;
+	return 0;
+}
+
 /* Mark a worker down (its partitions' copies unreachable) or up again. */
 void
 mop_sched_set_worker_down(mop_sched *s, int32_t worker, int down)

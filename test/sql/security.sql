@@ -206,6 +206,7 @@ SELECT what, regexp_replace(attempt(format(q, :a_run, :a_model)), '(run|model) \
     ('mop_replay', $$SELECT * FROM mop_replay(%1$s)$$),
     ('mop_wait', $$SELECT mop_wait(%1$s)$$),
     ('mop_cancel', $$SELECT mop_cancel(%1$s)$$),
+    ('mop_set_workers', $$SELECT mop_set_workers(%1$s, 1)$$),
     ('mop_pbt_schedule', $$SELECT * FROM mop_pbt_schedule(%2$s)$$),
     ('warm_start', $$SELECT * FROM mop_grid_search('bob_pts', '{"model": [{"type": "dense", "units": 3}]}', epochs => 1, warm_start => %1$s)$$),
     ('train_agg', $$SELECT (mop.train_agg(m.state, b.x, b.y)).status FROM mop.models m, mop.buffers b

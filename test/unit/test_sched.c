@@ -598,3 +598,97 @@ TEST(sched_placed_join_and_leave)
 	CHECK(mop_sched_set_holds(s, 0, 0, 1) == -1);	/* not placed */
 	mop_sched_free(s);
 }
+
+/*
+ * Resizing a scheduler that is not placed (mop_set_workers): from 2 workers
+ * to 4 and back to 1 mid-run, with tasks in flight across each change.
+ * Each model still visits each partition once per epoch, a worker is given
+ * only its own partitions (p % W of the moment), workers past W get
+ * nothing, and in deterministic mode the models' orders do not change.
+ */
+static void
+resize_case(int deterministic, int32_t *orders)
+{
+	enum {P = 4, N = 3, E = 3};
+	mop_sched  *s = mop_sched_new(2, P, 11, deterministic, MOP_PICK_RANDOM);
+	mop_task	busy[8];
+	int			has[8] = {0},
+				W = 2,
+				done = 0,
+				pos[N] = {0};
+	int			visits[N][E][P] = {{{0}}};
+
+	CHECK(s != NULL);
+	for (int i = 0; i < N; i++)
+		mop_sched_add_model(s, E);
+	for (int round = 0; round < 200 && !mop_sched_finished(s); round++)
+	{
+		if (done == 4)
+			CHECK(mop_sched_set_n_workers(s, (W = 4)) == 0);
+		if (done == 12)
+			CHECK(mop_sched_set_n_workers(s, (W = 1)) == 0);
+		for (int w = 0; w < 4; w++)
+		{
+			mop_task	t;
+
+			if (has[w])
+				continue;
+			if (w >= W)
+			{
+				CHECK(mop_sched_next(s, w, &t) == MOP_DONE);
+				continue;
+			}
+			if (mop_sched_next(s, w, &t) == MOP_ASSIGNED)
+			{
+				CHECKF(t.partition % W == w, "worker %d of %d given partition %d", w, W, t.partition);
+				busy[w] = t;
+				has[w] = 1;
+			}
+		}
+		/* finish the lowest busy worker's task: others stay in flight */
+		for (int w = 0; w < 4; w++)
+			if (has[w])
+			{
+				visits[busy[w].model][busy[w].epoch][busy[w].partition]++;
+				orders[busy[w].model * E * P + pos[busy[w].model]++] = busy[w].partition;
+				mop_sched_complete(s, &busy[w], 1);
+				has[w] = 0;
+				done++;
+				break;
+			}
+	}
+	CHECK(mop_sched_finished(s));
+	for (int i = 0; i < N; i++)
+		for (int e = 0; e < E; e++)
+			for (int p = 0; p < P; p++)
+				CHECKF(visits[i][e][p] == 1, "model %d epoch %d partition %d: %d visits",
+					   i, e, p, visits[i][e][p]);
+	CHECK(mop_sched_set_n_workers(s, 0) == -1);
+	CHECK(mop_sched_set_n_workers(s, P + 1) == -1);
+	mop_sched_free(s);
+}
+
+TEST(sched_set_n_workers)
+{
+	int32_t		a[3 * 3 * 4],
+				b[3 * 3 * 4];
+	uint8_t		hold[2] = {1, 1};
+	mop_sched  *s;
+
+	resize_case(0, a);
+	resize_case(1, a);
+	/* deterministic: the same orders as a run that keeps its 2 workers */
+	{
+		mop_sched  *k = mop_sched_new(2, 4, 11, 1, MOP_PICK_RANDOM);
+
+		for (int i = 0; i < 3; i++)
+			for (int e = 0; e < 3; e++)
+				for (int j = 0; j < 4; j++)
+					b[(i * 3 + e) * 4 + j] = mop_sched_order(k, i, e, j);
+		mop_sched_free(k);
+	}
+	CHECK(memcmp(a, b, sizeof(a)) == 0);
+	s = mop_sched_new_placed(1, 2, hold, 1, 0, MOP_PICK_RANDOM);
+	CHECK(mop_sched_set_n_workers(s, 1) == -1);	/* placed: mop_sched_set_holds */
+	mop_sched_free(s);
+}

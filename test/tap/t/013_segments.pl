@@ -14,6 +14,9 @@
 #   4. with replicas => 1 the run waits for the partition's only copy
 #      (mop.segment_wait), ends 'interrupted', and mop_resume finishes it
 #      once the segment is back, again bit-identical;
+#   2b. mop.progress shows each worker's segment and a remote sub-epoch's
+#      rows; mop_set_workers gives each segment more workers and then fewer
+#      mid-run, and the models are still bit-identical;
 #   5. elastic membership: a segment joins a running run (mop_add_segment)
 #      and one leaves it (mop_remove_segment); the models are unchanged;
 #   6. credentials: no user mapping (42704), a wrong password (28P01, and
@@ -161,6 +164,51 @@ is(sq($coord, "SELECT count(*) FROM mop.segment_events WHERE run_id = $seg_run")
 	SELECT count(*) FROM mop_grid_search('spread', '$space', epochs => 1, workers => 1)});
 like($err, qr/dataset "spread" is placed on 3 segments: the run has mop.workers_per_segment \(1\) workers on each, not the workers argument/,
 	'a workers argument that does not apply is said so');
+
+# 2b. mop.progress over segments, and mop_set_workers: the workers per segment --
+# (sub-epochs long enough for the segments' heartbeats to show in mop.progress)
+my $big = '{"model": {"layers": [{"type": "dense", "units": 2048, "activation": "relu"}, {"type": "dense", "units": 512, "activation": "relu"}, {"type": "dense", "units": 3}]}, "learning_rate": [0.01, 0.003], "batch_size": [64, 128], "seed": 3}';
+sub big_grid
+{
+	my ($ds, $wait) = @_;
+	return sq($coord, qq{SELECT DISTINCT run_id FROM mop_grid_search('$ds', '$big', epochs => 4,
+		deterministic => true, seed => 11, wait => $wait)});
+}
+my $big_ref = big_grid('here', 'true');
+my $big_run = big_grid('spread', 'false');
+ok($coord->poll_query_until('postgres', qq{SELECT string_agg(DISTINCT segment, ',' ORDER BY segment) = 'local,seg1,seg2'
+                                                  AND bool_and(segment_state = 'up')
+                                             FROM mop.progress WHERE run_id = $big_run}),
+   "mop.progress names each worker's segment, up");
+ok($coord->poll_query_until('postgres', qq{SELECT count(*) > 0 FROM mop.progress WHERE run_id = $big_run
+                                             AND segment <> 'local' AND state = 'training'
+                                             AND rows_done > 0 AND rows_total IS NULL}),
+   "and a remote sub-epoch's rows done from the segment's heartbeats (its total unknown)");
+is(sq($coord, "SELECT format('%s %s', workers, segments_down) FROM mop.run_progress WHERE run_id = $big_run"), '3 {}',
+   'mop.run_progress: 3 workers, no segment down');
+($ret, $out, $err) = $coord->psql('postgres', "\\set VERBOSITY verbose\nSELECT mop_set_workers($big_run, 6)");
+like($err, qr/22023: workers must be between 1 and 5 for run $big_run, not 6/, 'over segments, the cap is per segment');
+like($err, qr/HINT:  The run trains on 3 segments, each given that many workers/, 'and the hint says so');
+is(sq($coord, "SELECT mop_set_workers($big_run, 2)"), '2', 'mop_set_workers(run, 2): 2 workers per segment');
+ok($coord->poll_query_until('postgres', "SELECT count(DISTINCT worker) = 6 FROM mop.hops WHERE run_id = $big_run"),
+   'six workers train');
+is(sq($coord, qq{SELECT string_agg(format('%s:%s', segment, n), ' ' ORDER BY segment)
+                   FROM (SELECT segment, count(*) AS n FROM mop.progress WHERE run_id = $big_run GROUP BY 1) x}),
+   'local:2 seg1:2 seg2:2', 'two on each segment');
+is(sq($coord, "SELECT mop_set_workers($big_run, 1)"), '1', 'and back to 1 per segment');
+ok($coord->poll_query_until('postgres', "SELECT count(*) = 3 FROM mop.progress WHERE run_id = $big_run"),
+   'the extra workers leave');
+$coord->poll_query_until('postgres', "SELECT status <> 'running' FROM mop.runs WHERE id = $big_run")
+	or die 'the run did not end';
+is(sq($coord, "SELECT status FROM mop.runs WHERE id = $big_run"), 'done', 'the run finished');
+is(sq($coord, qq{SELECT count(*) FROM (SELECT model_id, epoch, partition FROM mop.hops WHERE run_id = $big_run
+                  GROUP BY 1, 2, 3 HAVING count(*) <> 1) x}), '0', 'no partition visited twice in an epoch');
+is(sq($coord, "SELECT count(*) FROM mop.hops WHERE run_id = $big_run"), 4 * 4 * 4, 'every visit made');
+is(states($big_run), states($big_ref), 'the models are bit-identical to local ones');
+is(sq($coord, qq{SELECT string_agg(format('%s %s', segment, detail), '; ' ORDER BY id) FROM mop.segment_events
+                  WHERE run_id = $big_run AND event = 'workers'}),
+   'local 2 workers (were 1); seg1 2 workers (were 1); seg2 2 workers (were 1); local 1 workers (were 2); seg1 1 workers (were 2); seg2 1 workers (were 2)',
+   'each segment whose workers changed has an event');
 
 # 3. a segment stopped mid-run, replicas => 2 ------------------------------------
 my $ref = grid('here', 16);

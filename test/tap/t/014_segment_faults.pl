@@ -13,7 +13,13 @@
 #      whose segment is frozen ends it (PQcancel waited for ever);
 #   5. mop_train and class_weight "balanced" over a dataset some of whose
 #      partitions are only on segments: refused (0A000), not trained or
-#      weighed on a part of the data.
+#      weighed on a part of the data;
+#   6. errors of the work on a segment (a copy's buffer corrupted, a copy's
+#      partition deleted) fail the models with the segment's name, message
+#      and SQLSTATE, and the run ends failed, instead of the segment being
+#      marked down and the work given to it again for ever; a segment's
+#      backend terminated mid-run (57P01) is the segment going down, not
+#      an error of the work: the sub-epoch runs again elsewhere.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -178,6 +184,52 @@ prep('whole', q{'local', 'seg1'}, 2);
 prep('unplaced', undef, 0);
 is(sq($coord, qq{SELECT md5(mop.init_model('whole', '$bal')) = md5(mop.init_model('unplaced', '$bal'))}), 't',
    "with every partition here, 'balanced' weighs as for the dataset unplaced");
+
+# 6. errors of the work on a segment ---------------------------------------------
+sub run_until_end
+{
+	my ($ds) = @_;
+	my $r = sq($coord, qq{SET mop.segment_timeout = '2s';
+		SELECT DISTINCT run_id FROM mop_grid_search('$ds', '$space', epochs => 3, wait => false)});
+	$coord->poll_query_until('postgres', "SELECT status <> 'running' FROM mop.runs WHERE id = $r")
+		or die "run $r over $ds did not end";
+	return $r;
+}
+prep('broken', q{'seg1'}, 1, 2);
+sq($seg1, q{UPDATE mop.buffers SET x = substring(x FROM 1 FOR 5)
+             WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name LIKE 'broken@%') AND partition = 1});
+$run = run_until_end('broken');
+is(sq($coord, "SELECT status FROM mop.runs WHERE id = $run"), 'failed', "a corrupt buffer on the segment: the run fails");
+like(sq($coord, "SELECT error FROM mop.runs WHERE id = $run"), qr/segment "seg1": .* \(SQLSTATE (?!08)[0-9A-Z]{5}\)/,
+     "with the segment's name, message and SQLSTATE") or diag sq($coord, "SELECT error FROM mop.runs WHERE id = $run");
+is(sq($coord, "SELECT count(*) FROM mop.segment_events WHERE run_id = $run AND event IN ('down', 'requeued')"), '0',
+   'the segment is not marked down');
+
+prep('gone', q{'seg1'}, 1, 2);
+sq($seg1, q{DELETE FROM mop.buffers
+             WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name LIKE 'gone@%') AND partition = 0});
+$run = run_until_end('gone');
+is(sq($coord, "SELECT status FROM mop.runs WHERE id = $run"), 'failed', "a partition missing from the segment's copy: the run fails");
+like(sq($coord, "SELECT error FROM mop.runs WHERE id = $run"),
+     qr/segment "seg1" has no training buffers of partition 0 in its copy of the dataset \(SQLSTATE [0-9A-Z]{5}\)/,
+     'naming the segment and the partition') or diag sq($coord, "SELECT error FROM mop.runs WHERE id = $run");
+is(sq($coord, "SELECT count(*) FROM mop.segment_events WHERE run_id = $run AND event IN ('down', 'requeued')"), '0',
+   'the segment is not marked down');
+
+# a segment's backend terminated mid-run: the segment is down, the run goes on
+$run = sq($coord, qq{SET mop.segment_timeout = '2s';
+	SELECT DISTINCT run_id FROM mop_grid_search('spread', '$space', epochs => 40, wait => false)});
+$coord->poll_query_until('postgres', "SELECT count(*) >= 4 FROM mop.hops WHERE run_id = $run") or die 'no progress';
+$seg1->poll_query_until('postgres', q{SELECT count(*) > 0 FROM pg_stat_activity WHERE application_name = 'mop'})
+	or die 'no connection to seg1';
+# (idle between sub-epochs, or in one: the worker meets 57P01 either way)
+is(sq($seg1, q{SELECT bool_and(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'mop'}), 't',
+   "seg1's backends of the run terminated");
+$coord->poll_query_until('postgres', "SELECT status <> 'running' FROM mop.runs WHERE id = $run") or die 'the run did not end';
+is(sq($coord, "SELECT status FROM mop.runs WHERE id = $run"), 'done', "a segment's backend terminated: the run finishes");
+is(sq($coord, "SELECT count(*) FROM mop.models WHERE run_id = $run AND status = 'failed'"), '0', 'no model failed');
+is(sq($coord, "SELECT count(*) > 0 FROM mop.segment_events WHERE run_id = $run AND segment = 'seg1' AND event = 'down'"),
+   't', 'seg1 was marked down');
 is(crashes(), 0, 'no crash in all of it');
 
 done_testing();
