@@ -9,6 +9,11 @@ seed = repetition, order reversed every other repetition:
           (same budget: 16 configurations x FEAT epochs)
   patience the 16-configuration grid with
           "early_stopping": {"patience": 2, "min_delta": 0.001}
+  cosine  (only when asked, --only ...,cosine) the 16-configuration grid with
+          one fixed "lr_schedule": {"type": "cosine", "min_lr": 1e-5}: the
+          schedule alone, without the search over widths
+--summary reads the bench_rep*.json files and prints the tables of
+docs/benchmarks.md ("Training features"), times to 0.87 / 0.88 / 0.89 included.
 Prints one RESULT line per run and a summary; writes bench.json.
 Also replays the patience rule offline on the grid run's own curves
 (mop.epochs), which gives epochs saved and accuracy lost without the
@@ -29,14 +34,44 @@ ap.add_argument("--start", type=int, default=1)
 ap.add_argument("--epochs", type=int, default=10)
 ap.add_argument("--dataset", default="fashion")
 ap.add_argument("--only", default="grid,widths,patience")
+ap.add_argument("--summary", action="store_true")
 args = ap.parse_args()
 OUTD = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".cache", "features")
 os.makedirs(OUTD, exist_ok=True)
+
+
+def time_to(r, x):
+    ts = [f for m in r["models"] for v, f in zip(m["curve"], m["fins"]) if v is not None and v >= x]
+    return "%.1f" % min(ts) if ts else "not reached"
+
+
+if args.summary:
+    import glob
+    rs = []
+    for fn in sorted(glob.glob(os.path.join(OUTD, "bench_rep*.json"))):
+        rs += json.load(open(fn))["results"]
+    print("| run | rep | wall (s) | epochs trained | models stopped | best valid acc | time to best (s) "
+          "| to 0.87 (s) | to 0.88 (s) | to 0.89 (s) | mean of the 16 models' best | best configuration | load before -> after |")
+    for r in sorted(rs, key=lambda r: (r["kind"], r["rep"])):
+        print(f"| {r['kind']} | {r['rep']} | {r['wall']:.1f} | {r['epochs_trained']} | {r['stopped']} | {r['best']:.4f} "
+              f"| {r['time_to_best']:.1f} | {time_to(r, 0.87)} | {time_to(r, 0.88)} | {time_to(r, 0.89)} "
+              f"| {r['mean_best']:.4f} | {r['best_config']} | {r['load_before'].split()[0]} -> {r['load_after'].split()[0]} |")
+    for k in ["grid", "widths", "patience", "cosine"]:
+        kr = [r for r in rs if r["kind"] == k]
+        if kr:
+            print(f"MEDIAN {k}: n={len(kr)} wall {median([r['wall'] for r in kr]):.1f} epochs "
+                  f"{median([r['epochs_trained'] for r in kr])} best {median([r['best'] for r in kr]):.4f} "
+                  f"time to best {median([r['time_to_best'] for r in kr]):.1f} mean best {median([r['mean_best'] for r in kr]):.4f}")
+        for r in kr:
+            if "replay" in r:
+                print(f"REPLAY rep {r['rep']}: {r['replay']}")
+    raise SystemExit(0)
 
 GRID = {"model": [MLP_A, MLP_B], "optimizer": "adam", "learning_rate": [1e-3, 1e-4],
         "batch_size": [32, 256], "l2": [1e-4, 1e-6]}
 PATIENCE = {"patience": 2, "min_delta": 0.001}
 GRID_ES = dict(GRID, early_stopping=PATIENCE)
+GRID_COS = dict(GRID, lr_schedule={"type": "cosine", "min_lr": 1e-5})
 WIDTHS = {"model": [
     {"layers": [{"type": "dense", "units": [64, 128, 256, 512], "activation": ["relu", "gelu"]},
                 {"type": "dense", "units": 10}]},
@@ -96,7 +131,7 @@ def one(kind, rep):
     else:
         cur.execute("SELECT run_id, model_id, status, best_valid_metric FROM mop_grid_search(%s, %s::jsonb, "
                     "epochs => %s, workers => 2, seed => %s)",
-                    (args.dataset, json.dumps(GRID_ES if kind == "patience" else GRID), args.epochs, rep))
+                    (args.dataset, json.dumps({"patience": GRID_ES, "cosine": GRID_COS}.get(kind, GRID)), args.epochs, rep))
     wall = time.time() - t0
     rows = cur.fetchall()
     run = rows[0][0]
@@ -186,10 +221,11 @@ for rep in range(args.start, args.start + args.reps):
             q = pm[key(m["config"])]
             print(f"  {describe(m['config']):40s} grid best {m['best']:.4f} (epoch {m['best_epoch']}), "
                   f"patience best {q['best']:.4f} (epoch {q['best_epoch']}, trained {q['epochs']}, {q['status']})")
-    if "widths" in byk:
-        w = byk["widths"]
-        for m in sorted(w["models"], key=lambda m: -m["best"]):
-            print(f"  widths: {describe(m['config']):70s} best {m['best']:.4f} (epoch {m['best_epoch']})")
+    for k in ("widths", "cosine"):
+        if k not in byk:
+            continue
+        for m in sorted(byk[k]["models"], key=lambda m: -m["best"]):
+            print(f"  {k}: {describe(m['config']):70s} best {m['best']:.4f} (epoch {m['best_epoch']})")
     with open(os.path.join(OUTD, f"bench_rep{args.start}.json"), "w") as f:
         json.dump(dict(epochs=args.epochs, grid=GRID, widths=WIDTHS, patience=PATIENCE, results=results),
                   f, indent=1, default=str)
