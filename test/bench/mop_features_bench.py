@@ -71,7 +71,8 @@ GRID = {"model": [MLP_A, MLP_B], "optimizer": "adam", "learning_rate": [1e-3, 1e
         "batch_size": [32, 256], "l2": [1e-4, 1e-6]}
 PATIENCE = {"patience": 2, "min_delta": 0.001}
 GRID_ES = dict(GRID, early_stopping=PATIENCE)
-GRID_COS = dict(GRID, lr_schedule={"type": "cosine", "min_lr": 1e-5})
+# a one-element list: a plain object under "lr_schedule" is read as a distribution
+GRID_COS = dict(GRID, lr_schedule=[{"type": "cosine", "min_lr": 1e-5}])
 WIDTHS = {"model": [
     {"layers": [{"type": "dense", "units": [64, 128, 256, 512], "activation": ["relu", "gelu"]},
                 {"type": "dense", "units": 10}]},
