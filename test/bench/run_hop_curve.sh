@@ -8,7 +8,8 @@
 #
 # Each commit is built from a `git archive` copy into $HC_DIR/<label> and
 # runs in its own private cluster (PostgreSQL's defaults but
-# max_worker_processes = 16; autovacuum on), loaded from there through
+# max_worker_processes = 16 and, unless HC_SYNC=1, synchronous_commit = off;
+# autovacuum on), loaded from there through
 # dynamic_library_path with the install script run by hand, so that other
 # sessions' `make install` cannot change what is measured.  The labels run
 # one after the other, HC_REPS times in turn (a, b, a, b, ...).
@@ -20,10 +21,13 @@
 # catalog work around it.  It runs for HC_SECONDS (or HC_HOPS sub-epochs,
 # whichever comes first) and is then cancelled.  Every HC_INTERVAL seconds
 # one line goes to $HC_OUT/<label>-<rep>.tsv:
-#   t_s hops rate_per_s catalog_kB models_kB hops_kB epochs_kB decisions_kB
+#   t_s hops rate_per_s cpu_us_per_hop catalog_kB models_kB hops_kB epochs_kB decisions_kB
 #   dead_tuples autovacuums wal_MB load1
 # (hops: max(id) of mop.hops, an index probe, not a count; rate: over the
-# interval; catalog_kB: pg_total_relation_size -- heap, TOAST and indexes --
+# interval; cpu_us_per_hop: CPU time the whole cluster -- coordinator,
+# workers, autovacuum, checkpointer, WAL writer, the sampling session --
+# used in the interval per sub-epoch committed in it, which what else runs
+# on the machine changes much less than the rate; catalog_kB: pg_total_relation_size -- heap, TOAST and indexes --
 # of mop.models, mop.hops, mop.epochs and mop.decisions; dead_tuples: the
 # sum of n_dead_tup of the four in pg_stat_user_tables; autovacuums: the
 # sum of their autovacuum_count and vacuum_count; wal_MB: the WAL position;
@@ -41,7 +45,10 @@
 # Knobs: HC_DIR (/tmp/mop-hop-curve), HC_OUT (test/bench/results/
 # hop-curve-<date>), HC_SECONDS (300), HC_HOPS (1000000), HC_INTERVAL (5),
 # HC_TRIALS (20), HC_PARTITIONS (50), HC_ROWS (2000), HC_WORKERS (2),
-# HC_REPS (1), HC_PGSS (0), HC_WAIT (0), HC_BUCKET (10000).
+# HC_REPS (1), HC_PGSS (0), HC_WAIT (0), HC_BUCKET (10000), HC_SYNC (0:
+# synchronous_commit = off in the cluster, so that the WAL flush of each
+# sub-epoch's commit -- the disk's latency, shared with whatever else runs
+# -- does not hide the catalog's cost; 1: PostgreSQL's default, on).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -57,6 +64,7 @@ HC_WORKERS=${HC_WORKERS:-2}
 HC_REPS=${HC_REPS:-1}
 HC_PGSS=${HC_PGSS:-0}
 HC_WAIT=${HC_WAIT:-0}
+HC_SYNC=${HC_SYNC:-0}
 HC_BUCKET=${HC_BUCKET:-10000}
 PGBIN=$(pg_config --bindir)
 AS_PG=""
@@ -83,6 +91,9 @@ unix_socket_directories = '$d'
 max_worker_processes = 16
 dynamic_library_path = '$d/lib:\$libdir'
 CONF
+	# the machine's disk is shared: a commit's WAL flush would measure the
+	# other tenants' I/O, not the catalog (HC_SYNC=1 keeps it)
+	[ "$HC_SYNC" = 1 ] || echo "synchronous_commit = off" >>"$d/data/postgresql.conf"
 	if [ "$HC_PGSS" = 1 ]; then
 		cat >>"$d/data/postgresql.conf" <<CONF
 shared_preload_libraries = 'pg_stat_statements'
@@ -94,6 +105,16 @@ CONF
 
 up() { $AS_PG "$PGBIN/pg_ctl" -D "$HC_DIR/$1/data" -l "$HC_DIR/$1/server.log" -w -t 60 start >/dev/null; }
 down() { $AS_PG "$PGBIN/pg_ctl" -D "$HC_DIR/$1/data" -m fast -w -t 60 stop >/dev/null; }
+
+# CPU seconds the cluster has used: the postmaster's own and its reaped
+# children's (cutime, cstime), plus its live children's
+cluster_cpu() {	# label
+	local pm
+	pm=$(head -1 "$HC_DIR/$1/data/postmaster.pid") || return 1
+	{ cat /proc/"$pm"/stat; for c in $(pgrep -P "$pm"); do cat /proc/"$c"/stat 2>/dev/null; done; } |
+		sed 's/^.*) //' | awk -v pm="$pm" -v hz="$(getconf CLK_TCK)" '
+			NR == 1 { t += $12 + $13 + $14 + $15; next } { t += $12 + $13 } END { printf "%.2f\n", t / hz }'
+}
 
 SAMPLE_SQL="SELECT extract(epoch FROM clock_timestamp()),
   (SELECT coalesce(max(id), 0) FROM mop.hops),
@@ -139,19 +160,20 @@ SQL
 			epochs => 100000, workers => $HC_WORKERS, wait => false)") || return 1
 	fi
 	echo "# $v rep $rep: commit $(cat "$d/commit"), run $run, $HC_TRIALS trials, $HC_PARTITIONS partitions of $HC_ROWS rows, $HC_WORKERS workers; load $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out"
-	echo "t_s hops rate_per_s catalog_kB models_kB hops_kB epochs_kB decisions_kB dead_tuples autovacuums wal_MB load1" >>"$out"
-	local t0="" h0=0 tp hp line t h
+	echo "t_s hops rate_per_s cpu_us_per_hop catalog_kB models_kB hops_kB epochs_kB decisions_kB dead_tuples autovacuums wal_MB load1" >>"$out"
+	local t0="" h0=0 tp hp line t h cpu cpup
 	while :; do
 		line=$($PSQL -F' ' -c "$SAMPLE_SQL") || break
+		cpu=$(cluster_cpu "$v")
 		read -r t h rest <<<"$line"
 		if [ -z "$t0" ]; then
-			t0=$t; tp=$t; hp=$h
+			t0=$t; tp=$t; hp=$h; cpup=$cpu
 		fi
-		awk -v t="$t" -v t0="$t0" -v tp="$tp" -v h="$h" -v hp="$hp" -v rest="$rest" -v load="$(cut -d' ' -f1 /proc/loadavg)" 'BEGIN {
+		awk -v t="$t" -v t0="$t0" -v tp="$tp" -v h="$h" -v hp="$hp" -v rest="$rest" -v load="$(cut -d' ' -f1 /proc/loadavg)" -v cpu="$cpu" -v cpup="$cpup" 'BEGIN {
 			split(rest, r, " ");
-			printf "%.1f %d %.0f %d %d %d %d %d %d %d %.0f %s\n", t - t0, h, (t > tp ? (h - hp) / (t - tp) : 0),
-				r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], load }' >>"$out"
-		tp=$t; hp=$h
+			printf "%.1f %d %.0f %.0f %d %d %d %d %d %d %d %.0f %s\n", t - t0, h, (t > tp ? (h - hp) / (t - tp) : 0),
+				(h > hp ? (cpu - cpup) * 1e6 / (h - hp) : 0), r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], load }' >>"$out"
+		tp=$t; hp=$h; cpup=$cpu
 		if [ "$(awk -v t="$t" -v t0="$t0" -v s="$HC_SECONDS" 'BEGIN { print (t - t0 >= s) }')" = 1 ] ||
 			[ "$h" -ge "$HC_HOPS" ]; then
 			break
@@ -181,10 +203,10 @@ SELECT min(id), count(*), round(extract(epoch FROM max(finished_at) - min(finish
 SQL
 	echo "# pg_multixact: $(du -sk "$d/data/pg_multixact" | cut -f1) kB; pg_xact: $(du -sk "$d/data/pg_xact" | cut -f1) kB" >>"$out"
 	grep -v '^#' "$out" | tail -n +2 | awk -v v="$v" '
-		{ n++; t[n] = $1; h[n] = $2; r[n] = $3; kb[n] = $4 }
+		{ n++; t[n] = $1; h[n] = $2; r[n] = $3; c[n] = $4; kb[n] = $5 }
 		END { if (n < 3) exit;
-			printf "%s: %d hops in %.0f s; first-interval rate %d/s, last %d/s; catalog %d kB -> %d kB\n",
-				v, h[n], t[n], r[2], r[n], kb[1], kb[n] }'
+			printf "%s: %d hops in %.0f s; first-interval rate %d/s, last %d/s; CPU per hop first %d us, last %d us; catalog %d kB -> %d kB\n",
+				v, h[n], t[n], r[2], r[n], c[2], c[n], kb[1], kb[n] }'
 	export PGDATABASE=postgres
 	$PSQL -c "DROP DATABASE bench" >/dev/null 2>&1
 	down "$v"
