@@ -1875,3 +1875,14 @@ CREATE FUNCTION @extschema@.mop_cancel(name text) RETURNS text
 	SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.mop_cancel(text)
 	IS 'mop_cancel of the caller''s run with this name';
+
+-- 20. the planner in text: mop_explain_text, as EXPLAIN writes a plan ----------
+
+CREATE FUNCTION @extschema@.mop_explain_text(dataset text, space jsonb, epochs int DEFAULT 10,
+	max_workers int DEFAULT NULL)
+	RETURNS SETOF text
+	AS 'MODULE_PATHNAME', 'mop_explain_text'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_explain_text(text, jsonb, int, int)
+	IS 'what a grid search would cost, as EXPLAIN writes a plan: the totals, each configuration (the 10 most expensive of many), the predicted makespan for 1..max_workers workers with the knee, and warnings; nothing is trained';
