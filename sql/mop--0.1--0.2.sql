@@ -1923,3 +1923,14 @@ CREATE VIEW mop.run_progress WITH (security_invoker = true) AS
 	SELECT * FROM mop.run_progress_rows();
 COMMENT ON VIEW mop.run_progress IS 'one row per running run: sub-epochs done of those planned so far, models finished, best validation metric so far, elapsed, estimated time left, busy workers, workers serving it and those mop_set_workers asked for, its segments down';
 GRANT SELECT ON mop.run_progress TO PUBLIC;
+
+-- 21. the planner in text: mop_explain_text, as EXPLAIN writes a plan ----------
+
+CREATE FUNCTION @extschema@.mop_explain_text(dataset text, space jsonb, epochs int DEFAULT 10,
+	max_workers int DEFAULT NULL)
+	RETURNS SETOF text
+	AS 'MODULE_PATHNAME', 'mop_explain_text'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_explain_text(text, jsonb, int, int)
+	IS 'what a grid search would cost, as EXPLAIN writes a plan: the totals, each configuration (the 10 most expensive of many), the predicted makespan for 1..max_workers workers with the knee, and warnings; nothing is trained';

@@ -16,6 +16,13 @@
  * speedup and efficiency, and the knee (the most workers still at least
  * 80 % efficient).  The time a hop itself takes (storing and loading a
  * checkpoint) is not in the profile.
+ *
+ * mop_explain_text(dataset, space, epochs, max_workers) says both in text,
+ * as EXPLAIN does, from one profile: the totals, the configurations, the
+ * makespan for 1..max_workers workers with the knee marked, and warnings
+ * (a configuration over mop.max_model_memory, fewer partitions than the
+ * workers a run would use, one configuration that alone bounds the
+ * makespan).
  */
 #include "postgres.h"
 
@@ -39,6 +46,7 @@
 
 PG_FUNCTION_INFO_V1(mop_explain);
 PG_FUNCTION_INFO_V1(mop_explain_workers);
+PG_FUNCTION_INFO_V1(mop_explain_text);
 
 /* profile at least this long (seconds), at most this many repetitions */
 #define PROFILE_SECONDS 0.05
@@ -294,6 +302,75 @@ mop_explain(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+/* what the simulator predicts for 1..max_w workers (arrays of max_w + 1) */
+typedef struct WorkerPlan
+{
+	int			max_w;
+	int			knee;
+	int			simulated;		/* configurations simulated (profiled ones) */
+	double	   *makespan;
+	double	   *bound;
+} WorkerPlan;
+
+/*
+ * max_workers: the argument, or the dataset's partitions capped by
+ * max_worker_processes when it is null.
+ */
+static int
+explain_max_workers(FunctionCallInfo fcinfo, int argno, const MopDataset *ds)
+{
+	int			max_w;
+
+	max_w = PG_ARGISNULL(argno) ? Max(Min(ds->partitions, max_worker_processes - 1), 1) :
+		PG_GETARG_INT32(argno);
+	if (max_w < 1 || max_w > MOP_MAX_WORKERS)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid value for \"max_workers\": %d", max_w),
+				 errhint("Use 1 to %d workers.", MOP_MAX_WORKERS)));
+	return max_w;
+}
+
+/* Run the scheduler's simulator over the profiled configurations. */
+static void
+simulate_workers(const MopDataset *ds, const ConfigCost *c, int n, int epochs,
+				 int max_w, WorkerPlan *p)
+{
+	int32	   *ep = palloc(sizeof(int32) * Max(n, 1));
+	double	   *cost = palloc(sizeof(double) * Max(n, 1));
+	int			m = 0;
+
+	for (int i = 0; i < n; i++)
+		if (c[i].sub_epoch_s > 0)
+		{
+			ep[m] = epochs;
+			/* a sub-epoch, with its share of the epoch's validation */
+			cost[m] = c[i].epoch_s / Max(ds->partitions, 1);
+			m++;
+		}
+	p->max_w = max_w;
+	p->knee = 1;
+	p->simulated = m;
+	p->makespan = palloc0(sizeof(double) * (max_w + 1));
+	p->bound = palloc0(sizeof(double) * (max_w + 1));
+	for (int w = 1; w <= max_w && m > 0; w++)
+	{
+		mop_sim_result r;
+
+		CHECK_FOR_INTERRUPTS();
+		/* a worker owns a partition: more workers than partitions idle */
+		if (mop_sim_run(Min(w, ds->partitions), ds->partitions, m, ep, cost, NULL, 0, 0,
+						(mop_pick) mop_scheduler, 0, &r) != 0 || r.deadlock)
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("the scheduler's simulation failed for %d workers", w)));
+		p->makespan[w] = r.makespan;
+		p->bound[w] = r.lower_bound;
+		if (p->makespan[1] / p->makespan[w] / w >= 0.8)
+			p->knee = w;
+	}
+}
+
 /*
  * mop_explain_workers(dataset text, space jsonb, epochs int, max_workers
  * int) -> the predicted makespan of the grid for 1..max_workers workers.
@@ -306,70 +383,223 @@ mop_explain_workers(PG_FUNCTION_ARGS)
 	Jsonb	   *space;
 	int			epochs,
 				n,
-				max_w,
-				m = 0,
-				knee = 1;
+				max_w;
 	ConfigCost *c;
-	int32	   *ep;
-	double	   *cost,
-			   *makespan,
-			   *bound;
+	WorkerPlan	p;
 	MemoryContext opcxt,
 				old;
 
 	explain_args(fcinfo, &ds, &space, &epochs);
-	max_w = PG_ARGISNULL(3) ? Max(Min(ds->partitions, max_worker_processes - 1), 1) : PG_GETARG_INT32(3);
-	if (max_w < 1 || max_w > MOP_MAX_WORKERS)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid value for \"max_workers\": %d", max_w),
-				 errhint("Use 1 to %d workers.", MOP_MAX_WORKERS)));
+	max_w = explain_max_workers(fcinfo, 3, ds);
 	InitMaterializedSRF(fcinfo, 0);
 	opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop_explain_workers", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(opcxt);
 	n = cost_grid(ds, space, epochs, &c);
-	ep = palloc(sizeof(int32) * Max(n, 1));
-	cost = palloc(sizeof(double) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-		if (c[i].sub_epoch_s > 0)
-		{
-			ep[m] = epochs;
-			/* a sub-epoch, with its share of the epoch's validation */
-			cost[m] = c[i].epoch_s / Max(ds->partitions, 1);
-			m++;
-		}
-	makespan = palloc0(sizeof(double) * (max_w + 1));
-	bound = palloc0(sizeof(double) * (max_w + 1));
-	for (int w = 1; w <= max_w && m > 0; w++)
-	{
-		mop_sim_result r;
-
-		CHECK_FOR_INTERRUPTS();
-		/* a worker owns a partition: more workers than partitions idle */
-		if (mop_sim_run(Min(w, ds->partitions), ds->partitions, m, ep, cost, NULL, 0, 0,
-						(mop_pick) mop_scheduler, 0, &r) != 0 || r.deadlock)
-			ereport(ERROR,
-					(errcode(ERRCODE_INTERNAL_ERROR),
-					 errmsg("the scheduler's simulation failed for %d workers", w)));
-		makespan[w] = r.makespan;
-		bound[w] = r.lower_bound;
-		if (makespan[1] / makespan[w] / w >= 0.8)
-			knee = w;
-	}
+	simulate_workers(ds, c, n, epochs, max_w, &p);
 	MemoryContextSwitchTo(old);
-	for (int w = 1; w <= max_w && m > 0; w++)
+	for (int w = 1; w <= max_w && p.simulated > 0; w++)
 	{
 		Datum		v[6];
 		bool		nulls[6] = {0};
 
 		v[0] = Int32GetDatum(w);
-		v[1] = Float8GetDatum(makespan[w]);
-		v[2] = Float8GetDatum(bound[w]);
-		v[3] = Float8GetDatum(makespan[1] / makespan[w]);
-		v[4] = Float8GetDatum(makespan[1] / makespan[w] / w);
-		v[5] = BoolGetDatum(w == knee);
+		v[1] = Float8GetDatum(p.makespan[w]);
+		v[2] = Float8GetDatum(p.bound[w]);
+		v[3] = Float8GetDatum(p.makespan[1] / p.makespan[w]);
+		v[4] = Float8GetDatum(p.makespan[1] / p.makespan[w] / w);
+		v[5] = BoolGetDatum(w == p.knee);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
 	}
+	MemoryContextDelete(opcxt);
+	return (Datum) 0;
+}
+
+/* configurations listed one by one; with more, the most expensive ones */
+#define EXPLAIN_TEXT_CONFIGS 10
+
+static const ConfigCost *sort_costs;
+
+/* by total time, most expensive first; then in the grid's order */
+static int
+cmp_by_cost(const void *a, const void *b)
+{
+	int			i = *(const int *) a,
+				j = *(const int *) b;
+	double		ci = sort_costs[i].epoch_s,
+				cj = sort_costs[j].epoch_s;
+
+	if (ci != cj)
+		return ci > cj ? -1 : 1;
+	return i - j;
+}
+
+static int
+cmp_int(const void *a, const void *b)
+{
+	return *(const int *) a - *(const int *) b;
+}
+
+/* a byte count as EXPLAIN writes memory: kB, rounded up */
+static int64
+kbytes(size_t bytes)
+{
+	return (int64) ((bytes + 1023) / 1024);
+}
+
+static void
+put_line(ReturnSetInfo *rsinfo, const char *line)
+{
+	Datum		v = CStringGetTextDatum(line);
+	bool		isnull = false;
+
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &v, &isnull);
+}
+
+static void
+put_linef(ReturnSetInfo *rsinfo, const char *fmt,...) pg_attribute_printf(2, 3);
+
+static void
+put_linef(ReturnSetInfo *rsinfo, const char *fmt,...)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (;;)
+	{
+		va_list		args;
+		int			needed;
+
+		va_start(args, fmt);
+		needed = appendStringInfoVA(&buf, fmt, args);
+		va_end(args);
+		if (needed == 0)
+			break;
+		enlargeStringInfo(&buf, needed);
+	}
+	put_line(rsinfo, buf.data);
+	pfree(buf.data);
+}
+
+/*
+ * mop_explain_text(dataset text, space jsonb, epochs int, max_workers int)
+ * -> the plan of a grid search as lines of text, as EXPLAIN writes one.
+ */
+Datum
+mop_explain_text(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	MopDataset *ds;
+	Jsonb	   *space;
+	int			epochs,
+				n,
+				max_w,
+				wanted,
+				fitting = 0,
+				longest = -1,
+				shown;
+	ConfigCost *c;
+	WorkerPlan	p;
+	int		   *order;
+	double		work = 0,
+				rest_work = 0;
+	size_t		model_max = 0,
+				working_max = 0;
+	MemoryContext opcxt,
+				old;
+
+	explain_args(fcinfo, &ds, &space, &epochs);
+	max_w = explain_max_workers(fcinfo, 3, ds);
+	/* the workers a run would use: max_workers, or mop.workers */
+	wanted = PG_ARGISNULL(3) ? mop_workers : max_w;
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop_explain_text", ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(opcxt);
+	n = cost_grid(ds, space, epochs, &c);
+	simulate_workers(ds, c, n, epochs, max_w, &p);
+
+	order = palloc(sizeof(int) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		order[i] = i;
+		work += c[i].epoch_s * epochs;
+		model_max = Max(model_max, c[i].mem.params + c[i].mem.optimizer);
+		/* a worker trains one model at a time */
+		if (c[i].fits)
+		{
+			fitting++;
+			working_max = Max(working_max, c[i].mem.total);
+		}
+		if (c[i].epoch_s > 0 && (longest < 0 || c[i].epoch_s > c[longest].epoch_s))
+			longest = i;
+	}
+
+	put_linef(rsinfo, "Grid Search on %s  (configurations=%d epochs=%d partitions=%d)",
+			  ds->name, n, epochs, ds->partitions);
+	put_linef(rsinfo, "  Total Work: %.3f s", work);
+	put_linef(rsinfo, "  Model Memory Max: " INT64_FORMAT "kB", kbytes(model_max));
+	put_linef(rsinfo, "  Working Memory Peak per Worker: " INT64_FORMAT "kB", kbytes(working_max));
+
+	/* the configurations, in the grid's order; with many, the most expensive */
+	shown = Min(n, EXPLAIN_TEXT_CONFIGS);
+	if (n > shown)
+	{
+		sort_costs = c;
+		qsort(order, n, sizeof(int), cmp_by_cost);
+		for (int k = shown; k < n; k++)
+			rest_work += c[order[k]].epoch_s * epochs;
+		qsort(order, shown, sizeof(int), cmp_int);
+	}
+	for (int k = 0; k < shown; k++)
+	{
+		const ConfigCost *ci = &c[order[k]];
+		char	   *json = JsonbToCString(NULL, &ci->config->root, VARSIZE(ci->config));
+
+		if (ci->epoch_s > 0)
+			put_linef(rsinfo, "  ->  Configuration %d  (total=%.3f s epoch=%.3f s sub-epoch=%.3f s step=%.3f ms)",
+					  order[k] + 1, ci->epoch_s * epochs, ci->epoch_s, ci->sub_epoch_s, ci->step_ms);
+		else
+			put_linef(rsinfo, "  ->  Configuration %d  (not profiled: over mop.max_model_memory)",
+					  order[k] + 1);
+		put_linef(rsinfo, "        Memory: model=" INT64_FORMAT "kB working=" INT64_FORMAT "kB",
+				  kbytes(ci->mem.params + ci->mem.optimizer), kbytes(ci->mem.total));
+		put_linef(rsinfo, "        Config: %s", json);
+	}
+	if (n > shown)
+		put_linef(rsinfo, "  ->  %d more configurations  (total=%.3f s)", n - shown, rest_work);
+
+	/* the makespan */
+	if (p.simulated > 0)
+	{
+		put_line(rsinfo, "  Predicted Makespan:");
+		for (int w = 1; w <= max_w; w++)
+			put_linef(rsinfo, "    %d worker%s: %.3f s  (speedup=%.2fx efficiency=%.0f%%)%s",
+					  w, w == 1 ? "" : "s", p.makespan[w], p.makespan[1] / p.makespan[w],
+					  100.0 * p.makespan[1] / p.makespan[w] / w,
+					  w == p.knee ? "  <- knee" : "");
+	}
+
+	/* warnings */
+	for (int i = 0; i < n; i++)
+		if (!c[i].fits)
+			put_linef(rsinfo, "Warning: configuration %d needs " INT64_FORMAT "kB, over mop.max_model_memory (%dMB): a run refuses it",
+					  i + 1, kbytes(c[i].mem.total), mop_max_model_memory_mb);
+	if (ds->partitions < Min(wanted, fitting))
+		put_linef(rsinfo, "Warning: the dataset has %d partition%s, fewer than the %d workers a run would use (%s): a worker owns a partition, so %d would idle",
+				  ds->partitions, ds->partitions == 1 ? "" : "s", Min(wanted, fitting),
+				  PG_ARGISNULL(3) ? "mop.workers" : "max_workers",
+				  Min(wanted, fitting) - ds->partitions);
+	/*
+	 * the longest configuration bounds the makespan at the most workers that
+	 * can train, and takes at least twice the others' mean: more workers do
+	 * not help, splitting it (or fewer epochs for it) would
+	 */
+	if (longest >= 0 && p.simulated > 1 && Min(max_w, ds->partitions) > 1 &&
+		c[longest].epoch_s * epochs >= work / Min(max_w, ds->partitions) &&
+		c[longest].epoch_s * epochs >= 2.0 * (work - c[longest].epoch_s * epochs) / (p.simulated - 1))
+		put_linef(rsinfo, "Warning: configuration %d alone bounds the makespan: it takes %.3f s of the %.3f s of work, so %d workers finish no sooner than it does",
+				  longest + 1, c[longest].epoch_s * epochs, work, Min(max_w, ds->partitions));
+
+	MemoryContextSwitchTo(old);
 	MemoryContextDelete(opcxt);
 	return (Datum) 0;
 }

@@ -45,3 +45,50 @@ SELECT err($$SELECT * FROM mop_explain('nosuch', '{"model": {"layers": [{"type":
 SELECT err($$SELECT * FROM mop_explain('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": {"uniform": [0, 1]}}')$$);
 SELECT err($$SELECT * FROM mop_explain('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 0)$$);
 SELECT err($$SELECT * FROM mop_explain_workers('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', max_workers => 0)$$);
+-- mop_explain_text: the same as EXPLAIN writes a plan, from one profile;
+-- times, speedups and the knee masked (they are measured), memory is not
+CREATE FUNCTION xmask(t text) RETURNS text LANGUAGE sql AS $$
+  SELECT regexp_replace(regexp_replace(regexp_replace(t, '[0-9]+\.[0-9]+ (m?s)', 'N \1', 'g'),
+                        'speedup=[0-9.]+x efficiency=[0-9]+%', 'speedup=N efficiency=N', 'g'),
+                        '  <- knee$', '')
+$$;
+SELECT xmask(line) FROM mop_explain_text('xpl', '{"model": {"layers": [{"type": "dense", "units": 16, "activation": "relu"}, {"type": "dense", "units": 3}]},
+                                                   "learning_rate": [0.01, 0.001], "batch_size": [32]}', epochs => 5) line;
+-- one knee among the workers
+SELECT count(*) FILTER (WHERE line LIKE '%  <- knee') AS knees, count(*) FILTER (WHERE line ~ '^    [0-9]+ workers?: ') AS worker_lines
+  FROM mop_explain_text('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.1, 0.01, 0.001]}', max_workers => 3) line;
+-- many configurations: the 10 most expensive, in the grid's order, and a
+-- count of the rest
+SELECT count(*) FILTER (WHERE line LIKE '  ->  Configuration %') AS listed,
+       string_agg(xmask(line), '' ORDER BY n) FILTER (WHERE line LIKE '  ->  % more configurations%') AS rest
+  FROM mop_explain_text('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]},
+                                 "learning_rate": [0.1, 0.03, 0.01, 0.003], "l2": [0, 0.001, 0.01]}', epochs => 1) WITH ORDINALITY AS t(line, n);
+-- warnings: a configuration over mop.max_model_memory ...
+SET mop.max_model_memory = '1MB';
+SELECT xmask(line) FROM mop_explain_text('xpl', '{"model": [{"layers": [{"type": "dense", "units": 16, "activation": "relu"}, {"type": "dense", "units": 3}]},
+                                                             {"layers": [{"type": "dense", "units": 2048, "activation": "relu"}, {"type": "dense", "units": 3}]}]}', epochs => 2) line
+ WHERE line LIKE 'Warning:%' OR line LIKE '  ->  %';
+RESET mop.max_model_memory;
+-- ... fewer partitions than the workers a run would use (max_workers, or
+-- mop.workers) ...
+SELECT line FROM mop_explain_text('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.1, 0.03, 0.01, 0.003, 0.001, 0.0003]}',
+                                  epochs => 1, max_workers => 6) line
+ WHERE line LIKE 'Warning:%';
+SET mop.workers = 8;
+SELECT line FROM mop_explain_text('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.1, 0.03, 0.01, 0.003, 0.001]}', epochs => 1) line
+ WHERE line LIKE 'Warning:%';
+-- (not when there are fewer configurations than partitions to train them)
+SELECT count(*) AS warnings FROM mop_explain_text('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.1, 0.01]}', epochs => 1) line
+ WHERE line LIKE 'Warning:%';
+RESET mop.workers;
+-- ... and one configuration that alone bounds the makespan
+SELECT xmask(line) FROM mop_explain_text('xpl', '{"model": [{"layers": [{"type": "dense", "units": 3}]},
+                                                             {"layers": [{"type": "dense", "units": 4, "activation": "relu"}, {"type": "dense", "units": 3}]},
+                                                             {"layers": [{"type": "dense", "units": 2, "activation": "relu"}, {"type": "dense", "units": 3}]},
+                                                             {"layers": [{"type": "dense", "units": 1024, "activation": "relu"}, {"type": "dense", "units": 1024, "activation": "relu"}, {"type": "dense", "units": 3}]}]}',
+                                         epochs => 2) line
+ WHERE line LIKE 'Warning:%';
+SELECT err($$SELECT * FROM mop_explain_text('nosuch', '{"model": {"layers": [{"type": "dense", "units": 3}]}}')$$);
+SELECT err($$SELECT * FROM mop_explain_text(NULL, '{"model": {"layers": [{"type": "dense", "units": 3}]}}')$$);
+SELECT err($$SELECT * FROM mop_explain_text('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', max_workers => 0)$$);
+SELECT err($$SELECT * FROM mop_explain_text('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => -1)$$);
