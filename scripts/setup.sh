@@ -19,6 +19,7 @@ PACKAGES=(
 	dataset-fashion-mnist		# /usr/share/datasets/fashion-mnist, for the demo
 	postgresql-15-cron
 	libipc-run-perl			# PostgreSQL TAP tests
+	chromium			# the chart tests render the SVGs in a headless browser
 )
 
 missing=()

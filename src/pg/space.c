@@ -15,7 +15,8 @@
  * list nor a distribution is fixed.  "model" is special: its value is an
  * architecture ({"layers": [...]}, or the shorthand list of layers) or a
  * list of architectures.  So is "early_stopping": an object with its keys
- * ({"patience": N, ...}) is its fixed value; and "class_weight": an object
+ * ({"patience": N, ...}) is its fixed value, as is an "lr_schedule" object
+ * with a "type" ({"type": "cosine", ...}); and "class_weight": an object
  * of label -> weight is its fixed value unless it is {"choice": [...]}
  * (a label named "choice" goes in a list then).
  *
@@ -724,6 +725,13 @@ parse_param(ParamList *pl, int idx, const char *key, JsonbValue *v)
 		 getKeyJsonValueFromContainer(v->val.binary.data, "min_delta", 9, NULL)))
 	{
 		/* {"patience": N, ...} is the configuration's value, not a distribution */
+		set_fixed(p, v);
+		return;
+	}
+	if (is_container(v, false) && strcmp(key, "lr_schedule") == 0 &&
+		getKeyJsonValueFromContainer(v->val.binary.data, "type", 4, NULL))
+	{
+		/* {"type": "cosine", ...} is the configuration's value, not a distribution */
 		set_fixed(p, v);
 		return;
 	}

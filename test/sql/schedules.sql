@@ -69,3 +69,12 @@ SELECT err($$SELECT mop.init_model('sch', (SELECT base FROM sch_cfg) || '{"lr_sc
 SELECT err($$SELECT mop.init_model('sch', (SELECT base FROM sch_cfg) || '{"lr_schedule": {"type": "step", "step_size": 2, "gamma": 0.5, "bogus": 1}}')$$);
 SELECT err($$SELECT mop.init_model('sch', (SELECT base FROM sch_cfg) || '{"lr_schedule": "step"}')$$);
 SELECT length(mop.init_model('sch', (SELECT base FROM sch_cfg) || '{"lr_schedule": {"type": "cosine", "min_lr": 0, "epochs": 3}}')) > 0 AS cosine_with_epochs_ok;
+-- in a search space, a schedule object is its fixed value (as in a configuration);
+-- a list of them is searched
+SELECT count(*) AS models, count(DISTINCT config->'lr_schedule') AS schedules,
+       bool_and(status = 'done') AS done
+  FROM mop_grid_search('sch', (SELECT base FROM sch_cfg) - 'learning_rate'
+                       || '{"learning_rate": [0.05, 0.01], "lr_schedule": {"type": "cosine", "min_lr": 0}}', 2, wait => true);
+SELECT count(*) AS models, count(DISTINCT config->'lr_schedule') AS schedules
+  FROM mop_grid_search('sch', (SELECT base FROM sch_cfg)
+                       || '{"lr_schedule": [{"type": "cosine", "min_lr": 0}, {"type": "step", "step_size": 1, "gamma": 0.5}]}', 2, wait => true);
