@@ -68,8 +68,8 @@ text_array_to_cstrings(ArrayType *a, int *n)
 }
 
 /* Build a text[] datum from C strings. */
-static Datum
-cstrings_to_text_array(char **s, int n)
+Datum
+mop_prepare_text_array(char **s, int n)
 {
 	Datum	   *d = palloc(sizeof(Datum) * Max(n, 1));
 
@@ -79,8 +79,8 @@ cstrings_to_text_array(char **s, int n)
 }
 
 /* Build a float8[] datum. */
-static Datum
-doubles_to_array(const double *v, int n)
+Datum
+mop_prepare_float8_array(const double *v, int n)
 {
 	Datum	   *d = palloc(sizeof(Datum) * Max(n, 1));
 
@@ -313,7 +313,7 @@ mop_prepare_insert_dataset(const MopDatasetRow *d)
 	memset(argnulls, ' ', sizeof(argnulls));
 	args[0] = CStringGetTextDatum(d->name);
 	args[1] = CStringGetTextDatum(d->src->relname);
-	args[2] = cstrings_to_text_array(d->src->featcols, d->src->nfeatcols);
+	args[2] = mop_prepare_text_array(d->src->featcols, d->src->nfeatcols);
 	args[3] = CStringGetTextDatum(d->src->is_array ? "array" : "columns");
 	args[4] = PointerGetDatum(construct_array(shp, 3, INT4OID, 4, true, TYPALIGN_INT));
 	args[5] = Int32GetDatum(d->nfeatures);
@@ -326,12 +326,12 @@ mop_prepare_insert_dataset(const MopDatasetRow *d)
 		argnulls[9] = 'n';
 	}
 	else
-		args[9] = cstrings_to_text_array(d->labels, d->nlabels);
+		args[9] = mop_prepare_text_array(d->labels, d->nlabels);
 	args[10] = BoolGetDatum(d->normalize);
 	if (d->normalize)
 	{
-		args[11] = doubles_to_array(d->mean, d->nfeatures);
-		args[12] = doubles_to_array(d->std, d->nfeatures);
+		args[11] = mop_prepare_float8_array(d->mean, d->nfeatures);
+		args[12] = mop_prepare_float8_array(d->std, d->nfeatures);
 	}
 	else
 	{

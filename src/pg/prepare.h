@@ -55,6 +55,10 @@ typedef struct MopDatasetRow
 	const char *categories;		/* mop.datasets.categories as JSON text, or NULL */
 } MopDatasetRow;
 
+/* A text[] datum of C strings, and a float8[] datum. */
+extern Datum mop_prepare_text_array(char **s, int n);
+extern Datum mop_prepare_float8_array(const double *v, int n);
+
 /* Insert the dataset's row (the caller is connected to SPI); its id. */
 extern int64 mop_prepare_insert_dataset(const MopDatasetRow *d);
 

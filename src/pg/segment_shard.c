@@ -162,28 +162,6 @@ mop_shard_read(MopSource *src, MopTargetKind kind, double validation, int64 shuf
 	shard_cache_lxid = MyProc->lxid;
 }
 
-/* Build a float8[] datum. */
-static Datum
-float8_array(const double *v, int n)
-{
-	Datum	   *d = palloc(sizeof(Datum) * Max(n, 1));
-
-	for (int i = 0; i < n; i++)
-		d[i] = Float8GetDatum(v[i]);
-	return PointerGetDatum(construct_array(d, n, FLOAT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-}
-
-/* Build a text[] datum from C strings. */
-static Datum
-text_array(char **s, int n)
-{
-	Datum	   *d = palloc(sizeof(Datum) * Max(n, 1));
-
-	for (int i = 0; i < n; i++)
-		d[i] = CStringGetTextDatum(s[i]);
-	return PointerGetDatum(construct_array(d, n, TEXTOID, -1, false, TYPALIGN_INT));
-}
-
 /* The C strings of a text[] (no NULLs). */
 static char **
 text_array_elems(ArrayType *a, int *n)
@@ -283,14 +261,14 @@ mop_shard_stats(PG_FUNCTION_ARGS)
 	values[2] = Int64GetDatum(st.n_valid);
 	values[3] = Int32GetDatum(st.nfeatures);
 	values[4] = CStringGetTextDatum(format_type_be(src.target_type));
-	values[5] = text_array(src.featcols, src.nfeatcols);
+	values[5] = mop_prepare_text_array(src.featcols, src.nfeatcols);
 	values[6] = BoolGetDatum(src.is_array);
 	if (kind == MOP_TARGET_REGRESSION)
 		nulls[7] = true;
 	else
-		values[7] = text_array(st.labels, st.nlabels);
-	values[8] = float8_array(st.mean, st.nfeatures);
-	values[9] = float8_array(st.m2, st.nfeatures);
+		values[7] = mop_prepare_text_array(st.labels, st.nlabels);
+	values[8] = mop_prepare_float8_array(st.mean, st.nfeatures);
+	values[9] = mop_prepare_float8_array(st.m2, st.nfeatures);
 	/* the categorical columns, and each training value's count: (column, value, count) */
 	{
 		int			total = 0,
@@ -379,6 +357,13 @@ mop_shard_pack(int64 dataset_id, int first_partition, int partitions, const char
 	normalized = DatumGetBool(SPI_getbinval(row, td, 1, &isnull));
 	nf = DatumGetInt32(SPI_getbinval(row, td, 2, &isnull));
 	buffer_rows = DatumGetInt32(SPI_getbinval(row, td, 3, &isnull));
+	/* the row is the caller's to edit: checked before it sizes anything */
+	if (nf < 1 || buffer_rows < 1 ||
+		(int64) buffer_rows * nf * sizeof(float) > MaxAllocSize / 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("dataset %lld has %d features and buffers of %d rows, which cannot be packed",
+						(long long) dataset_id, nf, buffer_rows)));
 	if (normalized)
 	{
 		Datum		dm = SPI_getbinval(row, td, 4, &isnull);

@@ -252,6 +252,10 @@ like($err, qr/mop.shard_stats must run inside a transaction block/, 'the segment
 ($ret, $out, $err) = $seg1->psql('postgres', q{BEGIN; SELECT count(*) FROM mop.shard_stats('shard', 'label', ARRAY['v'], 'class', 0, 1); COMMIT;
                                               BEGIN; SELECT mop.shard_pack(1, 0, 1); COMMIT;});
 like($err, qr/no rows were read for a sharded preparation in this transaction/, 'the segment side: pack without stats in its transaction');
+($ret, $out, $err) = $seg1->psql('postgres', q{BEGIN; SELECT count(*) FROM mop.shard_stats('shard', 'label', ARRAY['v'], 'class', 0, 1);
+                                              UPDATE mop.datasets SET buffer_rows = 2000000000 WHERE name LIKE 'sharded@%';
+                                              SELECT mop.shard_pack((SELECT id FROM mop.datasets WHERE name LIKE 'sharded@%'), 0, 1); ROLLBACK;});
+like($err, qr/buffers of 2000000000 rows, which cannot be packed/, 'the segment side: an edited dataset row is refused, not packed');
 is($nocopy->(), '000', 'no failed preparation left a copy anywhere');
 
 # the mapped role reads the segment's table with its own privileges
