@@ -190,11 +190,13 @@ is(sq($coord, "SELECT format('%s %s', workers, segments_down) FROM mop.run_progr
 like($err, qr/22023: workers must be between 1 and 5 for run $big_run, not 6/, 'over segments, the cap is per segment');
 like($err, qr/HINT:  The run trains on 3 segments, each given that many workers/, 'and the hint says so');
 is(sq($coord, "SELECT mop_set_workers($big_run, 2)"), '2', 'mop_set_workers(run, 2): 2 workers per segment');
-ok($coord->poll_query_until('postgres', "SELECT count(DISTINCT worker) = 6 FROM mop.hops WHERE run_id = $big_run"),
-   'six workers train');
-is(sq($coord, qq{SELECT string_agg(format('%s:%s', segment, n), ' ' ORDER BY segment)
-                   FROM (SELECT segment, count(*) AS n FROM mop.progress WHERE run_id = $big_run GROUP BY 1) x}),
-   'local:2 seg1:2 seg2:2', 'two on each segment');
+# The new workers are there at once; which of them get work is the
+# scheduler's choice (4 models for 6 workers), so one trains is what is sure.
+ok($coord->poll_query_until('postgres', qq{SELECT string_agg(format('%s:%s', segment, n), ' ' ORDER BY segment) = 'local:2 seg1:2 seg2:2'
+                                             FROM (SELECT segment, count(*) AS n FROM mop.progress WHERE run_id = $big_run GROUP BY 1) x}),
+   'two workers on each segment');
+ok($coord->poll_query_until('postgres', "SELECT count(DISTINCT worker) > 3 FROM mop.hops WHERE run_id = $big_run"),
+   'the added workers train');
 is(sq($coord, "SELECT mop_set_workers($big_run, 1)"), '1', 'and back to 1 per segment');
 ok($coord->poll_query_until('postgres', "SELECT count(*) = 3 FROM mop.progress WHERE run_id = $big_run"),
    'the extra workers leave');
