@@ -48,7 +48,7 @@ SHLIB_LINK = -ldl -lm
 # and regression.diffs are written here.  The order matters: install (the
 # extension and the err() helper) and prepare (the shared tables and
 # datasets) set up what the later files use; each says so at its top.
-REGRESS = install options prepare train aggregate predict errors search adaptive device hardening security fuzz keras predict_table notices plots export best metrics schedules explain patience layer_search class_weight categorical batchnorm budgets
+REGRESS = install options prepare train aggregate predict errors search adaptive device hardening security fuzz keras predict_table notices plots export best metrics schedules explain patience layer_search class_weight categorical batchnorm budgets threads
 REGRESS_OPTS = --inputdir=test
 # isolationtester: specs in test/specs/, expected output in test/expected/
 # (run by make installcheck after REGRESS; output in output_iso/)

@@ -2,7 +2,9 @@
  * guc.c -- the mop.* settings, defined once from _PG_init.
  *
  * Where each is used:
- *   mop.blas_threads, mop.max_model_memory   mop.c (engine models)
+ *   mop.threads_per_worker, mop.blas_threads,
+ *   mop.max_model_memory                     mop.c (engine models); run.c
+ *                                            resolves a run's threads
  *   mop.buffer_cache_mb                      bufcache.c, gpu_train.c
  *   mop.workers, mop.task_timeout,
  *   mop.scheduler                            the search functions (a run
@@ -24,7 +26,8 @@
 #include "run.h"
 #include "search/mop_sched.h"
 
-int			mop_blas_threads = 1;
+int			mop_blas_threads = 0;
+int			mop_threads_per_worker = 0;
 int			mop_buffer_cache_mb = 256;
 int			mop_max_model_memory_mb = 2048;
 int			mop_workers = 2;
@@ -69,11 +72,18 @@ mop_device_name(int device)
 void
 mop_define_gucs(void)
 {
+	DefineCustomIntVariable("mop.threads_per_worker",
+							"Threads each training process uses for its matrix products (BLAS); 0 = automatic.",
+							"0: the cores divided among the run's workers on this server (mop_train and other single calls: all of them).",
+							&mop_threads_per_worker,
+							0, 0, 256,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
 	DefineCustomIntVariable("mop.blas_threads",
-							"Threads used by BLAS in each backend that trains.",
-							"Keep 1 when several mop workers share the cores.",
+							"Older name of mop.threads_per_worker: above 0 it wins over it.",
+							"0 (the default): mop.threads_per_worker decides.",
 							&mop_blas_threads,
-							1, 1, 256,
+							0, 0, 256,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("mop.buffer_cache_mb",

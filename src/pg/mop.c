@@ -11,6 +11,9 @@
  */
 #include "postgres.h"
 
+#include <sched.h>
+#include <unistd.h>
+
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
@@ -66,22 +69,65 @@ mop_pin_search_path(void)
 	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
 }
 
-/* Load BLAS (first call) and apply mop.blas_threads if it changed. */
+/* The cores this process may run on (its CPU affinity, else the online CPUs). */
+static int
+cores_available(void)
+{
+	cpu_set_t	set;
+	long		n;
+
+	CPU_ZERO(&set);
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set);
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int) Min(n, 1024) : 1;
+}
+
+/*
+ * The BLAS threads of one training process: mop.blas_threads if above 0
+ * (its older name), else mop.threads_per_worker if above 0, else the cores
+ * shared out: among local_workers processes (a run's workers on this
+ * server), or, in one of mop's connections from a coordinator (a
+ * segment's session, which asks for heartbeats), among the
+ * mop.workers_per_segment that coordinator sets there; a single call
+ * (mop_train, a prediction) gets them all.  At most 64, OpenBLAS's own
+ * limit.
+ */
+int
+mop_threads_for(int local_workers)
+{
+	int			share;
+
+	if (mop_blas_threads > 0)
+		return mop_blas_threads;
+	if (mop_threads_per_worker > 0)
+		return mop_threads_per_worker;
+	if (local_workers > 0)
+		share = local_workers;
+	else if (mop_heartbeat_ms > 0)
+		share = Max(mop_workers_per_segment, 1);
+	else
+		share = 1;
+	return Max(1, Min(cores_available() / share, 64));
+}
+
+/* Load BLAS (first call) and apply this process's thread count if it changed. */
 void
 mop_blas_ensure(void)
 {
 	nn_error	err;
 	nn_status	st;
+	int			threads = mop_threads_for(0);
 
-	if (blas_threads_set == mop_blas_threads)
+	if (blas_threads_set == threads)
 		return;
-	st = nn_blas_init(mop_blas_threads, &err);
+	st = nn_blas_init(threads, &err);
 	if (st != NN_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
 				 errmsg("could not initialise BLAS: %s", err.msg),
 				 errhint("Install OpenBLAS (Debian package libopenblas0).")));
-	blas_threads_set = mop_blas_threads;
+	blas_threads_set = threads;
 }
 
 /* Report an engine failure as an ERROR with a fitting SQLSTATE. */

@@ -155,8 +155,13 @@ launch(const RunRequest *req, BackgroundWorkerHandle **handle)
 	run->resume_run_id = req->resume_run_id;
 	run->n_workers = req->workers;
 	run->opts = req->opts;
-	/* how to train: the starting (or resuming) session's settings */
-	run->opts.blas_threads = mop_blas_threads;
+	/*
+	 * how to train: the starting (or resuming) session's settings; the
+	 * threads shared out among the workers this server runs (over segments,
+	 * mop.workers_per_segment of them)
+	 */
+	run->opts.blas_threads = mop_threads_for(mop_dataset_segment_count(req->dataset) > 0 ?
+											 mop_workers_per_segment : req->workers);
 	run->opts.gpu = mop_gpu_resolved;
 	run->opts.gpu_memory_mb = mop_gpu_memory_mb;
 	run->opts.gpu_tf32 = mop_gpu_tf32;

@@ -159,13 +159,9 @@ choose_workers(bool isnull, int requested, int partitions)
 	return Max(w, 1);
 }
 
-/*
- * A dataset placed on segments has mop.workers_per_segment workers per
- * segment, whatever the workers argument says: say so rather than change
- * what was asked for in silence.
- */
-static void
-notice_placed_workers(const char *dataset)
+/* On how many segments the dataset of this name is placed (0: all here). */
+int64
+mop_dataset_segment_count(const char *dataset)
 {
 	Oid			t[1] = {TEXTOID};
 	Datum		v[1];
@@ -173,7 +169,7 @@ notice_placed_workers(const char *dataset)
 	bool		isnull;
 
 	if (dataset == NULL || !mop_catalog_is_02())
-		return;
+		return 0;
 	v[0] = CStringGetTextDatum(dataset);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -183,6 +179,19 @@ notice_placed_workers(const char *dataset)
 							  1, t, v, NULL, true, 1) == SPI_OK_SELECT && SPI_processed == 1)
 		n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();
+	return n;
+}
+
+/*
+ * A dataset placed on segments has mop.workers_per_segment workers per
+ * segment, whatever the workers argument says: say so rather than change
+ * what was asked for in silence.
+ */
+static void
+notice_placed_workers(const char *dataset)
+{
+	int64		n = mop_dataset_segment_count(dataset);
+
 	if (n > 0)
 		ereport(NOTICE,
 				(errmsg("dataset \"%s\" is placed on %lld segments: the run has mop.workers_per_segment (%d) workers on each, not the workers argument",

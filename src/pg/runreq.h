@@ -127,6 +127,7 @@ extern void mop_check_hyperband_args(int R, int eta);
 extern int32 mop_hyperband_trials(int R, int eta, int brackets);
 extern int32 mop_arg_max_trials(FunctionCallInfo fcinfo, int argno);
 extern List *mop_cap_configs(List *configs, int32 max_trials, const char *what);
+extern int64 mop_dataset_segment_count(const char *dataset);
 extern int64 mop_run_id_by_name(const char *name);
 extern int64 mop_run_id_by_name_or_error(const char *name);
 extern void mop_check_numeric_space(MopSpaceDesc *desc, const char *what);
