@@ -741,7 +741,8 @@ mop_gpu_gang_open(nn_model **hosts, int32_t n, const mop_gpu_options *opt,
 		mop_gpu_model_close(g);
 		return fail(msg, msglen, MOP_GPU_ENOMEM, "out of host memory");
 	}
-	g->y_host = g->out_host + (size_t) n * p->batch * p->out_dim;
+	if (g->out_host)
+		g->y_host = g->out_host + (size_t) n * p->batch * p->out_dim;
 	if (g->mask_cap > 0 &&
 		cudaMallocHost((void **) &g->mask_host, (size_t) g->mask_cap * n * 4) != cudaSuccess)
 	{
