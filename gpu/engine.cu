@@ -587,6 +587,7 @@ cudaError_t
 upload_class_weights(mop_gpu_model *g)
 {
 	int			on[MOP_GPU_GANG_MAX];
+	int			before = g->weighs;
 	cudaError_t e = cudaSuccess;
 
 	g->weighs = 0;
@@ -606,6 +607,13 @@ upload_class_weights(mop_gpu_model *g)
 							g->stream);
 	if (e == cudaSuccess)
 		e = cudaStreamSynchronize(g->stream);
+	/* graphs captured with (or without) the weighting kernels are stale now */
+	if (g->weighs != before && g->graph_state == 1)
+	{
+		cudaGraphExecDestroy(g->exec1);
+		cudaGraphExecDestroy(g->execn);
+		g->graph_state = 0;
+	}
 	return e;
 }
 

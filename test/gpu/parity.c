@@ -1605,6 +1605,50 @@ test_class_weights(void)
 		nn_model_free(h);
 	}
 	n_cw = 0;
+	/* weights given between two streams of one mirror: the second weighs (graphs recaptured) */
+	{
+		nn_spec		s = mlp_spec(9, 10, 3, 8);
+		nn_model   *c = cpu_model(&s),
+				   *h = clone(c);
+		float		w[3] = {3.0f, 0.5f, 1.0f};
+		float	   *x,
+				   *y;
+		nn_result	r;
+		nn_error	err;
+		mop_gpu_model *g;
+		mop_gpu_data *d;
+		int			rcode = 0;
+		int64_t		n = 20 * 8 + 5;
+
+		make_rows(c, n, &x, &y);
+		if (!(g = open_gpu(h)) || !(d = upload(h, x, y, n)))
+			return;
+		for (int e = 0; e < 2 && !rcode; e++)
+		{
+			if (e == 1)
+			{
+				nn_model_set_class_weights(c, w, 3, &err);
+				nn_model_set_class_weights(h, w, 3, &err);
+			}
+			nn_train(c, x, y, n, 0, &r, &err);
+			rcode = G.train_begin(g, msg, sizeof(msg));
+			if (!rcode)
+				rcode = G.train_feed(g, d, 0, n, msg, sizeof(msg));
+			if (!rcode)
+				rcode = G.train_end(g, &r, msg, sizeof(msg));
+		}
+		if (!rcode)
+			rcode = G.model_sync(g, msg, sizeof(msg));
+		report(!rcode && rel_err(c->params, h->params, c->plan.n_params) < 1e-4,
+			   "class weights given between two sub-epochs of one mirror weigh the second: weights err %.1e %s",
+			   rcode ? 1.0 : rel_err(c->params, h->params, c->plan.n_params), rcode ? msg : "");
+		G.model_close(g);
+		G.data_free(d);
+		free(x);
+		free(y);
+		nn_model_free(c);
+		nn_model_free(h);
+	}
 }
 
 /*
