@@ -83,15 +83,19 @@ GPU_LIB = gpu/mop_gpu.so
 CUDA_LIB_DIR = $(abspath $(dir $(NVCC))/../lib64)
 # machine code for Ampere and Hopper, PTX for anything from Turing on;
 # --fmad=false as the engine's -ffp-contract=off (kernels match the CPU
-# reference term for term); the engine's generator (src/nn/rng.c) is
-# compiled in, so dropout draws the very numbers the CPU draws.
+# reference term for term); the CPU engine (src/nn) is compiled in with
+# its own flags, so dropout draws the very numbers the CPU draws, the
+# learning rate of a step is nn_lr_at's and whole-set metrics are gathered
+# by metrics.c itself (-Bsymbolic: the library calls its own copy).
 NVCC_ARCH ?= -gencode arch=compute_75,code=compute_75 -gencode arch=compute_80,code=sm_80 \
 	-gencode arch=compute_90,code=sm_90
+GPU_NN_SRCS = $(sort $(wildcard src/nn/*.c))
 all: $(GPU_LIB)
-$(GPU_LIB): $(GPU_SRCS) gpu/budget.c src/nn/rng.c $(wildcard gpu/*.h) $(wildcard src/nn/*.h)
-	$(NVCC) -O3 --fmad=false $(NVCC_ARCH) -Xcompiler -fPIC,-fvisibility=default -shared \
-		-Isrc/nn -Igpu -o $@ $(GPU_SRCS) gpu/budget.c src/nn/rng.c \
-		-lcublas -Xlinker -Bsymbolic -Xlinker -rpath,$(CUDA_LIB_DIR)
+$(GPU_LIB): $(GPU_SRCS) gpu/budget.c gpu/step_scalars.c $(GPU_NN_SRCS) $(wildcard gpu/*.h) $(wildcard src/nn/*.h)
+	$(NVCC) -O3 --fmad=false $(NVCC_ARCH) \
+		-Xcompiler -fPIC,-fvisibility=default,-ffp-contract=off,-fno-math-errno -shared \
+		-Isrc/nn -Igpu -o $@ $(GPU_SRCS) gpu/budget.c gpu/step_scalars.c $(GPU_NN_SRCS) \
+		-lcublas -ldl -lm -Xlinker -Bsymbolic -Xlinker -rpath,$(CUDA_LIB_DIR)
 install: install-gpu
 .PHONY: install-gpu
 install-gpu: $(GPU_LIB)

@@ -234,13 +234,14 @@ conv_chunk(const nn_ilayer *L, int B, int n, int64_t *col)
 /* Slice sizes of a mirror of n members, in bytes; returns the total. */
 typedef struct mirror_layout
 {
-	uint64_t	params, grads, opt, acts, grad, col, xb, yb, ones, rows, steps, total;
+	uint64_t	params, grads, opt, bufs, cw, acts, grad, col, xb, yb, ones, rows, steps, total;
 	int64_t		col_floats, ones_len;
 } mirror_layout;
 
 static void
-layout_of(const nn_plan *p, int n, mirror_layout *lo)
+layout_of(const nn_model *host, int n, mirror_layout *lo)
 {
+	const nn_plan *p = &host->plan;
 	int64_t		colmax = 0,
 				onesmax = p->batch;
 
@@ -263,6 +264,9 @@ layout_of(const nn_plan *p, int n, mirror_layout *lo)
 	lo->params = al(n * p->n_params * 4);
 	lo->grads = al(n * p->n_params * 4);
 	lo->opt = al(n * p->n_opt * 4);
+	lo->bufs = al(n * p->n_bufs * 4);
+	/* class weights, whether each member weighs, each member's sum of weights */
+	lo->cw = al((int64_t) n * nn_model_n_classes(host) * 4) + al(n * 4) + al(n * 8);
 	lo->acts = al(n * p->ws_acts * 4);
 	lo->grad = al(n * p->ws_grad * 4);
 	lo->col = al(colmax * 4);
@@ -271,7 +275,7 @@ layout_of(const nn_plan *p, int n, mirror_layout *lo)
 	lo->ones = al(onesmax * 4);
 	lo->rows = al((int64_t) n * p->batch * 8);
 	lo->steps = al(STEP_CAP * sizeof(gk_step));
-	lo->total = lo->params + lo->grads + lo->opt + lo->acts + 2 * lo->grad + lo->col +
+	lo->total = lo->params + lo->grads + lo->opt + lo->bufs + lo->cw + lo->acts + 2 * lo->grad + lo->col +
 		lo->xb + lo->yb + lo->ones + 2 * lo->rows + al(n * 4) + 2 * al(n * 32) +
 		al(n * sizeof(gk_optim)) + al(n * sizeof(gk_status)) + lo->steps + al(4) + BLAS_WS_BYTES;
 }
@@ -281,7 +285,7 @@ mop_gpu_model_bytes(const nn_model *host)
 {
 	mirror_layout lo;
 
-	layout_of(&host->plan, 1, &lo);
+	layout_of(host, 1, &lo);
 	return lo.total;
 }
 
@@ -290,7 +294,7 @@ mop_gpu_gang_bytes(const nn_model *host, int32_t n)
 {
 	mirror_layout lo;
 
-	layout_of(&host->plan, n < 1 ? 1 : n, &lo);
+	layout_of(host, n < 1 ? 1 : n, &lo);
 	return lo.total;
 }
 
@@ -474,6 +478,7 @@ mop_gpu_model_close(mop_gpu_model *g)
 	}
 	if (g->mask_host)
 		cudaFreeHost(g->mask_host);
+	free(g->out_host);
 	(void) cudaGetLastError();
 	free(g);
 }
@@ -528,13 +533,16 @@ gang_mismatch(const nn_model *a, const nn_model *b, char *why, size_t whylen)
 			L->ic != M->ic || L->oh != M->oh || L->ow != M->ow || L->oc != M->oc ||
 			L->kh != M->kh || L->kw != M->kw || L->sh != M->sh || L->sw != M->sw ||
 			L->pt != M->pt || L->pl != M->pl || L->w_off != M->w_off || L->b_off != M->b_off ||
-			L->out_off != M->out_off || L->aux_off != M->aux_off)
+			L->out_off != M->out_off || L->aux_off != M->aux_off || L->s_off != M->s_off ||
+			L->momentum != M->momentum || L->eps != M->eps)
 			return fail(why, whylen, -1, "layer %d differs", i + 1);
 	}
 	for (int k = 0; k < p->n_tensors; k++)
 		if (p->t[k].off != q->t[k].off || p->t[k].size != q->t[k].size ||
-			p->t[k].is_kernel != q->t[k].is_kernel)
+			p->t[k].is_kernel != q->t[k].is_kernel || p->t[k].is_buffer != q->t[k].is_buffer)
 			return fail(why, whylen, -1, "the parameter tensors differ");
+	if (p->n_bufs != q->n_bufs)
+		return fail(why, whylen, -1, "the running statistics differ");
 	if (s->loss != t->loss || s->metric != t->metric || s->top_k != t->top_k)
 		return fail(why, whylen, -1, "the losses or metrics differ");
 	if (s->optimizer != t->optimizer || p->n_opt != q->n_opt)
@@ -548,14 +556,17 @@ mop_gpu_gang_check(const nn_model *a, const nn_model *b, char *why, size_t whyle
 	return gang_mismatch(a, b, why, whylen) == 0 ? MOP_GPU_OK : MOP_GPU_EINVAL;
 }
 
-/* One member's hyperparameters as the kernels read them (nn_optim_step's). */
+/*
+ * One member's hyperparameters as the kernels read them (nn_optim_step's;
+ * the learning rate, which a schedule changes by epoch, comes with each
+ * step: complete_step).
+ */
 static gk_optim
 member_hp(const nn_spec *s)
 {
 	gk_optim	o;
 
 	memset(&o, 0, sizeof(o));
-	o.lr = s->lr;
 	o.momentum = s->momentum;
 	o.nesterov = s->nesterov;
 	o.beta1 = s->beta1;
@@ -563,9 +574,47 @@ member_hp(const nn_spec *s)
 	o.eps = s->eps;
 	o.rho = s->rho;
 	o.l2 = s->l2;
-	o.kernel_decay = s->optimizer == NN_OPT_ADAMW ? 1.0f - s->lr * s->weight_decay : 1.0f;
 	o.clip = s->clip_norm > 0 ? s->clip_norm : 0.0f;
 	return o;
+}
+
+/*
+ * Copy every member's class weights (nn_model_class_weights) to the
+ * device, where the loss kernels read them; they may change between
+ * streams, never during one.  Waits (the host arrays are the models').
+ */
+cudaError_t
+upload_class_weights(mop_gpu_model *g)
+{
+	int			on[MOP_GPU_GANG_MAX];
+	int			before = g->weighs;
+	cudaError_t e = cudaSuccess;
+
+	g->weighs = 0;
+	for (int k = 0; k < g->n; k++)
+	{
+		const float *w;
+		int32_t		nw = nn_model_class_weights(g->mem[k].host, &w);
+
+		on[k] = nw > 0 && nw == g->cw.ncls;
+		g->weighs |= on[k];
+		if (on[k] && e == cudaSuccess)
+			e = cudaMemcpyAsync((float *) g->cw.cw + (int64_t) k * g->cw.ncls, w,
+								(size_t) nw * 4, cudaMemcpyHostToDevice, g->stream);
+	}
+	if (e == cudaSuccess)
+		e = cudaMemcpyAsync((int *) g->cw.on, on, g->n * sizeof(int), cudaMemcpyHostToDevice,
+							g->stream);
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(g->stream);
+	/* graphs captured with (or without) the weighting kernels are stale now */
+	if (g->weighs != before && g->graph_state == 1)
+	{
+		cudaGraphExecDestroy(g->exec1);
+		cudaGraphExecDestroy(g->execn);
+		g->graph_state = 0;
+	}
+	return e;
 }
 
 /* Long because the mirror is carved out of one allocation in one order, and each failure closes what is open so far. */
@@ -616,7 +665,7 @@ mop_gpu_gang_open(nn_model **hosts, int32_t n, const mop_gpu_options *opt,
 		g->mem[k].host = hosts[k];
 	g->device = opt->device;
 	g->tab_cap = STEP_CAP / n;
-	layout_of(p, n, &lo);
+	layout_of(hosts[0], n, &lo);
 	if (!(g->sh = shell_get(opt->device, msg, msglen)))
 	{
 		free(g);
@@ -653,6 +702,14 @@ mop_gpu_gang_open(nn_model **hosts, int32_t n, const mop_gpu_options *opt,
 	TAKE(params, float, lo.params);
 	TAKE(grads, float, lo.grads);
 	TAKE(opt, float, lo.opt);
+	TAKE(bufs, float, lo.bufs);
+	g->cw.ncls = nn_model_n_classes(hosts[0]);
+	g->cw.cw = (const float *) c;
+	c += al((int64_t) n * g->cw.ncls * 4);
+	g->cw.on = (const int *) c;
+	c += al(n * 4);
+	g->cw.wsum = (double *) c;
+	c += al(n * 8);
 	TAKE(acts, float, lo.acts);
 	TAKE(grad0, float, lo.grad);
 	TAKE(grad1, float, lo.grad);
@@ -683,7 +740,17 @@ mop_gpu_gang_open(nn_model **hosts, int32_t n, const mop_gpu_options *opt,
 		g->clips |= hp[k].clip > 0;
 
 	g->mask_cap = dropout_cap(p);
-	g->graph_state = (g->mask_cap > 0 || opt->no_graphs) ? -1 : 0;
+	g->whole_set = hosts[0]->tacc.on;
+	/* dropout draws on the host, whole-set metrics read every step: no graphs */
+	g->graph_state = (g->mask_cap > 0 || g->whole_set || opt->no_graphs) ? -1 : 0;
+	if (g->whole_set &&
+		!(g->out_host = (float *) malloc((size_t) n * p->batch * (p->out_dim + p->y_dim) * 4)))
+	{
+		mop_gpu_model_close(g);
+		return fail(msg, msglen, MOP_GPU_ENOMEM, "out of host memory");
+	}
+	if (g->out_host)
+		g->y_host = g->out_host + (size_t) n * p->batch * p->out_dim;
 	if (g->mask_cap > 0 &&
 		cudaMallocHost((void **) &g->mask_host, (size_t) g->mask_cap * n * 4) != cudaSuccess)
 	{
@@ -713,9 +780,14 @@ mop_gpu_gang_open(nn_model **hosts, int32_t n, const mop_gpu_options *opt,
 			if (e == cudaSuccess && p->n_opt > 0)
 				e = cudaMemcpyAsync(g->opt + k * p->n_opt, hosts[k]->opt, (size_t) p->n_opt * 4,
 									cudaMemcpyHostToDevice, g->stream);
+			if (e == cudaSuccess && p->n_bufs > 0)
+				e = cudaMemcpyAsync(g->bufs + k * p->n_bufs, hosts[k]->bufs,
+									(size_t) p->n_bufs * 4, cudaMemcpyHostToDevice, g->stream);
 		}
 		if (e == cudaSuccess)
 			e = cudaStreamSynchronize(g->stream);
+		if (e == cudaSuccess)
+			e = upload_class_weights(g);
 		if (e != cudaSuccess)
 		{
 			mop_gpu_model_close(g);
@@ -748,6 +820,10 @@ mop_gpu_model_sync(mop_gpu_model *g, char *msg, size_t msglen)
 			CU(cudaMemcpyAsync(g->mem[k].host->opt, g->opt + k * p->n_opt,
 							   (size_t) p->n_opt * 4, cudaMemcpyDeviceToHost, g->stream),
 			   "downloading the optimizer state");
+		if (p->n_bufs > 0)
+			CU(cudaMemcpyAsync(g->mem[k].host->bufs, g->bufs + k * p->n_bufs,
+							   (size_t) p->n_bufs * 4, cudaMemcpyDeviceToHost, g->stream),
+			   "downloading the running statistics");
 	}
 	CU(cudaStreamSynchronize(g->stream), "downloading the model");
 	return MOP_GPU_OK;

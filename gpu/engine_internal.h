@@ -24,6 +24,7 @@
 #include "budget.h"
 #include "kernels.h"
 #include "mop_gpu.h"
+#include "step_scalars.h"
 
 #define ENGINE_INTERNAL __attribute__((visibility("hidden")))
 
@@ -47,6 +48,7 @@ struct mop_gpu_data
 	uint64_t	bytes;
 	int			checked_loss;	/* labels checked for this loss / width */
 	int			checked_out;
+	int			checked_strict;	/* ... also as class weights want them */
 };
 
 /* What a gang holds for each of its models. */
@@ -80,6 +82,7 @@ struct mop_gpu_model
 	float	   *params,
 			   *grads,
 			   *opt,
+			   *bufs,			/* batchnorm running statistics, n_bufs per member */
 			   *acts,			/* n * plan->ws_acts floats, at n times the CPU's offsets */
 			   *grad0,
 			   *grad1,
@@ -94,6 +97,26 @@ struct mop_gpu_model
 			   *eacc;			/* evaluation / gradient sums, 4 per member */
 	gk_optim   *hp;				/* hyperparameters, one per member */
 	int			clips;			/* some member clips its gradients */
+
+	/*
+	 * Class weights: ncls per member (cw.cw), whether each member weighs
+	 * (cw.on) and its batch's sum of row weights (cw.wsum); weighs: some
+	 * member does (else the loss kernels get no weights at all).
+	 */
+	gk_cw		cw;
+	int			weighs;
+
+	/*
+	 * A metric over the whole set (precision, recall, f1, auc, r2): the
+	 * outputs and labels of every training step and evaluated batch are
+	 * copied back and added to the host model's own gatherer (metrics.c),
+	 * one wait per step.  out_host holds one step of every member.
+	 */
+	int			whole_set;
+	float	   *out_host;
+	float	   *y_host;
+	int			tacc_stop[MOP_GPU_GANG_MAX];	/* member's training rows are all in */
+	int			tacc_failed;	/* a gatherer ran out of memory */
 	gk_status  *st;				/* one per member */
 	gk_step    *steptab;		/* STEP_CAP entries: STEP_CAP / n steps */
 	int		   *stepidx;		/* the step running now */
@@ -136,6 +159,9 @@ ENGINE_INTERNAL int cuda_fail(char *msg, size_t msglen, const char *what, cudaEr
 ENGINE_INTERNAL int ledger_reserve(uint64_t bytes, const char *what, char *msg, size_t msglen);
 ENGINE_INTERNAL void ledger_release(uint64_t bytes);
 
+/* engine.cu: the members' class weights to the device (waits) */
+ENGINE_INTERNAL cudaError_t upload_class_weights(mop_gpu_model *g);
+
 /* Return cuda_fail()'s code unless call succeeds (msg and msglen in scope). */
 #define CU(call, what) \
 	do { cudaError_t e_ = (call); if (e_ != cudaSuccess) return cuda_fail(msg, msglen, what, e_); } while (0)
@@ -143,12 +169,15 @@ ENGINE_INTERNAL void ledger_release(uint64_t bytes);
 /* engine_step.cu: a training step (each function's comment says more) */
 ENGINE_INTERNAL const float *forward(mop_gpu_model *g, const float *x, int nb, int training);
 ENGINE_INTERNAL void backward(mop_gpu_model *g, const float *x, int nb);
-ENGINE_INTERNAL void step_body(mop_gpu_model *g, int nb);
+ENGINE_INTERNAL const float *step_body(mop_gpu_model *g, int nb);
 ENGINE_INTERNAL gk_step *cur_entry(mop_gpu_model *g);
 ENGINE_INTERNAL const int64_t *member_perm(const mop_gpu_model *g, int k, const float *x);
 ENGINE_INTERNAL void complete_step(mop_gpu_model *g, gk_step *e, int nb);
 ENGINE_INTERNAL void upload_entries(mop_gpu_model *g, int64_t k);
 ENGINE_INTERNAL void launch_ready(mop_gpu_model *g);
 ENGINE_INTERNAL void pregather(mop_gpu_model *g, gk_step *e);
+ENGINE_INTERNAL const gk_cw *class_weights(const mop_gpu_model *g);
+ENGINE_INTERNAL int harvest_step(mop_gpu_model *g, const gk_step *e, const float *z, int nb,
+								 char *msg, size_t msglen);
 
 #endif							/* MOP_GPU_ENGINE_INTERNAL_H */

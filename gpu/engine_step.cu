@@ -86,6 +86,27 @@ dropout_mask(mop_gpu_model *g, const nn_ilayer *L, float *mask_dev, int64_t per)
 					g->stream);
 }
 
+/* A batchnorm layer's numbers for the kernels (gk_bn) */
+static gk_bn
+bn_of(mop_gpu_model *g, const nn_ilayer *L)
+{
+	gk_bn		b;
+
+	b.gamma = g->params + L->w_off;
+	b.beta = g->params + L->b_off;
+	b.dgamma = g->grads + L->w_off;
+	b.dbeta = g->grads + L->b_off;
+	b.run = g->bufs + L->s_off;
+	b.aux = g->acts + g->n * L->aux_off;
+	b.stride_p = g->host->plan.n_params;
+	b.stride_b = g->host->plan.n_bufs;
+	b.oc = L->oc;
+	b.per_row = (int64_t) L->oh * L->ow;
+	b.momentum = L->momentum;
+	b.eps = L->eps;
+	return b;
+}
+
 /* nn_layer_forward (layers.c), nb rows per member */
 static void
 layer_forward(mop_gpu_model *g, int li, const nn_ilayer *L, const float *in, float *out,
@@ -150,6 +171,13 @@ layer_forward(mop_gpu_model *g, int li, const nn_ilayer *L, const float *in, flo
 		case NN_LAYER_ACTIVATION:
 			gk_act_forward(L->act, L->alpha, in, out, rows, L->out_size, s);
 			break;
+		case NN_LAYER_BATCHNORM:
+			{
+				gk_bn		bn = bn_of(g, L);
+
+				gk_bn_forward(&bn, in, out, g->n, nb, training, g->st, s);
+				break;
+			}
 		default:
 			break;
 	}
@@ -229,6 +257,13 @@ layer_backward(mop_gpu_model *g, int li, const nn_ilayer *L, const float *in,
 			if (din)
 				gk_act_backward(L->act, L->alpha, in, out, dout, din, rows, L->out_size, s);
 			break;
+		case NN_LAYER_BATCHNORM:
+			{
+				gk_bn		bn = bn_of(g, L);
+
+				gk_bn_backward(&bn, in, dout, din, g->n, nb, s);
+				break;
+			}
 		default:
 			break;
 	}
@@ -300,6 +335,8 @@ optim_step(mop_gpu_model *g)
 		const nn_itensor *T = &p->t[k];
 		gk_tensor	t;
 
+		if (T->is_buffer)
+			continue;			/* batchnorm running statistics: not trained */
 		t.off = T->off;
 		t.size = T->size;
 		t.n_params = P;
@@ -325,22 +362,32 @@ optim_step(mop_gpu_model *g)
 	}
 }
 
+/* The members' class weights for the loss kernels (NULL: nobody weighs). */
+const gk_cw *
+class_weights(const mop_gpu_model *g)
+{
+	return g->weighs ? &g->cw : NULL;
+}
+
 /* The kernels of one training step (train_step, model.c); nothing waits. */
-static void
+static const float *
 step_kernels(mop_gpu_model *g, const float *x, const float *y, int nb)
 {
 	nn_model   *m = g->host;
 	const nn_plan *p = &m->plan;
 	const float *z = forward(g, x, nb, 1);
+	const gk_cw *cw = class_weights(g);
 
-	gk_loss_rows(m->spec.loss, m->spec.metric, m->spec.top_k, p->out_dim, z, y, g->n, nb,
+	gk_class_wsum(m->spec.loss, cw, y, g->n, nb, g->stream);
+	gk_loss_rows(m->spec.loss, m->spec.metric, m->spec.top_k, p->out_dim, z, y, g->n, nb, cw,
 				 g->grad0, g->rowloss, g->rowmetric, g->stream);
-	gk_loss_reduce(g->rowloss, g->rowmetric, g->n, nb, g->acc, g->st, g->steptab, g->stepidx, 1,
-				   g->stream);
+	gk_loss_reduce(g->rowloss, g->rowmetric, g->n, nb, cw, g->acc, g->st, g->steptab,
+				   g->stepidx, 1, g->stream);
 	backward(g, x, nb);
 	optim_step(g);
 	gk_commit_sums(g->acc, g->st, g->n, g->stream);
 	gk_step_advance(g->stepidx, g->stream);
+	return z;
 }
 
 /*
@@ -361,9 +408,10 @@ close_up(mop_gpu_model *g, float *buf, int64_t width, int nb)
 
 /*
  * One step as the step table describes it: gather its rows (members nb
- * rows apart), then train on nb rows per member.
+ * rows apart), then train on nb rows per member.  Returns the step's
+ * outputs (valid until the next step).
  */
-void
+const float *
 step_body(mop_gpu_model *g, int nb)
 {
 	const nn_plan *p = &g->host->plan;
@@ -376,7 +424,7 @@ step_body(mop_gpu_model *g, int nb)
 	}
 	gk_gather_step(g->steptab, g->stepidx, g->n, g->xb, g->yb, nb, p->in_dim, p->y_dim,
 				   g->stream);
-	step_kernels(g, g->xb, g->yb, nb);
+	return step_kernels(g, g->xb, g->yb, nb);
 }
 
 /* Capture nsteps full-batch steps as a graph into *exec; 0 if it worked. */
@@ -426,7 +474,9 @@ member_perm(const mop_gpu_model *g, int k, const float *x)
  * The step whose first entry is e is complete with nb rows per member:
  * give each member its entry (the first one's rows in the member's own
  * order) with its step number and the optimizer's scalars for it, as
- * nn_optim_step computes them, and count it as train_step (model.c) does.
+ * nn_optim_step computes them -- the learning rate too, from the member's
+ * schedule at its epoch count now, so graphs replay with each step's own
+ * rate -- and count it as train_step (model.c) does.
  * A member known to have diverged counts nothing (its kernels skip it).
  */
 void
@@ -439,6 +489,7 @@ complete_step(mop_gpu_model *g, gk_step *e, int nb)
 		const nn_spec *s = &m->spec;
 		gk_step    *ek = e + k;
 		long long	t = (long long) m->steps + 1;
+		mop_gpu_step_scalars sc;
 
 		if (k > 0)
 		{
@@ -450,16 +501,12 @@ complete_step(mop_gpu_model *g, gk_step *e, int nb)
 			}
 		}
 		ek->t = t;
-		ek->step_size = 0.0f;
-		ek->bc2_sqrt = 1.0f;
-		if (s->optimizer == NN_OPT_ADAM || s->optimizer == NN_OPT_ADAMW)
-		{
-			double		bc1 = 1.0 - pow((double) s->beta1, (double) t);
-			double		bc2 = 1.0 - pow((double) s->beta2, (double) t);
-
-			ek->step_size = (float) ((double) s->lr / bc1);
-			ek->bc2_sqrt = (float) sqrt(bc2);
-		}
+		/* the rate of the model's epoch now (a schedule's), as nn_optim_step */
+		mop_gpu_step_scalars_of(s, m->epochs, t, &sc);
+		ek->lr = sc.lr;
+		ek->kernel_decay = sc.kernel_decay;
+		ek->step_size = sc.step_size;
+		ek->bc2_sqrt = sc.bc2_sqrt;
 		if (m->diverged)
 			continue;
 		m->steps = nn_counter_add(m->steps, 1);
@@ -509,7 +556,13 @@ launch_ready(mop_gpu_model *g)
 			cudaGraphLaunch(k == GRAPH_STEPS ? g->execn : g->exec1, g->stream);
 		else
 			for (int64_t j = 0; j < k; j++)
-				step_body(g, B);
+			{
+				const float *z = step_body(g, B);
+
+				if (g->whole_set)
+					(void) harvest_step(g, &g->steptab_host[(g->tab_launched + j) * g->n], z, B,
+										NULL, 0);
+			}
 		g->tab_launched += k;
 		g->ready -= k;
 	}

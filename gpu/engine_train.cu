@@ -104,15 +104,19 @@ table_reset(mop_gpu_model *g, char *msg, size_t msglen)
 	return MOP_GPU_OK;
 }
 
-/* Labels of d valid for this model's loss? (the checks of nn_loss_eval) */
+/*
+ * Labels of d valid for this model's loss? (the checks of nn_loss_eval;
+ * strict: as there with class weights, which training uses)
+ */
 static int
-check_labels(mop_gpu_model *g, mop_gpu_data *d, char *msg, size_t msglen)
+check_labels(mop_gpu_model *g, mop_gpu_data *d, int strict, char *msg, size_t msglen)
 {
 	nn_model   *m = g->host;
 	unsigned long long none = ~0ULL;
 	int			r;
 
-	if (d->checked_loss == m->spec.loss && d->checked_out == m->plan.out_dim)
+	if (d->checked_loss == m->spec.loss && d->checked_out == m->plan.out_dim &&
+		(d->checked_strict || !strict))
 		return MOP_GPU_OK;
 	if (d->in_dim != m->plan.in_dim || d->y_dim != m->plan.y_dim)
 		return fail(msg, msglen, MOP_GPU_EINVAL,
@@ -121,7 +125,7 @@ check_labels(mop_gpu_model *g, mop_gpu_data *d, char *msg, size_t msglen)
 	CU(cudaMemcpyAsync(&g->st->bad_label_row, &none, sizeof(none), cudaMemcpyHostToDevice,
 					   g->stream), "checking labels");
 	if (d->n > 0)
-		gk_check_labels(m->spec.loss, m->plan.out_dim, d->y, d->n, g->st, g->stream);
+		gk_check_labels(m->spec.loss, m->plan.out_dim, d->y, d->n, strict, g->st, g->stream);
 	if ((r = read_status(g, msg, msglen)) != MOP_GPU_OK)
 		return r;
 	if (g->st_host->bad_label_row != none)
@@ -133,8 +137,52 @@ check_labels(mop_gpu_model *g, mop_gpu_data *d, char *msg, size_t msglen)
 		return fail(msg, msglen, MOP_GPU_EINVAL, "invalid label %g in row %lld", (double) v,
 					(long long) row);
 	}
+	if (d->checked_loss != m->spec.loss || d->checked_out != m->plan.out_dim)
+		d->checked_strict = 0;
 	d->checked_loss = m->spec.loss;
 	d->checked_out = m->plan.out_dim;
+	d->checked_strict |= strict;
+	return MOP_GPU_OK;
+}
+
+/*
+ * A metric over the whole set: add the rows of the step whose first entry
+ * is e (nb per member, outputs z on the device, labels staged in yb) to
+ * each member's training gatherer, as nn_gradients does while streaming.
+ * Waits for the step.  A member's rows count up to the step at which it
+ * diverged (the CPU gathers that step's rows before it sees the loss),
+ * not after.
+ */
+int
+harvest_step(mop_gpu_model *g, const gk_step *e, const float *z, int nb, char *msg,
+			 size_t msglen)
+{
+	const nn_plan *p = &g->host->plan;
+
+	CU(cudaMemcpyAsync(g->out_host, z, (size_t) g->n * nb * p->out_dim * 4,
+					   cudaMemcpyDeviceToHost, g->stream), "reading outputs");
+	CU(cudaMemcpyAsync(g->y_host, g->yb, (size_t) g->n * nb * p->y_dim * 4,
+					   cudaMemcpyDeviceToHost, g->stream), "reading labels");
+	CU(cudaMemcpyAsync(g->st_host, g->st, g->n * sizeof(gk_status), cudaMemcpyDeviceToHost,
+					   g->stream), "reading the training status");
+	CU(cudaStreamSynchronize(g->stream), "training on the GPU");
+	for (int k = 0; k < g->n; k++)
+	{
+		const gk_status *st = &g->st_host[k];
+
+		if (g->tacc_stop[k])
+			continue;
+		if (st->flag && st->step < e[k].t)
+		{
+			g->tacc_stop[k] = 1;	/* stopped at an earlier step */
+			continue;
+		}
+		if (nn_metric_acc_add(&g->mem[k].host->tacc, g->out_host + (size_t) k * nb * p->out_dim,
+							  g->y_host + (size_t) k * nb * p->y_dim, nb, NULL) != NN_OK)
+			g->tacc_failed = 1;
+		if (st->flag)
+			g->tacc_stop[k] = 1;
+	}
 	return MOP_GPU_OK;
 }
 
@@ -147,7 +195,7 @@ rows_ready(mop_gpu_model *g, mop_gpu_data *d, int64_t off, int64_t n, char *msg,
 		return fail(msg, msglen, MOP_GPU_EINVAL, "rows %lld..%lld are outside a buffer of %lld rows",
 					(long long) off, (long long) (off + n), (long long) d->n);
 	CU(cudaSetDevice(g->device), "cudaSetDevice");
-	return check_labels(g, d, msg, msglen);
+	return check_labels(g, d, g->streaming && g->weighs, msg, msglen);
 }
 
 /* ---- training stream ------------------------------------------------- */
@@ -163,10 +211,17 @@ mop_gpu_train_begin(mop_gpu_model *g, char *msg, size_t msglen)
 	if (all_diverged(g))
 		return fail(msg, msglen, MOP_GPU_EDIVERGED, "model has diverged and cannot train further");
 	CU(cudaSetDevice(g->device), "cudaSetDevice");
+	/* the weights may have changed since the mirror opened (not during a stream) */
+	CU(upload_class_weights(g), "uploading class weights");
 	memset(g->st_host, 0, g->n * sizeof(gk_status));
+	g->tacc_failed = 0;
 	for (int k = 0; k < g->n; k++)
 	{
 		gang_member *mb = &g->mem[k];
+
+		/* as nn_train_begin: the stream's whole-set metric starts empty */
+		nn_metric_acc_reset(&mb->host->tacc);
+		g->tacc_stop[k] = mb->host->diverged;
 
 		if (mb->host->diverged)
 		{
@@ -362,11 +417,15 @@ mop_gpu_train_end(mop_gpu_model *g, nn_result *res, char *msg, size_t msglen)
 		/* the last, partial batch: its own launch, on fill rows per member */
 		gk_step    *e = cur_entry(g);
 
+		const float *z;
+
 		complete_step(g, e, (int) g->fill);
 		for (int k = 0; k < g->n; k++)
 			partial_t[k] = e[k].t;
 		upload_entries(g, 1);
-		step_body(g, (int) g->fill);
+		z = step_body(g, (int) g->fill);
+		if (g->whole_set)
+			(void) harvest_step(g, e, z, (int) g->fill, NULL, 0);
 		g->tab_launched++;
 		g->ready--;
 	}
@@ -394,10 +453,16 @@ mop_gpu_train_end(mop_gpu_model *g, nn_result *res, char *msg, size_t msglen)
 			res[k].metric_sum = g->acc_host[4 * k + 1];
 			res[k].rows = mb->acc_rows;
 			res[k].steps = mb->acc_steps;
+			/* as nn_train_end: the whole-set metric over the stream's rows, times them */
+			if (g->whole_set)
+				res[k].metric_sum = nn_metric_acc_value(&mb->host->tacc) * (double) mb->acc_rows;
 		}
 	}
 	if (r == MOP_GPU_OK && all_diverged(g))
 		r = fail(msg, msglen, MOP_GPU_EDIVERGED, "model has diverged");
+	if (r == MOP_GPU_OK && g->tacc_failed)
+		r = fail(msg, msglen, MOP_GPU_ENOMEM, "out of host memory gathering the %s metric",
+				 nn_metric_name((nn_metric) g->host->spec.metric));
 	return r;
 }
 
@@ -438,10 +503,28 @@ mop_gpu_evaluate(mop_gpu_model *g, mop_gpu_data *d, int64_t off, int64_t n, nn_r
 			y = g->yb;
 		}
 		z = forward(g, x, nb, 0);
+		/* unweighted: class weights weigh training only, as nn_evaluate */
 		gk_loss_rows(m->spec.loss, m->spec.metric, m->spec.top_k, p->out_dim, z, y, g->n, nb,
-					 NULL, g->rowloss, g->rowmetric, g->stream);
-		gk_loss_reduce(g->rowloss, g->rowmetric, g->n, nb, g->eacc, g->st, g->steptab,
+					 NULL, NULL, g->rowloss, g->rowmetric, g->stream);
+		gk_loss_reduce(g->rowloss, g->rowmetric, g->n, nb, NULL, g->eacc, g->st, g->steptab,
 					   g->stepidx, 0, g->stream);
+		if (g->whole_set)
+		{
+			/* nn_evaluate: each batch's outputs into the model's gatherer (waits) */
+			CU(cudaMemcpyAsync(g->out_host, z, (size_t) g->n * nb * p->out_dim * 4,
+							   cudaMemcpyDeviceToHost, g->stream), "reading outputs");
+			CU(cudaMemcpyAsync(g->y_host, d->y + (off + i) * d->y_dim,
+							   (size_t) nb * p->y_dim * 4, cudaMemcpyDeviceToHost, g->stream),
+			   "reading labels");
+			CU(cudaStreamSynchronize(g->stream), "evaluating on the GPU");
+			for (int k = 0; k < g->n; k++)
+				if (nn_metric_acc_add(&g->mem[k].host->eacc,
+									  g->out_host + (size_t) k * nb * p->out_dim, g->y_host, nb,
+									  NULL) != NN_OK)
+					return fail(msg, msglen, MOP_GPU_ENOMEM,
+								"out of host memory gathering the %s metric",
+								nn_metric_name((nn_metric) m->spec.metric));
+		}
 	}
 	for (int k = 0; k < g->n; k++)
 		CU(cudaMemcpyAsync(g->acc_host + 2 * k, g->eacc + 4 * k, 2 * sizeof(double),
@@ -472,16 +555,17 @@ mop_gpu_gradients(mop_gpu_model *g, mop_gpu_data *d, int64_t off, int64_t n, flo
 		return fail(msg, msglen, MOP_GPU_EINVAL, "gradients take 1..%d rows inside the buffer",
 					m->plan.batch);
 	CU(cudaSetDevice(g->device), "cudaSetDevice");
-	if ((r = check_labels(g, d, msg, msglen)) != MOP_GPU_OK)
+	if ((r = check_labels(g, d, g->weighs, msg, msglen)) != MOP_GPU_OK)
 		return r;
 	x = d->x + off * d->in_dim;
 	CU(cudaMemsetAsync(g->eacc, 0, 2 * sizeof(double), g->stream), "gradients");
 	zd = forward(g, x, (int) n, 1);
+	gk_class_wsum(m->spec.loss, class_weights(g), d->y + off * d->y_dim, 1, (int) n, g->stream);
 	gk_loss_rows(m->spec.loss, m->spec.metric, m->spec.top_k, m->plan.out_dim, zd,
-				 d->y + off * d->y_dim, 1, (int) n, g->grad0, g->rowloss, g->rowmetric,
-				 g->stream);
-	gk_loss_reduce(g->rowloss, g->rowmetric, 1, (int) n, g->eacc, g->st, g->steptab, g->stepidx,
-				   0, g->stream);
+				 d->y + off * d->y_dim, 1, (int) n, class_weights(g), g->grad0, g->rowloss,
+				 g->rowmetric, g->stream);
+	gk_loss_reduce(g->rowloss, g->rowmetric, 1, (int) n, class_weights(g), g->eacc, g->st,
+				   g->steptab, g->stepidx, 0, g->stream);
 	if (z)
 		CU(cudaMemcpyAsync(z, zd, (size_t) n * m->plan.out_dim * 4, cudaMemcpyDeviceToHost,
 						   g->stream), "reading outputs");

@@ -517,3 +517,164 @@ gk_maxpool_backward(const nn_ilayer *L, const float *dout, const int32_t *argmax
 	k_maxpool_backward<<<blocks_for(total), THREADS, 0, s>>>(win_of(L), dout, argmax, din,
 															 total);
 }
+
+/* ---- batch normalisation --------------------------------------------- */
+
+/* Sum of v over the block into every thread's return value (fixed tree). */
+__device__ static double
+block_sum(double v, double *sh)
+{
+	sh[threadIdx.x] = v;
+	__syncthreads();
+	for (int h = THREADS / 2; h > 0; h >>= 1)
+	{
+		if (threadIdx.x < h)
+			sh[threadIdx.x] += sh[threadIdx.x + h];
+		__syncthreads();
+	}
+	v = sh[0];
+	__syncthreads();
+	return v;
+}
+
+/*
+ * CPU reference: batchnorm_forward (layers.c).  One block per channel c
+ * (blockIdx.x) and member k (blockIdx.y) over the member's n = nb * oh *
+ * ow values of the channel: in training the batch mean and biased
+ * variance (in double, two passes, a fixed reduction tree instead of the
+ * CPU's row order), the running statistics updated as there (unbiased
+ * variance, not for a single value, nor for a member whose flag is up: it
+ * stopped training at an earlier step), then every value normalised,
+ * scaled and shifted in float as on the CPU.  Evaluation uses the running
+ * statistics.  The batch mean and 1/std are saved for the backward pass.
+ */
+__global__ static void
+k_bn_forward(gk_bn b, const float *in, float *out, int nb, int training, const gk_status *st)
+{
+	__shared__ double sh[THREADS];
+	__shared__ float stat[2];
+	int			C = b.oc,
+				c = blockIdx.x,
+				k = blockIdx.y;
+	int64_t		n = (int64_t) nb * b.per_row;
+	const float *x = in + (int64_t) k * n * C;
+	float	   *y = out + (int64_t) k * n * C;
+	float	   *rmean = b.run + (int64_t) k * b.stride_b,
+			   *rvar = rmean + C;
+	float	   *aux = b.aux + (int64_t) k * 2 * C;
+	float		gamma = b.gamma[(int64_t) k * b.stride_p + c],
+				beta = b.beta[(int64_t) k * b.stride_p + c];
+
+	if (training)
+	{
+		double		s = 0.0,
+					ss = 0.0,
+					mu;
+
+		for (int64_t r = threadIdx.x; r < n; r += THREADS)
+			s += x[r * C + c];
+		mu = block_sum(s, sh) / (double) n;
+		for (int64_t r = threadIdx.x; r < n; r += THREADS)
+		{
+			double		d = x[r * C + c] - mu;
+
+			ss += d * d;
+		}
+		ss = block_sum(ss, sh);
+		if (threadIdx.x == 0)
+		{
+			double		var = ss / (double) n;
+
+			if (n > 1 && !st[k].flag)
+			{
+				double		mom = b.momentum;
+
+				rmean[c] = (float) ((1.0 - mom) * rmean[c] + mom * mu);
+				rvar[c] = (float) ((1.0 - mom) * rvar[c] + mom * (ss / (double) (n - 1)));
+			}
+			stat[0] = (float) mu;
+			stat[1] = (float) (1.0 / sqrt(var + (double) b.eps));
+		}
+	}
+	else if (threadIdx.x == 0)
+	{
+		stat[0] = (float) (double) rmean[c];
+		stat[1] = (float) (1.0 / sqrt((double) rvar[c] + (double) b.eps));
+	}
+	__syncthreads();
+	if (threadIdx.x == 0)
+	{
+		aux[c] = stat[0];
+		aux[C + c] = stat[1];
+	}
+	for (int64_t r = threadIdx.x; r < n; r += THREADS)
+		y[r * C + c] = (x[r * C + c] - stat[0]) * stat[1] * gamma + beta;
+}
+
+void
+gk_bn_forward(const gk_bn *b, const float *in, float *out, int members, int nb, int training,
+			  const gk_status *st, cudaStream_t s)
+{
+	dim3		grid(b->oc, members);
+
+	k_bn_forward<<<grid, THREADS, 0, s>>>(*b, in, out, nb, training, st);
+}
+
+/*
+ * CPU reference: batchnorm_backward (layers.c).  One block per channel
+ * and member: dbeta = sum dy and dgamma = sum dy * xhat in double (a fixed
+ * tree), then, if din, dx = gamma / std / n * (n dy - dbeta - xhat dgamma)
+ * with the double sums, as on the CPU.
+ */
+__global__ static void
+k_bn_backward(gk_bn b, const float *in, const float *dout, float *din, int nb)
+{
+	__shared__ double sh[THREADS];
+	int			C = b.oc,
+				c = blockIdx.x,
+				k = blockIdx.y;
+	int64_t		n = (int64_t) nb * b.per_row;
+	const float *x = in + (int64_t) k * n * C;
+	const float *dy = dout + (int64_t) k * n * C;
+	const float *aux = b.aux + (int64_t) k * 2 * C;
+	float		mean = aux[c],
+				istd = aux[C + c];
+	double		sb = 0.0,
+				sg = 0.0;
+
+	for (int64_t r = threadIdx.x; r < n; r += THREADS)
+	{
+		double		g = dy[r * C + c];
+
+		sb += g;
+		sg += g * (((double) x[r * C + c] - mean) * istd);
+	}
+	sb = block_sum(sb, sh);
+	sg = block_sum(sg, sh);
+	if (threadIdx.x == 0)
+	{
+		b.dgamma[(int64_t) k * b.stride_p + c] = (float) sg;
+		b.dbeta[(int64_t) k * b.stride_p + c] = (float) sb;
+	}
+	if (din)
+	{
+		double		kk = (double) b.gamma[(int64_t) k * b.stride_p + c] * istd / (double) n;
+		float	   *dx = din + (int64_t) k * n * C;
+
+		for (int64_t r = threadIdx.x; r < n; r += THREADS)
+		{
+			double		xhat = ((double) x[r * C + c] - mean) * istd;
+
+			dx[r * C + c] = (float) (kk * ((double) n * dy[r * C + c] - sb - xhat * sg));
+		}
+	}
+}
+
+void
+gk_bn_backward(const gk_bn *b, const float *in, const float *dout, float *din, int members,
+			   int nb, cudaStream_t s)
+{
+	dim3		grid(b->oc, members);
+
+	k_bn_backward<<<grid, THREADS, 0, s>>>(*b, in, dout, din, nb);
+}

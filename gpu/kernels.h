@@ -18,12 +18,13 @@ extern "C"
 
 /*
  * One member's optimizer hyperparameters (constant while a mirror is open;
- * the kind is the gang's).  kernel_decay: AdamW's 1 - lr * weight_decay as
- * nn_optim_step computes it (1 otherwise); clip: clip_norm (0: none).
+ * the kind is the gang's).  clip: clip_norm (0: none).  The learning rate
+ * is not here: a schedule changes it by epoch, so each step carries its
+ * own (gk_step).
  */
 typedef struct gk_optim
 {
-	float		lr, momentum, beta1, beta2, eps, rho, l2, kernel_decay, clip;
+	float		momentum, beta1, beta2, eps, rho, l2, clip;
 	int			nesterov;
 } gk_optim;
 
@@ -66,6 +67,8 @@ typedef struct gk_seg
 typedef struct gk_step
 {
 	long long	t;				/* the step's number (steps + 1) */
+	float		lr;				/* the rate of the model's epoch (nn_lr_at) */
+	float		kernel_decay;	/* AdamW: 1 - lr * weight_decay (1 otherwise) */
 	float		step_size;		/* Adam: lr / (1 - beta1^t) */
 	float		bc2_sqrt;		/* Adam: sqrt(1 - beta2^t) */
 	int32_t		nseg;			/* segments to gather (rows staged otherwise stay) */
@@ -111,19 +114,67 @@ void		gk_maxpool_backward(const nn_ilayer *L, const float *dout, const int32_t *
 								float *din, int nb, cudaStream_t s);
 void		gk_mul(const float *a, const float *b, float *out, int64_t n, cudaStream_t s);
 
+/* batch normalisation (layers.c) */
+
+/*
+ * Where a batchnorm layer's numbers live for a gang: member k's gamma at
+ * gamma + k * stride_p (beta likewise), its running mean and variance at
+ * run + k * stride_b (variance oc floats after the mean), its saved batch
+ * mean and 1/std at aux + k * 2 * oc (1/std oc floats after the mean).
+ */
+typedef struct gk_bn
+{
+	const float *gamma,
+			   *beta;
+	float	   *dgamma,
+			   *dbeta;
+	float	   *run;
+	float	   *aux;
+	int64_t		stride_p,
+				stride_b;
+	int32_t		oc;
+	int64_t		per_row;		/* oh * ow: values per channel in one row */
+	float		momentum,
+				eps;
+} gk_bn;
+
+void		gk_bn_forward(const gk_bn *b, const float *in, float *out, int members, int nb,
+						  int training, const gk_status *st, cudaStream_t s);
+void		gk_bn_backward(const gk_bn *b, const float *in, const float *dout, float *din,
+						   int members, int nb, cudaStream_t s);
+
 /* loss.c */
-void		gk_check_labels(int loss, int out_dim, const float *y, int64_t n,
+/* strict: class weights are on (binary labels must be exactly 0 or 1) */
+void		gk_check_labels(int loss, int out_dim, const float *y, int64_t n, int strict,
 							gk_status *st, cudaStream_t s);
+
+/*
+ * Class weights of a gang's training loss: member k weighs with cw[k *
+ * ncls ..] if on[k], else not at all; wsum[k] receives the sum of its
+ * batch's row weights (nn_loss_eval's wsum).  A NULL gk_cw: nobody weighs.
+ */
+typedef struct gk_cw
+{
+	const float *cw;
+	const int  *on;
+	double	   *wsum;
+	int32_t		ncls;
+} gk_cw;
+
+void		gk_class_wsum(int loss, const gk_cw *cw, const float *y, int members, int nb,
+						  cudaStream_t s);
+
 /*
  * Losses of a gang: members * nb rows, member k's at rows [k * nb, ...);
- * sums per member in acc[4 * k ..] and statuses st[k].
+ * sums per member in acc[4 * k ..] and statuses st[k].  cw: class weights
+ * (NULL: none); gk_class_wsum must have run on the same rows first.
  */
 void		gk_loss_rows(int loss, int metric, int top_k, int out_dim, const float *z,
-						 const float *y, int members, int nb, float *dz, double *rowloss,
-						 double *rowmetric, cudaStream_t s);
+						 const float *y, int members, int nb, const gk_cw *cw, float *dz,
+						 double *rowloss, double *rowmetric, cudaStream_t s);
 void		gk_loss_reduce(const double *rowloss, const double *rowmetric, int members, int nb,
-						   double *acc, gk_status *st, const gk_step *tab, const int *idx,
-						   int check, cudaStream_t s);
+						   const gk_cw *cw, double *acc, gk_status *st, const gk_step *tab,
+						   const int *idx, int check, cudaStream_t s);
 void		gk_commit_sums(double *acc, const gk_status *st, int members, cudaStream_t s);
 void		gk_step_advance(int *idx, cudaStream_t s);
 

@@ -19,9 +19,13 @@ raise_flag(gk_status *st, int code, long long step)
 		st->step = step;
 }
 
-/* CPU reference: the label checks at the top of nn_loss_eval (loss.c) */
+/*
+ * CPU reference: the label checks at the top of nn_loss_eval (loss.c);
+ * strict as there with class weights: a label must then be a class, so
+ * binary cross-entropy takes exactly 0 or 1.
+ */
 __global__ static void
-k_check_labels(int loss, int out_dim, const float *y, int64_t n, gk_status *st)
+k_check_labels(int loss, int out_dim, const float *y, int64_t n, int strict, gk_status *st)
 {
 	GRID_STRIDE(r, n)
 	{
@@ -38,7 +42,8 @@ k_check_labels(int loss, int out_dim, const float *y, int64_t n, gk_status *st)
 			{
 				float		t = y[r * out_dim + j];
 
-				bad = !isfinite(t) || (loss == NN_LOSS_SIGMOID_BCE && (t < 0 || t > 1));
+				bad = !isfinite(t) || (loss == NN_LOSS_SIGMOID_BCE && (t < 0 || t > 1)) ||
+					(strict && t != 0.0f && t != 1.0f);
 			}
 		if (bad)
 			atomicMin(&st->bad_label_row, (unsigned long long) r);
@@ -46,19 +51,72 @@ k_check_labels(int loss, int out_dim, const float *y, int64_t n, gk_status *st)
 }
 
 void
-gk_check_labels(int loss, int out_dim, const float *y, int64_t n, gk_status *st,
+gk_check_labels(int loss, int out_dim, const float *y, int64_t n, int strict, gk_status *st,
 				cudaStream_t s)
 {
-	k_check_labels<<<blocks_for(n), THREADS, 0, s>>>(loss, out_dim, y, n, st);
+	k_check_labels<<<blocks_for(n), THREADS, 0, s>>>(loss, out_dim, y, n, strict, st);
 }
 
 /*
- * CPU reference: nn_loss_eval (loss.c), the per-row part: each row's loss,
- * metric and (if dz) gradient of the mean batch loss.
+ * CPU reference: weight_class (loss.c): the class of row r's label for
+ * class weights, the class index for cross-entropy, 0 or 1 for binary
+ * cross-entropy of one output.
+ */
+__device__ static int
+weight_class(int loss, const float *y, int64_t r)
+{
+	return loss == NN_LOSS_SOFTMAX_CE ? (int) y[r] : (y[r] > 0.5f ? 1 : 0);
+}
+
+/*
+ * CPU reference: the sum of the row weights in nn_loss_eval (wsum), one
+ * block per member of a gang, a fixed reduction tree (the same bits every
+ * run; the CPU adds in row order, so the last bits may differ).
+ */
+__global__ static void
+k_class_wsum(int loss, gk_cw cw, const float *y, int nb)
+{
+	__shared__ double sw[THREADS];
+	double		w = 0.0;
+	int			k = blockIdx.x;
+
+	if (!cw.on[k])
+	{
+		if (threadIdx.x == 0)
+			cw.wsum[k] = 0.0;
+		return;
+	}
+	y += (int64_t) k * nb;		/* y_dim is 1 wherever class weights apply */
+	for (int r = threadIdx.x; r < nb; r += THREADS)
+		w += (double) cw.cw[(int64_t) k * cw.ncls + weight_class(loss, y, r)];
+	sw[threadIdx.x] = w;
+	__syncthreads();
+	for (int h = THREADS / 2; h > 0; h >>= 1)
+	{
+		if (threadIdx.x < h)
+			sw[threadIdx.x] += sw[threadIdx.x + h];
+		__syncthreads();
+	}
+	if (threadIdx.x == 0)
+		cw.wsum[k] = sw[0];
+}
+
+void
+gk_class_wsum(int loss, const gk_cw *cw, const float *y, int members, int nb, cudaStream_t s)
+{
+	if (cw)
+		k_class_wsum<<<members, THREADS, 0, s>>>(loss, *cw, y, nb);
+}
+
+/*
+ * CPU reference: nn_loss_eval (loss.c), the per-row part: each row's loss
+ * (times its class weight, if its member weighs), metric and (if dz)
+ * gradient of the (weighted) mean batch loss.  A metric over the whole
+ * set adds nothing here, as on the CPU (metrics.c gathers it).
  */
 __global__ static void
 k_loss_rows(int loss, int metric, int top_k, int out_dim, const float *z, const float *y,
-			int64_t rows, int nb, float *dz, double *rowloss, double *rowmetric)
+			int64_t rows, int nb, gk_cw cw, float *dz, double *rowloss, double *rowmetric)
 {
 	float		inv_nb = 1.0f / (float) nb;
 
@@ -66,6 +124,11 @@ k_loss_rows(int loss, int metric, int top_k, int out_dim, const float *z, const 
 	{
 		const float *zr = z + r * out_dim;
 		float	   *dzr = dz ? dz + r * out_dim : NULL;
+		int			k = (int) (r / nb);
+		int			weighs = cw.cw != NULL && cw.on[k];
+		/* the row's share of the batch loss: 1 / rows, or w[y_r] / sum w */
+		double		w = weighs ? (double) cw.cw[(int64_t) k * cw.ncls + weight_class(loss, y, r)] : 1.0;
+		float		rs = weighs ? (float) (w / cw.wsum[k]) : inv_nb;
 
 		if (loss == NN_LOSS_SOFTMAX_CE)
 		{
@@ -80,12 +143,12 @@ k_loss_rows(int loss, int metric, int top_k, int out_dim, const float *z, const 
 			for (int j = 0; j < out_dim; j++)
 				sum += expf(zr[j] - mx);
 			lse = mx + logf(sum);
-			rowloss[r] = (double) (lse - zr[label]);
+			rowloss[r] = w * (double) (lse - zr[label]);
 			if (dzr)
 			{
 				for (int j = 0; j < out_dim; j++)
-					dzr[j] = expf(zr[j] - lse) * inv_nb;
-				dzr[label] -= inv_nb;
+					dzr[j] = expf(zr[j] - lse) * rs;
+				dzr[label] -= rs;
 			}
 			if (metric == NN_METRIC_TOPK)
 			{
@@ -96,18 +159,22 @@ k_loss_rows(int loss, int metric, int top_k, int out_dim, const float *z, const 
 						rank++;
 				rowmetric[r] = rank < top_k ? 1.0 : 0.0;
 			}
-			else
+			else if (metric == NN_METRIC_LOG_LOSS)
+				rowmetric[r] = (double) (lse - zr[label]);
+			else if (metric == NN_METRIC_ACCURACY)
 			{
 				for (int j = 1; j < out_dim; j++)
 					if (zr[j] > zr[best])
 						best = j;
 				rowmetric[r] = best == label ? 1.0 : 0.0;
 			}
+			else
+				rowmetric[r] = 0.0;
 		}
 		else if (loss == NN_LOSS_SIGMOID_BCE)
 		{
 			const float *yr = y + r * out_dim;
-			float		scale = inv_nb / (float) out_dim;
+			float		scale = rs / (float) out_dim;
 			double		rl = 0.0,
 						ra = 0.0;
 
@@ -120,8 +187,9 @@ k_loss_rows(int loss, int metric, int top_k, int out_dim, const float *z, const 
 				if (dzr)
 					dzr[j] = (1.0f / (1.0f + expf(-x)) - yr[j]) * scale;
 			}
-			rowloss[r] = rl / out_dim;
-			rowmetric[r] = ra / out_dim;
+			rowloss[r] = w * (rl / out_dim);
+			rowmetric[r] = metric == NN_METRIC_LOG_LOSS ? rl / out_dim :
+				metric == NN_METRIC_ACCURACY ? ra / out_dim : 0.0;
 		}
 		else
 		{
@@ -140,30 +208,36 @@ k_loss_rows(int loss, int metric, int top_k, int out_dim, const float *z, const 
 					dzr[j] = d * scale;
 			}
 			rowloss[r] = se / out_dim;
-			rowmetric[r] = metric == NN_METRIC_MAE ? ae / out_dim : se / out_dim;
+			rowmetric[r] = metric == NN_METRIC_MAE ? ae / out_dim :
+				metric == NN_METRIC_MSE ? se / out_dim : 0.0;
 		}
 	}
 }
 
 void
 gk_loss_rows(int loss, int metric, int top_k, int out_dim, const float *z, const float *y,
-			 int members, int nb, float *dz, double *rowloss, double *rowmetric, cudaStream_t s)
+			 int members, int nb, const gk_cw *cw, float *dz, double *rowloss,
+			 double *rowmetric, cudaStream_t s)
 {
 	int64_t		rows = (int64_t) members * nb;
+	gk_cw		none = {NULL, NULL, NULL, 0};
 
 	k_loss_rows<<<blocks_for(rows), THREADS, 0, s>>>(loss, metric, top_k, out_dim, z, y, rows,
-													 nb, dz, rowloss, rowmetric);
+													 nb, cw ? *cw : none, dz, rowloss,
+													 rowmetric);
 }
 
 /*
  * CPU reference: the sums of nn_loss_eval and the loss check of
  * nn_gradients (model.c).  One block, a fixed reduction tree: the same
- * bits every run.  Without check (evaluation) the sums are added to
- * acc[0..1].  With check (training) a non-finite batch loss raises the
- * flag, and a finite one is held in acc[2..3] until gk_commit_sums.
+ * bits every run.  A member that weighs its classes sums the weighted row
+ * losses and takes their weighted mean times the rows, as nn_loss_eval.
+ * Without check (evaluation) the sums are added to acc[0..1].  With check
+ * (training) a non-finite batch loss raises the flag, and a finite one is
+ * held in acc[2..3] until gk_commit_sums.
  */
 __global__ static void
-k_loss_reduce(const double *rowloss, const double *rowmetric, int nb, double *acc,
+k_loss_reduce(const double *rowloss, const double *rowmetric, int nb, gk_cw cw, double *acc,
 			  gk_status *st, const gk_step *tab, const int *idx, int check)
 {
 	__shared__ double sl[THREADS];
@@ -196,6 +270,8 @@ k_loss_reduce(const double *rowloss, const double *rowmetric, int nb, double *ac
 	}
 	if (threadIdx.x == 0)
 	{
+		if (cw.cw != NULL && cw.on[k])
+			sl[0] = sl[0] / cw.wsum[k] * (double) nb;
 		if (!check)
 		{
 			acc[0] += sl[0];
@@ -240,10 +316,14 @@ gk_commit_sums(double *acc, const gk_status *st, int members, cudaStream_t s)
 }
 
 void
-gk_loss_reduce(const double *rowloss, const double *rowmetric, int members, int nb, double *acc,
-			   gk_status *st, const gk_step *tab, const int *idx, int check, cudaStream_t s)
+gk_loss_reduce(const double *rowloss, const double *rowmetric, int members, int nb,
+			   const gk_cw *cw, double *acc, gk_status *st, const gk_step *tab, const int *idx,
+			   int check, cudaStream_t s)
 {
-	k_loss_reduce<<<members, THREADS, 0, s>>>(rowloss, rowmetric, nb, acc, st, tab, idx, check);
+	gk_cw		none = {NULL, NULL, NULL, 0};
+
+	k_loss_reduce<<<members, THREADS, 0, s>>>(rowloss, rowmetric, nb, cw ? *cw : none, acc, st,
+											  tab, idx, check);
 }
 
 /* the end of a step: the next one reads the next entry of the step table */
@@ -331,7 +411,7 @@ k_optim(int kind, const gk_optim *o, gk_tensor t, float *params, const float *gr
 		float	   *s1 = t.s1 ? opt + (int64_t) k * t.n_opt + t.off + j : NULL;
 		float	   *s2 = t.s2 ? opt + (int64_t) k * t.n_opt + t.n_params + t.off + j : NULL;
 		float		l2 = t.is_kernel ? ok->l2 : 0.0f;
-		float		decay = t.is_kernel ? ok->kernel_decay : 1.0f;
+		float		decay;
 		float		gi,
 					d,
 					wi;
@@ -339,6 +419,7 @@ k_optim(int kind, const gk_optim *o, gk_tensor t, float *params, const float *gr
 		if (st[k].flag)
 			continue;
 		sp = &tab[(int64_t) *idx * members + k];
+		decay = t.is_kernel ? sp->kernel_decay : 1.0f;
 		gi = coef ? grads[at] * coef[k] : grads[at];
 		wi = params[at];
 		d = gi + l2 * wi;
@@ -350,7 +431,7 @@ k_optim(int kind, const gk_optim *o, gk_tensor t, float *params, const float *gr
 					*s1 = ok->momentum * *s1 + d;
 					d = ok->nesterov ? d + ok->momentum * *s1 : *s1;
 				}
-				wi -= ok->lr * d;
+				wi -= sp->lr * d;
 				break;
 			case NN_OPT_ADAM:
 			case NN_OPT_ADAMW:
@@ -368,10 +449,10 @@ k_optim(int kind, const gk_optim *o, gk_tensor t, float *params, const float *gr
 					if (s2)
 					{
 						*s2 = ok->momentum * *s2 + d / avg;
-						wi -= ok->lr * *s2;
+						wi -= sp->lr * *s2;
 					}
 					else
-						wi -= ok->lr * (d / avg);
+						wi -= sp->lr * (d / avg);
 					break;
 				}
 		}

@@ -55,7 +55,12 @@ extern "C"
 {
 #endif
 
-#define MOP_GPU_ABI_VERSION 3
+/*
+ * 4: the library trains learning-rate schedules, class weights and
+ *    batchnorm layers and gathers whole-set metrics; a mop.so that sends
+ *    such models to the GPU must not load a library that would ignore them
+ */
+#define MOP_GPU_ABI_VERSION 4
 
 /* Most models one mirror trains together (a gang; see mop_gpu_gang_open). */
 #define MOP_GPU_GANG_MAX 64

@@ -157,35 +157,14 @@ mop_gpu_agg_open(nn_model *m, int device, bool training, MemoryContext cxt)
 	mop_gpu_options o;
 	char		msg[512] = "";
 	int			rc;
-	nn_metric	metric = nn_model_spec(m)->metric;
 
-	/* the GPU computes the per-row metrics of its kernels only */
-	if (nn_metric_whole_set(metric) || metric == NN_METRIC_LOG_LOSS)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("metric %s is not computed on the GPU", nn_metric_name(metric)),
-				 errhint("Train with device => 'cpu', or pick accuracy, top_k_accuracy, mse or mae.")));
-	/* the GPU engine steps with the spec's constant learning rate */
-	if (training && (nn_model_spec(m)->lr_schedule != NN_SCHED_NONE ||
-					 nn_model_spec(m)->lr_warmup > 0))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("learning-rate schedules are not supported on the GPU"),
-				 errhint("Train with device => 'cpu', or leave out \"lr_schedule\".")));
-	/* the GPU's loss kernels weigh every row alike */
-	if (training && nn_model_class_weights(m, NULL) > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("class weights are not supported on the GPU"),
-				 errhint("Train with device => 'cpu', or leave out \"class_weight\".")));
-	/* the GPU engine has no batch normalisation kernels, in training or evaluation */
-	for (int i = 0; i < nn_model_spec(m)->n_layers; i++)
-		if (nn_model_spec(m)->layers[i].type == NN_LAYER_BATCHNORM)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("batchnorm layers are not supported on the GPU"),
-					 errdetail("Layer %d of the model is a batchnorm layer.", i),
-					 errhint("Train with device => 'cpu', or leave out the \"batchnorm\" layers.")));
+	/*
+	 * Everything a model may use trains here as on the CPU: learning-rate
+	 * schedules (each step's rate from the model's epoch), class weights,
+	 * batchnorm, and whole-set metrics (the library feeds the outputs to
+	 * the host model's gatherer).  The loader refuses a library older than
+	 * that (GPU ABI 4).
+	 */
 	a = MemoryContextAllocZero(cxt, sizeof(MopGpuAgg));
 	a->api = mop_gpu();
 	a->host = m;

@@ -13,6 +13,13 @@
  *   buffer boundaries, a partial last batch) with dropout;
  *   evaluation; and a hop CPU -> GPU -> CPU through the model blob that
  *   keeps learning;
+ *   learning-rate schedules (the rate of the model's epoch, also when one
+ *   mirror trains two epochs through the same CUDA graphs), class-weighted
+ *   losses (cross-entropy and binary cross-entropy), batchnorm after dense
+ *   and conv2d layers (forward, backward, the running statistics after
+ *   training, evaluation with them) and whole-set metrics (precision,
+ *   recall, f1, auc, r2, log_loss) in training and evaluation, alone, in
+ *   gangs and across a hop;
  * plus the GPU's own guarantees: the same bits on a second run, invalid
  * labels and over-budget allocations refused, memory returned, divergence
  * reported where the CPU reports it.
@@ -190,6 +197,16 @@ dropout(float rate)
 	return l;
 }
 
+static nn_layer_spec
+batchnorm(float momentum, float eps)
+{
+	nn_layer_spec l = simple(NN_LAYER_BATCHNORM);
+
+	l.momentum = momentum;
+	l.eps = eps;
+	return l;
+}
+
 static nn_spec
 base_spec(int h, int w, int c, int batch)
 {
@@ -288,10 +305,39 @@ build_zoo(zoo_entry *z)
 		z[n].spec = s;
 		z[n++].name = "dropout";
 	}
+	{
+		/* batchnorm over the features of a dense layer, then its activation */
+		nn_spec		s = base_spec(1, 1, 21, 32);
+
+		ADD(s, dense(19, NN_ACT_NONE));
+		ADD(s, batchnorm(0.1f, 1e-5f));
+		ADD(s, act_layer(NN_ACT_RELU));
+		ADD(s, dense(7, NN_ACT_NONE));
+		z[n].spec = s;
+		z[n++].name = "dense + batchnorm";
+	}
+	{
+		/* batchnorm over the channels of a convolution (every pixel of the batch) */
+		nn_spec		s = base_spec(10, 10, 3, 16);
+
+		ADD(s, conv(6, 3, 1, NN_PAD_SAME, NN_ACT_NONE));
+		ADD(s, batchnorm(0.3f, 1e-3f));
+		ADD(s, act_layer(NN_ACT_TANH));
+		ADD(s, pool(2, 2, NN_PAD_VALID));
+		ADD(s, simple(NN_LAYER_FLATTEN));
+		ADD(s, dense(5, NN_ACT_NONE));
+		z[n].spec = s;
+		z[n++].name = "conv + batchnorm";
+	}
 	return n;
 }
 
 /* ---- helpers --------------------------------------------------------- */
+
+/* class weights and epoch count every model made by cpu_model gets (n_cw 0: none) */
+static float cw_all[16];
+static int	n_cw;
+static int64_t epochs_all;
 
 static nn_model *
 cpu_model(const nn_spec *s)
@@ -299,11 +345,13 @@ cpu_model(const nn_spec *s)
 	nn_model   *m;
 	nn_error	err;
 
-	if (nn_model_create(s, &m, &err) != NN_OK)
+	if (nn_model_create(s, &m, &err) != NN_OK ||
+		(n_cw > 0 && nn_model_set_class_weights(m, cw_all, n_cw, &err) != NN_OK))
 	{
 		fprintf(stderr, "model: %s\n", err.msg);
 		exit(1);
 	}
+	nn_model_set_epochs(m, epochs_all);
 	return m;
 }
 
@@ -416,6 +464,28 @@ test_gradients(const zoo_entry *z)
 	nn_model_free(h);
 }
 
+/*
+ * Training metrics of the CPU and the GPU (per row) close enough?  Sums of
+ * per-row values and whole-set values of continuous outputs (auc, r2,
+ * log_loss) agree to rounding; counts over argmax decisions (accuracy,
+ * precision, recall, f1) may flip a row whose outputs tie to rounding.
+ */
+static int
+metric_close(int metric, double a, double b)
+{
+	switch (metric)
+	{
+		case NN_METRIC_AUC:
+		case NN_METRIC_R2:
+		case NN_METRIC_LOG_LOSS:
+		case NN_METRIC_MSE:
+		case NN_METRIC_MAE:
+			return fabs(a - b) <= 1e-3 * fabs(a) + 1e-5;
+		default:
+			return fabs(a - b) <= 0.02;
+	}
+}
+
 /* a sub-epoch of several optimizer steps over two buffers in shuffled order */
 static void
 test_train(const char *name, const nn_spec *spec, int steps_rows_a, int rows_b, double tol)
@@ -496,15 +566,19 @@ test_train(const char *name, const nn_spec *spec, int steps_rows_a, int rows_b, 
 	{
 		double		ew = rel_err(c->params, h->params, c->plan.n_params);
 		double		eo = c->plan.n_opt ? rel_err(c->opt, h->opt, c->plan.n_opt) : 0;
+		double		eb = c->plan.n_bufs ? rel_err(c->bufs, h->bufs, c->plan.n_bufs) : 0;
 		int			counters = c->steps == h->steps && c->rows_trained == h->rows_trained &&
 			c->sub_epochs == h->sub_epochs && rc.rows == rg.rows && rc.steps == rg.steps &&
 			memcmp(c->rng, h->rng, sizeof(c->rng)) == 0;
+		int			metric_ok = metric_close(spec->metric, rc.metric_sum / rc.rows,
+											 rg.metric_sum / (rg.rows ? rg.rows : 1));
 
-		report(ew < tol && eo < tol * 10 && counters &&
+		report(ew < tol && eo < tol * 10 && eb < tol && counters && metric_ok &&
 			   fabs(rc.loss_sum - rg.loss_sum) <= tol * fabs(rc.loss_sum) + 1e-6,
-			   "%s: %lld steps over %d + %d rows: weights err %.1e, optimizer state err %.1e, loss %.5f/%.5f, counters and generator %s",
-			   name, (long long) c->steps, steps_rows_a, rows_b, ew, eo, rc.loss_sum, rg.loss_sum,
-			   counters ? "equal" : "DIFFER");
+			   "%s: %lld steps over %d + %d rows: weights err %.1e, optimizer state err %.1e, running statistics err %.1e, loss %.5f/%.5f, %s %.5f/%.5f, counters and generator %s",
+			   name, (long long) c->steps, steps_rows_a, rows_b, ew, eo, eb, rc.loss_sum,
+			   rg.loss_sum, nn_metric_name(spec->metric), rc.metric_sum / rc.rows,
+			   rg.metric_sum / (rg.rows ? rg.rows : 1), counters ? "equal" : "DIFFER");
 	}
 	G.data_free(da);
 	G.data_free(db);
@@ -872,8 +946,11 @@ test_gang_train(const char *name, const nn_spec *base, int64_t na, int64_t nbr, 
 	{
 		double		ew = rel_err(c[k]->params, h[k]->params, c[k]->plan.n_params);
 		double		eo = c[k]->plan.n_opt ? rel_err(c[k]->opt, h[k]->opt, c[k]->plan.n_opt) : 0;
+		double		eb = c[k]->plan.n_bufs ? rel_err(c[k]->bufs, h[k]->bufs, c[k]->plan.n_bufs) : 0;
 
-		good &= ew < tol && eo < tol * 10 &&
+		good &= ew < tol && eo < tol * 10 && eb < tol &&
+			metric_close(base->metric, rc[k].metric_sum / rc[k].rows,
+						 rg[k].metric_sum / (rg[k].rows ? rg[k].rows : 1)) &&
 			c[k]->steps == h[k]->steps && c[k]->rows_trained == h[k]->rows_trained &&
 			c[k]->sub_epochs == h[k]->sub_epochs && rc[k].rows == rg[k].rows &&
 			rc[k].steps == rg[k].steps && memcmp(c[k]->rng, h[k]->rng, sizeof(c[k]->rng)) == 0 &&
@@ -1276,6 +1353,463 @@ test_evaluate_and_determinism(void)
 	nn_model_free(h2);
 }
 
+/* ---- schedules, class weights, batchnorm, whole-set metrics ---------- */
+
+/*
+ * Evaluation after some training on the CPU (batchnorm's running
+ * statistics moved, outputs spread): loss and metric over 150 rows on the
+ * CPU and the GPU from the same state; a whole-set metric through the
+ * model's own gatherer (nn_evaluate_metric), which the GPU library feeds.
+ */
+static void
+test_eval(const char *name, const nn_spec *spec)
+{
+	nn_model   *c = cpu_model(spec),
+			   *h;
+	float	   *x,
+			   *y;
+	nn_result	rt,
+				rc = {0},
+				rg = {0};
+	nn_error	err;
+	mop_gpu_model *g;
+	mop_gpu_data *d;
+	int			rcode,
+				whole = nn_metric_whole_set((nn_metric) spec->metric);
+	double		mc,
+				mg;
+
+	make_rows(c, 150, &x, &y);
+	nn_train(c, x, y, 150, 0, &rt, &err);
+	h = clone(c);
+	nn_evaluate_reset(c);
+	nn_evaluate(c, x, y, 150, &rc, &err);
+	if (!(g = open_gpu(h)) || !(d = upload(h, x, y, 150)))
+		return;
+	nn_evaluate_reset(h);
+	/* two calls, as the aggregate evaluates buffer by buffer */
+	rcode = G.evaluate(g, d, 0, 70, &rg, msg, sizeof(msg));
+	if (!rcode)
+		rcode = G.evaluate(g, d, 70, 80, &rg, msg, sizeof(msg));
+	mc = whole ? nn_evaluate_metric(c) : rc.metric_sum / rc.rows;
+	mg = whole ? nn_evaluate_metric(h) : rg.metric_sum / (rg.rows ? rg.rows : 1);
+	report(!rcode && rg.rows == 150 && fabs(rc.loss_sum - rg.loss_sum) <= 1e-5 * fabs(rc.loss_sum) + 1e-6 &&
+		   metric_close(spec->metric, mc, mg) && (mc == mc) == (mg == mg),
+		   "evaluate %s: loss %.6f/%.6f, %s %.6f/%.6f over %lld rows %s", name, rc.loss_sum,
+		   rg.loss_sum, nn_metric_name((nn_metric) spec->metric), mc, mg, (long long) rg.rows,
+		   rcode ? msg : "");
+	G.model_close(g);
+	G.data_free(d);
+	free(x);
+	free(y);
+	nn_model_free(c);
+	nn_model_free(h);
+}
+
+static nn_spec
+mlp_spec(int in, int hidden, int out, int batch)
+{
+	nn_spec		s = base_spec(1, 1, in, batch);
+
+	ADD(s, dense(hidden, NN_ACT_RELU));
+	ADD(s, dense(out, NN_ACT_NONE));
+	return s;
+}
+
+/*
+ * Learning-rate schedules: sub-epochs at several epochs of each schedule
+ * (the rate of the model's epoch count, warmup included), alone, in
+ * graphs of eight steps and in a gang whose members follow their own
+ * schedules; then one mirror training two epochs with the epoch count
+ * moved between them, as a worker's aggregate never does but a replayed
+ * graph must honour: the second epoch steps at its own rate.
+ */
+static void
+test_schedules(void)
+{
+	struct
+	{
+		const char *name;
+		int			sched,
+					warmup,
+					opt;
+	}			k[] = {
+		{"step, warmup 2, sgd momentum", NN_SCHED_STEP, 2, NN_OPT_SGD},
+		{"exponential, adam", NN_SCHED_EXPONENTIAL, 0, NN_OPT_ADAM},
+		{"cosine, warmup 1, adamw", NN_SCHED_COSINE, 1, NN_OPT_ADAMW},
+		{"warmup 3 alone, rmsprop", NN_SCHED_NONE, 3, NN_OPT_RMSPROP},
+	};
+	int64_t		epochs[] = {0, 1, 4, 9};
+
+	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
+	{
+		nn_spec		s = mlp_spec(14, 18, 5, 16);
+
+		s.optimizer = k[i].opt;
+		s.lr = k[i].opt == NN_OPT_SGD ? 0.05f : 3e-3f;
+		s.momentum = k[i].opt == NN_OPT_SGD ? 0.9f : 0.0f;
+		s.weight_decay = k[i].opt == NN_OPT_ADAMW ? 0.1f : 0.0f;
+		s.lr_schedule = k[i].sched;
+		s.lr_warmup = k[i].warmup;
+		s.lr_step_size = 2;
+		s.lr_gamma = 0.5f;
+		s.lr_min = 1e-4f;
+		s.lr_epochs = 6;
+		for (size_t e = 0; e < sizeof(epochs) / sizeof(epochs[0]); e++)
+		{
+			char		name[160];
+
+			epochs_all = epochs[e];
+			snprintf(name, sizeof(name), "schedule %s at epoch %lld (lr %.3g)", k[i].name,
+					 (long long) epochs[e], nn_lr_at(&s, epochs[e]));
+			whole_feeds = e % 2;
+			test_train(name, &s, 21 * s.batch_size + 3, 2 * s.batch_size + 5, 1e-3);
+			whole_feeds = 0;
+		}
+		epochs_all = 5;
+		{
+			char		name[160];
+
+			snprintf(name, sizeof(name), "schedule %s at epoch 5", k[i].name);
+			test_gang_train(name, &s, 5 * s.batch_size + 3, 2 * s.batch_size + 5, 1e-3);
+		}
+		epochs_all = 0;
+	}
+
+	/* two epochs through one mirror: the graphs captured in the first replay the second at its rate */
+	{
+		nn_spec		s = mlp_spec(10, 12, 4, 8);
+		nn_model   *c,
+				   *h;
+		float	   *x,
+				   *y;
+		nn_result	r;
+		nn_error	err;
+		mop_gpu_model *g;
+		mop_gpu_data *d;
+		int			rcode = 0;
+		int64_t		n = 40 * 8 + 3;
+
+		s.optimizer = NN_OPT_SGD;
+		s.lr = 0.1f;
+		s.lr_schedule = NN_SCHED_STEP;
+		s.lr_step_size = 1;
+		s.lr_gamma = 0.1f;
+		c = cpu_model(&s);
+		h = clone(c);
+		make_rows(c, n, &x, &y);
+		if (!(g = open_gpu(h)) || !(d = upload(h, x, y, n)))
+			return;
+		for (int e = 0; e < 2 && !rcode; e++)
+		{
+			nn_model_set_epochs(c, e);
+			nn_model_set_epochs(h, e);
+			nn_train(c, x, y, n, 0, &r, &err);
+			rcode = G.train_begin(g, msg, sizeof(msg));
+			if (!rcode)
+				rcode = G.train_feed(g, d, 0, n, msg, sizeof(msg));
+			if (!rcode)
+				rcode = G.train_end(g, &r, msg, sizeof(msg));
+		}
+		if (!rcode)
+			rcode = G.model_sync(g, msg, sizeof(msg));
+		report(!rcode && rel_err(c->params, h->params, c->plan.n_params) < 1e-4 &&
+			   c->steps == h->steps,
+			   "one mirror, two epochs of a step schedule (lr 0.1 then 0.01) through the same graphs: weights err %.1e %s",
+			   rcode ? 1.0 : rel_err(c->params, h->params, c->plan.n_params), rcode ? msg : "");
+		G.model_close(g);
+		G.data_free(d);
+		free(x);
+		free(y);
+		nn_model_free(c);
+		nn_model_free(h);
+	}
+}
+
+/*
+ * Class weights: the weighted mean loss and its gradient (one batch), a
+ * sub-epoch, graphs of eight steps, a gang, for cross-entropy and for
+ * binary cross-entropy of one output; evaluation stays unweighted; and a
+ * soft binary label refused in weighted training (as the CPU refuses it)
+ * but evaluated.
+ */
+static void
+test_class_weights(void)
+{
+	zoo_entry	ce,
+				bce;
+
+	ce.name = "class-weighted cross-entropy";
+	ce.spec = mlp_spec(17, 15, 4, 32);
+	bce.name = "class-weighted binary cross-entropy";
+	bce.spec = base_spec(1, 1, 13, 24);
+	ADD(bce.spec, dense(9, NN_ACT_TANH));
+	ADD(bce.spec, dense(1, NN_ACT_NONE));
+	bce.spec.loss = NN_LOSS_SIGMOID_BCE;
+
+	for (int k = 0; k < 2; k++)
+	{
+		const zoo_entry *z = k ? &bce : &ce;
+		char		name[160];
+
+		if (k == 0)
+		{
+			float		w[4] = {0.5f, 2.0f, 1.0f, 3.5f};
+
+			memcpy(cw_all, w, sizeof(w));
+			n_cw = 4;
+		}
+		else
+		{
+			cw_all[0] = 1.0f;
+			cw_all[1] = 4.0f;
+			n_cw = 2;
+		}
+		test_gradients(z);
+		snprintf(name, sizeof(name), "sub-epoch %s", z->name);
+		test_train(name, &z->spec, 5 * z->spec.batch_size + 3, 2 * z->spec.batch_size + 5, 1e-3);
+		whole_feeds = 1;
+		snprintf(name, sizeof(name), "sub-epoch %s, whole buffers per call", z->name);
+		test_train(name, &z->spec, 33 * z->spec.batch_size + 3, 9 * z->spec.batch_size + 5, 1e-3);
+		whole_feeds = 0;
+		test_gang_train(z->name, &z->spec, 5 * z->spec.batch_size + 3,
+						2 * z->spec.batch_size + 5, 1e-3);
+		snprintf(name, sizeof(name), "%s (unweighted, as on the CPU)", z->name);
+		test_eval(name, &z->spec);
+	}
+	/* a soft label: weighted training refuses it, evaluation takes it */
+	{
+		nn_model   *h = cpu_model(&bce.spec);
+		float	   *x,
+				   *y;
+		mop_gpu_model *g;
+		mop_gpu_data *d;
+		nn_result	r = {0};
+		int			rt,
+					re;
+
+		make_rows(h, 20, &x, &y);
+		y[13] = 0.5f;
+		if (!(g = open_gpu(h)) || !(d = upload(h, x, y, 20)))
+			return;
+		re = G.evaluate(g, d, 0, 20, &r, msg, sizeof(msg));
+		rt = G.train_begin(g, msg, sizeof(msg));
+		if (!rt)
+			rt = G.train_feed(g, d, 0, 20, msg, sizeof(msg));
+		report(re == MOP_GPU_OK && rt == MOP_GPU_EINVAL && strstr(msg, "row 13") && h->steps == 0,
+			   "a soft label is evaluated but refused in class-weighted training (%s)", msg);
+		G.model_close(g);
+		G.data_free(d);
+		free(x);
+		free(y);
+		nn_model_free(h);
+	}
+	n_cw = 0;
+	/* weights given between two streams of one mirror: the second weighs (graphs recaptured) */
+	{
+		nn_spec		s = mlp_spec(9, 10, 3, 8);
+		nn_model   *c = cpu_model(&s),
+				   *h = clone(c);
+		float		w[3] = {3.0f, 0.5f, 1.0f};
+		float	   *x,
+				   *y;
+		nn_result	r;
+		nn_error	err;
+		mop_gpu_model *g;
+		mop_gpu_data *d;
+		int			rcode = 0;
+		int64_t		n = 20 * 8 + 5;
+
+		make_rows(c, n, &x, &y);
+		if (!(g = open_gpu(h)) || !(d = upload(h, x, y, n)))
+			return;
+		for (int e = 0; e < 2 && !rcode; e++)
+		{
+			if (e == 1)
+			{
+				nn_model_set_class_weights(c, w, 3, &err);
+				nn_model_set_class_weights(h, w, 3, &err);
+			}
+			nn_train(c, x, y, n, 0, &r, &err);
+			rcode = G.train_begin(g, msg, sizeof(msg));
+			if (!rcode)
+				rcode = G.train_feed(g, d, 0, n, msg, sizeof(msg));
+			if (!rcode)
+				rcode = G.train_end(g, &r, msg, sizeof(msg));
+		}
+		if (!rcode)
+			rcode = G.model_sync(g, msg, sizeof(msg));
+		report(!rcode && rel_err(c->params, h->params, c->plan.n_params) < 1e-4,
+			   "class weights given between two sub-epochs of one mirror weigh the second: weights err %.1e %s",
+			   rcode ? 1.0 : rel_err(c->params, h->params, c->plan.n_params), rcode ? msg : "");
+		G.model_close(g);
+		G.data_free(d);
+		free(x);
+		free(y);
+		nn_model_free(c);
+		nn_model_free(h);
+	}
+}
+
+/*
+ * Batchnorm beyond the zoo's: in evaluation mode (the running statistics
+ * after training), a long sub-epoch through graphs, and a gang whose
+ * members keep their own statistics (covered by the zoo loops), here with
+ * a momentum of 1 (the statistics are the last batch's) and of 0 (never
+ * move).
+ */
+static void
+test_batchnorm(const zoo_entry *dense_bn, const zoo_entry *conv_bn)
+{
+	nn_spec		s = dense_bn->spec;
+
+	test_eval("dense + batchnorm (running statistics)", &dense_bn->spec);
+	test_eval("conv + batchnorm (running statistics)", &conv_bn->spec);
+	s.layers[1].momentum = 1.0f;
+	test_train("batchnorm momentum 1", &s, 5 * s.batch_size + 3, 2 * s.batch_size + 5, 1e-3);
+	s.layers[1].momentum = 0.0f;
+	test_train("batchnorm momentum 0", &s, 5 * s.batch_size + 3, 2 * s.batch_size + 5, 1e-3);
+	/* a last batch of one row: one value per channel leaves the statistics alone */
+	s.layers[1].momentum = 0.1f;
+	test_train("batchnorm, a last batch of one row", &s, 5 * s.batch_size, 1, 1e-3);
+}
+
+/*
+ * Whole-set metrics and log_loss: a sub-epoch's training metric (every
+ * step's outputs gathered on the host) alone and in a gang, and evaluation.
+ */
+static void
+test_whole_set_metrics(void)
+{
+	struct
+	{
+		const char *name;
+		int			metric,
+					loss,
+					out;
+	}			k[] = {
+		{"precision", NN_METRIC_PRECISION, NN_LOSS_SOFTMAX_CE, 3},
+		{"recall", NN_METRIC_RECALL, NN_LOSS_SOFTMAX_CE, 3},
+		{"f1", NN_METRIC_F1, NN_LOSS_SOFTMAX_CE, 3},
+		{"auc (3 classes)", NN_METRIC_AUC, NN_LOSS_SOFTMAX_CE, 3},
+		{"auc (binary)", NN_METRIC_AUC, NN_LOSS_SIGMOID_BCE, 1},
+		{"f1 (binary)", NN_METRIC_F1, NN_LOSS_SIGMOID_BCE, 1},
+		{"r2", NN_METRIC_R2, NN_LOSS_MSE, 2},
+		{"log_loss", NN_METRIC_LOG_LOSS, NN_LOSS_SOFTMAX_CE, 4},
+		{"log_loss (binary)", NN_METRIC_LOG_LOSS, NN_LOSS_SIGMOID_BCE, 2},
+	};
+
+	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
+	{
+		nn_spec		s = mlp_spec(11, 13, k[i].out, 16);
+		char		name[160];
+
+		s.loss = k[i].loss;
+		s.metric = k[i].metric;
+		snprintf(name, sizeof(name), "training metric %s", k[i].name);
+		test_train(name, &s, 7 * s.batch_size + 3, 2 * s.batch_size + 5, 1e-3);
+		test_gang_train(name, &s, 5 * s.batch_size + 3, 2 * s.batch_size + 5, 1e-3);
+		test_eval(k[i].name, &s);
+	}
+}
+
+/*
+ * The CPU -> GPU -> CPU hop of a model with everything at once: batchnorm,
+ * class weights, a cosine schedule with warmup (the epoch counter moved
+ * before each epoch, as runs do) and f1, against an all-CPU run: weights,
+ * running statistics and the training metric.
+ */
+static void
+test_hop_features(void)
+{
+	nn_spec		s = base_spec(1, 1, 12, 16);
+	nn_model   *ref,
+			   *m,
+			   *h;
+	float	   *x,
+			   *y;
+	float		w[3] = {1.0f, 2.5f, 0.7f};
+	nn_result	r[3],
+				rr[3];
+	nn_error	err;
+	size_t		cap,
+				len;
+	void	   *blob;
+	mop_gpu_model *g;
+	mop_gpu_data *d;
+	int			rc = 0;
+	int64_t		n = 300;
+
+	ADD(s, dense(20, NN_ACT_NONE));
+	ADD(s, batchnorm(0.1f, 1e-5f));
+	ADD(s, act_layer(NN_ACT_RELU));
+	ADD(s, dense(3, NN_ACT_NONE));
+	s.metric = NN_METRIC_F1;
+	s.lr = 5e-3f;
+	s.lr_schedule = NN_SCHED_COSINE;
+	s.lr_warmup = 1;
+	s.lr_min = 1e-4f;
+	s.lr_epochs = 3;
+	ref = cpu_model(&s);
+	nn_model_set_class_weights(ref, w, 3, &err);
+	m = clone(ref);
+	make_rows(ref, n, &x, &y);
+	for (int64_t i = 0; i < n; i++)
+		y[i] = (float) ((x[i * 12] > 0) + (x[i * 12 + 1] > 0.3f));
+	for (int e = 0; e < 3; e++)
+	{
+		nn_model_set_epochs(ref, e);
+		nn_train(ref, x, y, n, 0, &rr[e], &err);
+	}
+	/* epoch 0 on the CPU, epoch 1 on the GPU, epoch 2 on the CPU, through blobs */
+	nn_train(m, x, y, n, 0, &r[0], &err);
+	cap = nn_model_blob_size(m);
+	blob = malloc(cap);
+	nn_model_serialize(m, blob, cap, &len, &err);
+	nn_model_free(m);
+	nn_model_deserialize(blob, len, &h, &err);
+	nn_model_set_epochs(h, 1);
+	if (!(g = open_gpu(h)) || !(d = upload(h, x, y, n)))
+		return;
+	rc = G.train_begin(g, msg, sizeof(msg));
+	if (!rc)
+		rc = G.train_feed(g, d, 0, n, msg, sizeof(msg));
+	if (!rc)
+		rc = G.train_end(g, &r[1], msg, sizeof(msg));
+	if (!rc)
+		rc = G.model_sync(g, msg, sizeof(msg));
+	G.model_close(g);
+	G.data_free(d);
+	if (rc)
+	{
+		report(0, "hop with batchnorm, class weights and a schedule: gpu epoch: %s", msg);
+		return;
+	}
+	nn_model_serialize(h, blob, cap, &len, &err);
+	nn_model_free(h);
+	if (nn_model_deserialize(blob, len, &m, &err) != NN_OK)
+	{
+		report(0, "hop with batchnorm, class weights and a schedule: blob does not load: %s", err.msg);
+		return;
+	}
+	nn_model_set_epochs(m, 2);
+	nn_train(m, x, y, n, 0, &r[2], &err);
+	report(rel_err(ref->params, m->params, ref->plan.n_params) < 1e-3 &&
+		   rel_err(ref->bufs, m->bufs, ref->plan.n_bufs) < 1e-3 &&
+		   m->n_class_w == 3 && m->steps == ref->steps &&
+		   fabs(r[1].loss_sum - rr[1].loss_sum) <= 1e-3 * fabs(rr[1].loss_sum) &&
+		   metric_close(NN_METRIC_F1, r[1].metric_sum / n, rr[1].metric_sum / n),
+		   "hop cpu -> gpu -> cpu with batchnorm, class weights, a cosine schedule and f1: weights err %.1e, running statistics err %.1e vs all-cpu; gpu epoch loss %.4f/%.4f, f1 %.4f/%.4f",
+		   rel_err(ref->params, m->params, ref->plan.n_params),
+		   rel_err(ref->bufs, m->bufs, ref->plan.n_bufs), r[1].loss_sum / n, rr[1].loss_sum / n,
+		   r[1].metric_sum / n, rr[1].metric_sum / n);
+	free(blob);
+	free(x);
+	free(y);
+	nn_model_free(m);
+	nn_model_free(ref);
+}
+
 static void
 test_errors(void)
 {
@@ -1473,6 +2007,11 @@ main(int argc, char **argv)
 	test_gang_rules();
 	test_evaluate_and_determinism();
 	test_hop();
+	test_schedules();
+	test_class_weights();
+	test_batchnorm(&zoo[nz - 2], &zoo[nz - 1]);
+	test_whole_set_metrics();
+	test_hop_features();
 	test_errors();
 	printf("%d passed, %d failed\n", n_ok, n_bad);
 	return n_bad ? 1 : 0;

@@ -3,15 +3,21 @@
  * GPU or CUDA: the device-memory ledger (gpu/budget.c: reservations within
  * and past the budget, no limit, release, overflow, byte formatting) and
  * the loader (gpu/loader.c) against fake libraries that the Makefile builds
- * from fake/ into FAKE_DIR: another ABI version, a missing entry point,
- * another engine layout, a library that fits, and a handle that is no GPU
- * library at all.
+ * from fake/ into FAKE_DIR: another ABI version (also the previous one,
+ * whose library ignored learning-rate schedules, class weights, batchnorm
+ * and whole-set metrics), a missing entry point, another engine layout, a
+ * library that fits, and a handle that is no GPU library at all; and the
+ * optimizer's scalars of each step (gpu/step_scalars.c: the scheduled
+ * learning rate of the model's epoch, AdamW's decay, Adam's bias
+ * corrections) against the CPU optimizer's own step.
  */
 #include <dlfcn.h>
 
 #include "harness.h"
+#include "util.h"
 #include "../../gpu/budget.h"
 #include "../../gpu/loader.h"
+#include "../../gpu/step_scalars.h"
 
 #ifndef FAKE_DIR
 #define FAKE_DIR "fake"
@@ -208,6 +214,17 @@ TEST(gpu_loader_old_abi)
 	CHECKF(strstr(msg, want) != NULL, "%s", msg);
 }
 
+TEST(gpu_loader_previous_abi)
+{
+	mop_gpu_api api;
+	char		msg[256];
+
+	/* every entry point of today, but from before schedules, class weights, batchnorm */
+	CHECK(resolve_fake("fake_gpu_v3.so", &api, msg, sizeof(msg)) == -1);
+	CHECKF(strstr(msg, "GPU ABI 3") != NULL, "%s", msg);
+	CHECKF(strstr(msg, "install both from one build") != NULL, "%s", msg);
+}
+
 TEST(gpu_loader_missing_symbol)
 {
 	mop_gpu_api api;
@@ -257,4 +274,117 @@ TEST(gpu_loader_not_a_gpu_library)
 	CHECKF(strstr(msg, "not a mop GPU library") != NULL, "%s", msg);
 	CHECK(api.abi_version == NULL && api.gradients == NULL);
 	dlclose(h);
+}
+
+/* --- the optimizer's scalars of a step ---------------------------------- */
+
+/* A 3-in, 2-out dense model (kernel and bias) with optimizer opt and schedule sched. */
+static nn_model *
+sched_model(int opt, int sched)
+{
+	nn_spec		s;
+	nn_model   *m;
+	nn_error	err;
+
+	nn_spec_init(&s);
+	s.in_c = 3;
+	s.loss = NN_LOSS_MSE;
+	s.metric = NN_METRIC_MSE;
+	add_dense(&s, 2, NN_ACT_NONE);
+	s.optimizer = opt;
+	s.lr = 0.1f;
+	s.weight_decay = opt == NN_OPT_ADAMW ? 0.3f : 0.0f;
+	s.lr_schedule = sched;
+	s.lr_warmup = 2;
+	s.lr_step_size = 2;
+	s.lr_gamma = 0.5f;
+	s.lr_min = 0.01f;
+	s.lr_epochs = 5;
+	if (nn_model_create(&s, &m, &err) != NN_OK)
+	{
+		fprintf(stderr, "  %s\n", err.msg);
+		return NULL;
+	}
+	return m;
+}
+
+/*
+ * For every schedule and epoch, a step whose weights the GPU's update
+ * rule moves with mop_gpu_step_scalars_of's numbers lands exactly where
+ * nn_optim_step moves them: the rate of the step is the schedule's at the
+ * model's epoch counter, not the spec's constant.
+ */
+TEST(gpu_step_scalars_follow_the_schedule)
+{
+	int			opts[] = {NN_OPT_SGD, NN_OPT_ADAM, NN_OPT_ADAMW};
+	int			scheds[] = {NN_SCHED_NONE, NN_SCHED_STEP, NN_SCHED_EXPONENTIAL, NN_SCHED_COSINE};
+
+	for (int o = 0; o < 3; o++)
+		for (int sc = 0; sc < 4; sc++)
+			for (int64_t e = 0; e < 9; e++)
+			{
+				nn_model   *m = sched_model(opts[o], sc ? scheds[sc] : NN_SCHED_NONE);
+				mop_gpu_step_scalars k;
+				float		w0[8],
+							want[8];
+				int64_t		P;
+				nn_error	err;
+				int			same = 1;
+
+				CHECK(m != NULL);
+				if (!m)
+					return;
+				P = m->plan.n_params;
+				nn_model_set_epochs(m, e);
+				m->steps = 4 + e;	/* Adam's t = steps + 1 */
+				mop_gpu_step_scalars_of(&m->spec, m->epochs, m->steps + 1, &k);
+				CHECKF(k.lr == (float) nn_lr_at(&m->spec, e), "epoch %lld: lr %g, schedule says %g",
+					   (long long) e, (double) k.lr, nn_lr_at(&m->spec, e));
+				for (int64_t i = 0; i < P; i++)
+				{
+					float		g = 0.25f * (float) (i + 1) - 0.6f;
+					int			kernel = i < m->plan.t[0].size;
+
+					w0[i] = m->params[i];
+					m->grads[i] = g;
+					/* the GPU kernel's rule (kernels_train.cu), fresh optimizer state */
+					if (opts[o] == NN_OPT_SGD)
+						want[i] = w0[i] - k.lr * g;
+					else
+					{
+						float		wi = w0[i] * (kernel ? k.kernel_decay : 1.0f);
+						float		mo = (1.0f - m->spec.beta1) * g;
+						float		ve = (1.0f - m->spec.beta2) * g * g;
+
+						want[i] = wi - k.step_size * (mo / (sqrtf(ve) / k.bc2_sqrt + m->spec.eps));
+					}
+				}
+				CHECK(nn_optim_step(m, &err) == NN_OK);
+				for (int64_t i = 0; i < P; i++)
+					same &= m->params[i] == want[i];
+				CHECKF(same, "optimizer %d, schedule %d, epoch %lld: the GPU's step differs from the CPU's",
+					   opts[o], scheds[sc], (long long) e);
+				nn_model_free(m);
+			}
+}
+
+/* Without a schedule the rate is the spec's, whatever the epoch; AdamW decays by it. */
+TEST(gpu_step_scalars_constant)
+{
+	nn_spec		s;
+	mop_gpu_step_scalars k;
+
+	nn_spec_init(&s);
+	s.optimizer = NN_OPT_ADAMW;
+	s.lr = 0.02f;
+	s.weight_decay = 0.5f;
+	for (int64_t e = 0; e < 5; e++)
+	{
+		mop_gpu_step_scalars_of(&s, e * 1000, 1, &k);
+		CHECK(k.lr == 0.02f && k.kernel_decay == 1.0f - 0.02f * 0.5f);
+		CHECK(k.step_size == (float) ((double) 0.02f / (1.0 - pow((double) s.beta1, 1.0))));
+	}
+	s.optimizer = NN_OPT_SGD;
+	mop_gpu_step_scalars_of(&s, 0, 7, &k);
+	CHECK(k.kernel_decay == 1.0f && k.step_size == 0.0f && k.bc2_sqrt == 1.0f);
 }

@@ -5,7 +5,10 @@
  * engine layout of these sources, which the loader accepts, and
  * fake/fake_gpu_badlayout.so (-DFAKE_BAD_LAYOUT) reports a larger
  * nn_model, as a library built from other engine sources would, which the
- * loader refuses.
+ * loader refuses; fake/fake_gpu_v3.so (-DFAKE_ABI=3) has every entry point
+ * of today but reports GPU ABI 3, a library from before the GPU trained
+ * learning-rate schedules, class weights, batchnorm and whole-set metrics,
+ * which the loader refuses too.
  */
 #include <string.h>
 
@@ -18,10 +21,14 @@
 #define MODEL_SIZE sizeof(nn_model)
 #endif
 
+#ifndef FAKE_ABI
+#define FAKE_ABI MOP_GPU_ABI_VERSION
+#endif
+
 int
 mop_gpu_abi_version(void)
 {
-	return MOP_GPU_ABI_VERSION;
+	return FAKE_ABI;
 }
 
 void
