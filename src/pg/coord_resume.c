@@ -84,6 +84,7 @@ coord_load_run(void)
 		recorded.gpu = coord.run->opts.gpu;
 		recorded.gpu_memory_mb = coord.run->opts.gpu_memory_mb;
 		recorded.gpu_tf32 = coord.run->opts.gpu_tf32;
+		recorded.gpu_unverified = coord.run->opts.gpu_unverified;
 		recorded.blas_threads = coord.run->opts.blas_threads;
 		/*
 		 * A resumed run starts neither its median rule nor its warm start

@@ -9,7 +9,8 @@
  *   mop.workers, mop.task_timeout,
  *   mop.scheduler                            the search functions (a run
  *                                            records them when it starts)
- *   mop.device, mop.gpu_memory, mop.gpu_tf32 gpu.c, gpu_train.c
+ *   mop.device, mop.gpu_memory, mop.gpu_tf32,
+ *   mop.gpu_unverified                       gpu.c, gpu_train.c
  *   mop.auto_resume                          recovery.c
  *
  * mop.device and mop.scheduler are enums: an invalid value is refused with
@@ -36,6 +37,7 @@ int			mop_scheduler = MOP_PICK_RANDOM;
 int			mop_device = MOP_DEVICE_CPU;
 int			mop_gpu_memory_mb = 0;
 bool		mop_gpu_tf32 = false;
+bool		mop_gpu_unverified = false;
 int			mop_heartbeat_ms = 0;
 int			mop_segment_timeout_ms = 30000;
 int			mop_segment_wait_ms = 300000;
@@ -139,6 +141,13 @@ mop_define_gucs(void)
 							 "Let cuBLAS use TF32 tensor cores on the GPU (faster, no longer bit-comparable with the CPU).",
 							 NULL,
 							 &mop_gpu_tf32,
+							 false,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("mop.gpu_unverified",
+							 "Train on the GPU what its kernels do but no GPU has checked against the CPU yet.",
+							 "Learning-rate schedules, class weights, batchnorm layers and whole-set metrics; off: refused on the GPU (0A000).",
+							 &mop_gpu_unverified,
 							 false,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);

@@ -165,6 +165,7 @@ launch(const RunRequest *req, BackgroundWorkerHandle **handle)
 	run->opts.gpu = mop_gpu_resolved;
 	run->opts.gpu_memory_mb = mop_gpu_memory_mb;
 	run->opts.gpu_tf32 = mop_gpu_tf32;
+	run->opts.gpu_unverified = mop_gpu_unverified;
 	run->task_timeout_ms = mop_task_timeout_ms;
 	run->segment_timeout_ms = mop_segment_timeout_ms;
 	run->segment_wait_ms = mop_segment_wait_ms;

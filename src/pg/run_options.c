@@ -30,6 +30,7 @@ const MopRunOptions mop_run_option_defaults = {
 	.gpu = false,
 	.gpu_memory_mb = 0,
 	.gpu_tf32 = false,
+	.gpu_unverified = false,
 	.blas_threads = 0,
 	.replay_of = 0,
 	.median_stop = false,
@@ -100,8 +101,9 @@ mop_run_options_jsonb(const MopRunOptions *o)
 					 o->deterministic ? "true" : "false",
 					 mop_pick_name((mop_pick) o->scheduler), o->gpu ? "gpu" : "cpu");
 	if (o->gpu)
-		appendStringInfo(&s, ", \"gpu_memory_mb\": %d, \"gpu_tf32\": %s",
-						 o->gpu_memory_mb, o->gpu_tf32 ? "true" : "false");
+		appendStringInfo(&s, ", \"gpu_memory_mb\": %d, \"gpu_tf32\": %s, \"gpu_unverified\": %s",
+						 o->gpu_memory_mb, o->gpu_tf32 ? "true" : "false",
+						 o->gpu_unverified ? "true" : "false");
 	appendStringInfo(&s, ", \"blas_threads\": %d", o->blas_threads);
 	if (o->replay_of)
 		appendStringInfo(&s, ", \"replay_of\": " INT64_FORMAT, o->replay_of);
@@ -305,6 +307,7 @@ mop_run_options_parse(Jsonb *options, MopRunOptions *o)
 		o->gpu = strcmp(t, "gpu") == 0;
 	read_int32(options, "gpu_memory_mb", &o->gpu_memory_mb);
 	read_bool(options, "gpu_tf32", &o->gpu_tf32);
+	read_bool(options, "gpu_unverified", &o->gpu_unverified);
 	read_int32(options, "blas_threads", &o->blas_threads);
 	read_int64(options, "replay_of", &o->replay_of);
 	if ((t = option_text(options, "early_stopping")) != NULL)

@@ -51,6 +51,7 @@ typedef struct MopRunOptions
 	bool		gpu;			/* "device": gpu or cpu (mop.device resolved) */
 	int32		gpu_memory_mb;	/* "gpu_memory_mb" (GPU runs) */
 	bool		gpu_tf32;		/* "gpu_tf32" (GPU runs) */
+	bool		gpu_unverified;	/* "gpu_unverified" (GPU runs) */
 	int32		blas_threads;	/* "blas_threads" */
 	int64		replay_of;		/* "replay_of": the run a replay follows (0: none) */
 	bool		median_stop;	/* "early_stopping": 'median' (absent: none) */

@@ -455,6 +455,7 @@ mop_worker_main(Datum arg)
 	mop_gpu_worker_init(opts.gpu, my_index);
 	mop_gpu_memory_mb = opts.gpu_memory_mb;	/* the starting session's settings */
 	mop_gpu_tf32 = opts.gpu_tf32;
+	mop_gpu_unverified = opts.gpu_unverified;
 	task_cxt = AllocSetContextCreate(TopMemoryContext, "mop task", ALLOCSET_DEFAULT_SIZES);
 
 	SpinLockAcquire(&run->mutex);

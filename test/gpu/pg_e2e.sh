@@ -135,6 +135,16 @@ SQL
 echo "$err" | grep -q "53200" && echo "ok pg_e2e: over mop.gpu_memory: $(echo "$err" | tr '\n' ' ' | cut -c1-400)" ||
 	echo "not ok pg_e2e: over mop.gpu_memory: $err"
 
+# not yet verified on a GPU: refused unless mop.gpu_unverified is on
+err=$(psql -v ON_ERROR_STOP=0 2>&1 <<'SQL'
+SET mop.device = 'gpu';
+\set VERBOSITY verbose
+SELECT mop_train('fm_train', '{"model": {"layers": [{"type": "dense", "units": 16}, {"type": "batchnorm"}, {"type": "dense", "units": 10}]}, "seed": 1}', epochs => 1);
+SQL
+)
+echo "$err" | grep -q "0A000: batchnorm layers are not yet verified on the GPU" && echo "ok pg_e2e: batchnorm refused without mop.gpu_unverified" ||
+	echo "not ok pg_e2e: batchnorm without mop.gpu_unverified: $err"
+
 # what the GPU once refused trains there as on the CPU: class weights, a
 # batchnorm layer, a learning-rate schedule with warmup and a whole-set
 # metric (f1), with the same seed on both devices
@@ -142,6 +152,7 @@ feat='{"model": {"layers": [{"type": "dense", "units": 64}, {"type": "batchnorm"
 for dev in cpu gpu; do
 	out=$(psql 2>&1 <<SQL
 SET mop.device = '$dev';
+SET mop.gpu_unverified = on;
 SELECT mop_train('fm_train', '$feat', epochs => 3);
 SQL
 	)
