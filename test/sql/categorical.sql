@@ -145,6 +145,12 @@ UPDATE mop.datasets SET categories = jsonb_set(categories, '{size,values}', '["S
 SELECT regexp_replace(err(format($$SELECT mop_predict(%s, ARRAY['red', 'M', 'true', '0.5'])$$, :cat_model)), 'model \d+', 'model N') AS duplicate_value;
 UPDATE mop.datasets SET categories = categories - 'size' WHERE name = 'cat';
 SELECT regexp_replace(err(format($$SELECT mop_predict(%s, ARRAY['red', 'M', 'true', '0.5'])$$, :cat_model)), 'model \d+', 'model N') AS missing_vocabulary;
+-- feature columns that do not make n_features (an edited row without
+-- vocabularies): refused before a reader fills its inputs column by column
+UPDATE mop.datasets SET categories = NULL, normalized = false,
+       features = array_fill('x'::text, ARRAY[400]) WHERE name = 'cat';
+SELECT regexp_replace(err(format($$SELECT mop_predict(%s, array_fill('1'::text, ARRAY[400]))$$, :cat_model)), 'model \d+', 'model N') AS columns_not_features;
+SELECT regexp_replace(err(format($$SELECT mop_predict_table(%s, 'cat_src', 'cat_pred2')$$, :cat_model)), 'model \d+', 'model N') AS table_columns_not_features;
 SELECT mop_drop_dataset(d) FROM unnest(ARRAY['cat', 'cat_other', 'cat_one', 'cat_bool', 'cat_default']) d;
 DROP TABLE cat_src, cat_new, cat_pred, cat_wrong;
 DROP FUNCTION cat_f4(bytea, int);
