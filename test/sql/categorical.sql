@@ -74,6 +74,12 @@ SELECT mop_predict(:cat_model, ARRAY['red', 'M', 'true', '0.5']) AS red,
 SELECT mop_predict(:cat_model, ARRAY['cyan', 'M', 't', '1e-1'], NULL::text, 'best') AS typed,
        array_length(mop_predict_proba(:cat_model, ARRAY['red', 'M', 'true', '0.5']), 1) AS probs,
        round((SELECT sum(p) FROM unnest(mop_predict_proba(:cat_model, ARRAY['purple', 'XL', NULL, '0.5'])) p)::numeric, 4) AS unseen_sums_to_1;
+-- a boolean column's value in any spelling boolean input takes is the
+-- vocabulary's 'true' or 'false' (not an unseen value)
+SELECT mop_predict_proba(:cat_model, ARRAY['red', 'M', 't', '0.5']) =
+       mop_predict_proba(:cat_model, ARRAY['red', 'M', 'true', '0.5']) AS t_is_true,
+       mop_predict_proba(:cat_model, ARRAY['red', 'M', 'OFF', '0.5']) =
+       mop_predict_proba(:cat_model, ARRAY['red', 'M', 'false', '0.5']) AS off_is_false;
 -- an unseen value, without an "other" input, is no input at all: the same
 -- prediction whatever the unseen value
 SELECT mop_predict_proba(:cat_model, ARRAY['purple', 'M', 'true', '0.5'])
