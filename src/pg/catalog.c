@@ -160,6 +160,18 @@ dataset_from_row(HeapTuple tup, TupleDesc td, MemoryContext cxt)
 	d = SPI_getbinval(tup, td, 17, &isnull);
 	if (!isnull)
 		dataset_vocabularies(ds, DatumGetJsonbP(d));
+	/*
+	 * The row is its owner's to edit: the feature columns must make the
+	 * inputs (one array column, or one input per numeric column), since
+	 * readers size their buffers by n_features and fill them column by
+	 * column (the categorical case is checked above).
+	 */
+	else if (ds->is_array ? ds->nfeatcols != 1 : ds->nfeatcols != ds->nfeatures)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("dataset \"%s\" has %d feature columns for %d features",
+						ds->name, ds->nfeatcols, ds->nfeatures),
+				 errdetail("A dataset of one array column has one feature column; one of numeric columns has one feature per column.")));
 	MemoryContextSwitchTo(old);
 	return ds;
 }

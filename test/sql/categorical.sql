@@ -74,6 +74,12 @@ SELECT mop_predict(:cat_model, ARRAY['red', 'M', 'true', '0.5']) AS red,
 SELECT mop_predict(:cat_model, ARRAY['cyan', 'M', 't', '1e-1'], NULL::text, 'best') AS typed,
        array_length(mop_predict_proba(:cat_model, ARRAY['red', 'M', 'true', '0.5']), 1) AS probs,
        round((SELECT sum(p) FROM unnest(mop_predict_proba(:cat_model, ARRAY['purple', 'XL', NULL, '0.5'])) p)::numeric, 4) AS unseen_sums_to_1;
+-- a boolean column's value in any spelling boolean input takes is the
+-- vocabulary's 'true' or 'false' (not an unseen value)
+SELECT mop_predict_proba(:cat_model, ARRAY['red', 'M', 't', '0.5']) =
+       mop_predict_proba(:cat_model, ARRAY['red', 'M', 'true', '0.5']) AS t_is_true,
+       mop_predict_proba(:cat_model, ARRAY['red', 'M', 'OFF', '0.5']) =
+       mop_predict_proba(:cat_model, ARRAY['red', 'M', 'false', '0.5']) AS off_is_false;
 -- an unseen value, without an "other" input, is no input at all: the same
 -- prediction whatever the unseen value
 SELECT mop_predict_proba(:cat_model, ARRAY['purple', 'M', 'true', '0.5'])
@@ -145,6 +151,12 @@ UPDATE mop.datasets SET categories = jsonb_set(categories, '{size,values}', '["S
 SELECT regexp_replace(err(format($$SELECT mop_predict(%s, ARRAY['red', 'M', 'true', '0.5'])$$, :cat_model)), 'model \d+', 'model N') AS duplicate_value;
 UPDATE mop.datasets SET categories = categories - 'size' WHERE name = 'cat';
 SELECT regexp_replace(err(format($$SELECT mop_predict(%s, ARRAY['red', 'M', 'true', '0.5'])$$, :cat_model)), 'model \d+', 'model N') AS missing_vocabulary;
+-- feature columns that do not make n_features (an edited row without
+-- vocabularies): refused before a reader fills its inputs column by column
+UPDATE mop.datasets SET categories = NULL, normalized = false,
+       features = array_fill('x'::text, ARRAY[400]) WHERE name = 'cat';
+SELECT regexp_replace(err(format($$SELECT mop_predict(%s, array_fill('1'::text, ARRAY[400]))$$, :cat_model)), 'model \d+', 'model N') AS columns_not_features;
+SELECT regexp_replace(err(format($$SELECT mop_predict_table(%s, 'cat_src', 'cat_pred2')$$, :cat_model)), 'model \d+', 'model N') AS table_columns_not_features;
 SELECT mop_drop_dataset(d) FROM unnest(ARRAY['cat', 'cat_other', 'cat_one', 'cat_bool', 'cat_default']) d;
 DROP TABLE cat_src, cat_new, cat_pred, cat_wrong;
 DROP FUNCTION cat_f4(bytea, int);
