@@ -11,6 +11,9 @@
  *                    server, a password for non-superusers), and waiting
  *                    for a query without blocking interrupts, with the
  *                    segment's heartbeat and mop.segment_timeout;
+ *   segment_xact.c   the segments' work of placing, adding, removing and
+ *                    dropping copies, inside the caller's transaction:
+ *                    committed at its pre-commit, gone at its abort;
  *   segment_place.c  placing a dataset's partitions on segments
  *                    (mop_prepare(segments => ...), mop_place), the
  *                    catalog mop.dataset_segments, dropping the copies;
@@ -103,6 +106,19 @@ extern PGresult *mop_segment_result(PGconn **connp, const char *server);
  * each call of either.
  */
 extern bool mop_segment_failed;
+
+/*
+ * segment_xact.c: the connection to segment `server` (as the current
+ * user's mapping) on which the current transaction changes the segment's
+ * copies, made with mop_segment_connect(server, timeout_s) and a BEGIN the
+ * first time the transaction reaches that segment, then shared by every
+ * later call.  Its remote transaction commits at the local pre-commit and
+ * is gone on an abort; a subtransaction that aborts undoes its own part.
+ * The returned pointer stays valid until the transaction ends; *result
+ * is NULL once an ERROR closed the connection.  Never close it: the
+ * transaction's end does.  A prepared transaction cannot include one.
+ */
+extern PGconn **mop_segment_xact_conn(const char *server, int timeout_s);
 
 /* A run's segment connection, kept by a worker across its sub-epochs. */
 extern PGconn **mop_segment_worker_conn(void);
