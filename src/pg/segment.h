@@ -62,6 +62,27 @@ mop_segment_is_local(const char *name)
  */
 extern PGconn *mop_segment_connect(const char *server, int timeout_s);
 
+/*
+ * Trying a segment without waiting for it (a run's coordinator probing a
+ * segment that is down, while it goes on feeding the other workers):
+ * mop_segment_probe_start starts a connection as mop_segment_connect
+ * makes one (in a transaction: it reads the catalog, and ERRORs as
+ * mop_segment_connect does about the server, the mapping, USAGE or the
+ * password); mop_segment_probe_poll then advances it without ever
+ * waiting, and returns true once the segment answered and has mop of this
+ * version, false while it has not yet, with the socket and the events
+ * (WL_SOCKET_READABLE, WL_SOCKET_WRITEABLE) to wait for in *sock and
+ * *events.  A probe that failed (refused, lost, silent past timeout_s,
+ * a refused password, another mop version) ERRORs as mop_segment_connect
+ * would, with mop_segment_failed set for what makes the segment down.
+ * Either way, mop_segment_probe_end closes and frees it.
+ */
+typedef struct MopSegmentProbe MopSegmentProbe;
+
+extern MopSegmentProbe *mop_segment_probe_start(const char *server, int timeout_s);
+extern bool mop_segment_probe_poll(MopSegmentProbe *p, pgsocket *sock, int *events);
+extern void mop_segment_probe_end(MopSegmentProbe *p);
+
 /* Close a connection (NULL is fine). */
 extern void mop_segment_disconnect(PGconn *conn);
 
