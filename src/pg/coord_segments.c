@@ -13,7 +13,11 @@
  * partitions with a copy elsewhere go on there (each model still visits
  * each partition once per epoch: the scheduler's invariants do not depend
  * on which copy serves a visit).  The coordinator tries a down segment
- * again every few seconds; once it answers, its workers get tasks again
+ * again every few seconds, without waiting for it: the try (a connection
+ * and its setup query, segment_conn.c's probes) is advanced each round of
+ * the scheduling loop, whose wait includes its socket, so that a segment
+ * that does not answer (frozen, or dropping packets) never holds up the
+ * other segments' workers; once it answers, its workers get tasks again
  * from the next sub-epoch on.  When a partition that models still need has
  * no copy on an up segment, the run waits for mop.segment_wait and then
  * ends 'interrupted' (mop_resume continues it; nothing committed is lost).
@@ -109,8 +113,9 @@ record_event(int seg, const char *event, int worker, int64 model_id, int32 parti
 }
 
 /*
- * Try to reach segment seg (own transaction): true if it answers; false if
- * it is down (the reason in *why).  Other errors -- no user mapping, a
+ * Try to reach segment seg (own transaction), waiting for it (at the start
+ * of a run, before any worker has work): true if it answers; false if it
+ * is down (the reason in *why).  Other errors -- no user mapping, a
  * refused password, no mop there -- propagate: the run cannot use the
  * segment as configured, which waiting does not mend.
  */
