@@ -13,7 +13,11 @@
  * partitions with a copy elsewhere go on there (each model still visits
  * each partition once per epoch: the scheduler's invariants do not depend
  * on which copy serves a visit).  The coordinator tries a down segment
- * again every few seconds; once it answers, its workers get tasks again
+ * again every few seconds, without waiting for it: the try (a connection
+ * and its setup query, segment_conn.c's probes) is advanced each round of
+ * the scheduling loop, whose wait includes its socket, so that a segment
+ * that does not answer (frozen, or dropping packets) never holds up the
+ * other segments' workers; once it answers, its workers get tasks again
  * from the next sub-epoch on.  When a partition that models still need has
  * no copy on an up segment, the run waits for mop.segment_wait and then
  * ends 'interrupted' (mop_resume continues it; nothing committed is lost).
@@ -33,6 +37,8 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -43,10 +49,16 @@
 /* how often a down segment is tried again */
 #define PROBE_INTERVAL_MS 2000
 
+/* how long a probe may wait for the segment's answer */
+#define PROBE_TIMEOUT_S 2
+
 typedef struct SegState
 {
 	bool		down;
 	TimestampTz probe_at;		/* when to try it again */
+	MopSegmentProbe *probe;		/* a try under way, or NULL */
+	pgsocket	sock;			/* what the try waits for */
+	int			events;
 } SegState;
 
 /* how often the placement is read again */
@@ -101,8 +113,9 @@ record_event(int seg, const char *event, int worker, int64 model_id, int32 parti
 }
 
 /*
- * Try to reach segment seg (own transaction): true if it answers; false if
- * it is down (the reason in *why).  Other errors -- no user mapping, a
+ * Try to reach segment seg (own transaction), waiting for it (at the start
+ * of a run, before any worker has work): true if it answers; false if it
+ * is down (the reason in *why).  Other errors -- no user mapping, a
  * refused password, no mop there -- propagate: the run cannot use the
  * segment as configured, which waiting does not mend.
  */
@@ -118,7 +131,7 @@ probe(int seg, char **why)
 	coord_begin_tx();
 	PG_TRY();
 	{
-		PGconn	   *conn = mop_segment_connect(coord.run->segments[seg].name, 2);
+		PGconn	   *conn = mop_segment_connect(coord.run->segments[seg].name, PROBE_TIMEOUT_S);
 
 		mop_segment_disconnect(conn);
 		up = true;
@@ -139,6 +152,94 @@ probe(int seg, char **why)
 	PG_END_TRY();
 	coord_commit_tx();
 	return up;
+}
+
+/*
+ * Advance the try of down segment seg without waiting: start it when it is
+ * due (own transaction, to read the catalog), then drive it as its socket
+ * allows.  Returns 1 if the segment answered, 0 while the try goes on or
+ * waits for its next start, -1 if it failed (the reason in *why; the next
+ * try in PROBE_INTERVAL_MS).  As probe(), errors that waiting does not
+ * mend propagate.
+ */
+static int
+probe_step(int seg, TimestampTz now, char **why)
+{
+	SegState   *st = &segs[seg];
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile bool started = false;
+	bool		up = false;
+
+	*why = NULL;
+	if (st->probe == NULL && now < st->probe_at)
+		return 0;
+	PG_TRY();
+	{
+		if (st->probe == NULL)
+		{
+			coord_begin_tx();
+			started = true;
+			st->probe = mop_segment_probe_start(coord.run->segments[seg].name, PROBE_TIMEOUT_S);
+			coord_commit_tx();
+			started = false;
+		}
+		up = mop_segment_probe_poll(st->probe, &st->sock, &st->events);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *ed;
+
+		MemoryContextSwitchTo(cxt);
+		ed = CopyErrorData();
+		mop_segment_probe_end(st->probe);
+		st->probe = NULL;
+		if (!mop_segment_failed || ERRCODE_TO_CATEGORY(ed->sqlerrcode) != ERRCODE_CONNECTION_EXCEPTION)
+			PG_RE_THROW();
+		FlushErrorState();
+		if (started)
+			AbortCurrentTransaction();
+		*why = pstrdup(ed->detail ? ed->detail : ed->message);
+		st->probe_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), PROBE_INTERVAL_MS);
+		return -1;
+	}
+	PG_END_TRY();
+	if (!up)
+		return 0;
+	mop_segment_probe_end(st->probe);
+	st->probe = NULL;
+	return 1;
+}
+
+/*
+ * Wait for the latch, at most timeout_ms, and for the sockets of the
+ * probes under way, so that a segment's answer is taken at once; then
+ * reset the latch.
+ */
+void
+coord_segments_wait(long timeout_ms)
+{
+	WaitEventSet *set;
+	WaitEvent	ev[4];
+	int			n = 0;
+
+	for (int k = 0; k < coord.run->n_segments; k++)
+		n += segs[k].probe != NULL && segs[k].sock != PGINVALID_SOCKET;
+	if (n == 0)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 timeout_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		return;
+	}
+	set = CreateWaitEventSet(CurrentMemoryContext, n + 2);
+	AddWaitEventToSet(set, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
+	AddWaitEventToSet(set, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
+	for (int k = 0; k < coord.run->n_segments; k++)
+		if (segs[k].probe != NULL && segs[k].sock != PGINVALID_SOCKET)
+			AddWaitEventToSet(set, segs[k].events, segs[k].sock, NULL, NULL);
+	(void) WaitEventSetWait(set, timeout_ms, ev, lengthof(ev), PG_WAIT_EXTENSION);
+	FreeWaitEventSet(set);
+	ResetLatch(MyLatch);
 }
 
 /* Segment index of name, or -1. */
@@ -551,9 +652,10 @@ coord_segments_tick(mop_sched *s, char **why)
 	{
 		char	   *reason;
 
-		if (!segs[k].down || now < segs[k].probe_at)
+		if (!segs[k].down)
 			continue;
-		if (probe(k, &reason))
+		/* never waits: the other workers are fed while the segment is tried */
+		if (probe_step(k, now, &reason) > 0)
 		{
 			segs[k].down = false;
 			SpinLockAcquire(&coord.run->mutex);
@@ -564,8 +666,6 @@ coord_segments_tick(mop_sched *s, char **why)
 					mop_sched_set_worker_down(s, w, 0);
 			record_event(k, "up", -1, 0, -1, NULL);
 		}
-		else
-			segs[k].probe_at = TimestampTzPlusMilliseconds(GetCurrentTimestamp(), PROBE_INTERVAL_MS);
 	}
 
 	p = mop_sched_finished(s) ? -1 : mop_sched_unreachable(s);

@@ -712,9 +712,8 @@ schedule(mop_sched *s)
 		}
 		/* superseded checkpoints: VACUUM mop.models now and then (reclaim.c) */
 		mop_reclaim_checkpoints(coord.run->run_id, coord.run->hops_done, coord.n_models, false);
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 1000L, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
+		/* the latch, and the sockets of segments being tried (coord_segments.c) */
+		coord_segments_wait(1000L);
 	}
 }
 

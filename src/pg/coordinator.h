@@ -124,6 +124,7 @@ extern void coord_segments_check(mop_sched *s);
 extern bool coord_segments_task_down(mop_sched *s, int w, const mop_task *t, const char *error);
 extern void coord_segments_task_ok(int32 i);
 extern bool coord_segments_tick(mop_sched *s, char **why);
+extern void coord_segments_wait(long timeout_ms);
 extern void coord_segments_set_workers(mop_sched *s, int per, bool record);
 extern void coord_record_event(const char *segment, const char *event, int worker,
 							   int64 model_id, int32 partition, const char *detail);

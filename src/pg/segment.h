@@ -11,6 +11,9 @@
  *                    server, a password for non-superusers), and waiting
  *                    for a query without blocking interrupts, with the
  *                    segment's heartbeat and mop.segment_timeout;
+ *   segment_xact.c   the segments' work of placing, adding, removing and
+ *                    dropping copies, inside the caller's transaction:
+ *                    committed at its pre-commit, gone at its abort;
  *   segment_place.c  placing a dataset's partitions on segments
  *                    (mop_prepare(segments => ...), mop_place), the
  *                    catalog mop.dataset_segments, dropping the copies;
@@ -59,6 +62,27 @@ mop_segment_is_local(const char *name)
  */
 extern PGconn *mop_segment_connect(const char *server, int timeout_s);
 
+/*
+ * Trying a segment without waiting for it (a run's coordinator probing a
+ * segment that is down, while it goes on feeding the other workers):
+ * mop_segment_probe_start starts a connection as mop_segment_connect
+ * makes one (in a transaction: it reads the catalog, and ERRORs as
+ * mop_segment_connect does about the server, the mapping, USAGE or the
+ * password); mop_segment_probe_poll then advances it without ever
+ * waiting, and returns true once the segment answered and has mop of this
+ * version, false while it has not yet, with the socket and the events
+ * (WL_SOCKET_READABLE, WL_SOCKET_WRITEABLE) to wait for in *sock and
+ * *events.  A probe that failed (refused, lost, silent past timeout_s,
+ * a refused password, another mop version) ERRORs as mop_segment_connect
+ * would, with mop_segment_failed set for what makes the segment down.
+ * Either way, mop_segment_probe_end closes and frees it.
+ */
+typedef struct MopSegmentProbe MopSegmentProbe;
+
+extern MopSegmentProbe *mop_segment_probe_start(const char *server, int timeout_s);
+extern bool mop_segment_probe_poll(MopSegmentProbe *p, pgsocket *sock, int *events);
+extern void mop_segment_probe_end(MopSegmentProbe *p);
+
 /* Close a connection (NULL is fine). */
 extern void mop_segment_disconnect(PGconn *conn);
 
@@ -103,6 +127,19 @@ extern PGresult *mop_segment_result(PGconn **connp, const char *server);
  * each call of either.
  */
 extern bool mop_segment_failed;
+
+/*
+ * segment_xact.c: the connection to segment `server` (as the current
+ * user's mapping) on which the current transaction changes the segment's
+ * copies, made with mop_segment_connect(server, timeout_s) and a BEGIN the
+ * first time the transaction reaches that segment, then shared by every
+ * later call.  Its remote transaction commits at the local pre-commit and
+ * is gone on an abort; a subtransaction that aborts undoes its own part.
+ * The returned pointer stays valid until the transaction ends; *result
+ * is NULL once an ERROR closed the connection.  Never close it: the
+ * transaction's end does.  A prepared transaction cannot include one.
+ */
+extern PGconn **mop_segment_xact_conn(const char *server, int timeout_s);
 
 /* A run's segment connection, kept by a worker across its sub-epochs. */
 extern PGconn **mop_segment_worker_conn(void);

@@ -205,9 +205,15 @@ connect_poll(PGconn *conn, const char *server, int timeout_s)
 	}
 }
 
-/* Connect to segment `server` as the current user's mapping. */
-PGconn *
-mop_segment_connect(const char *server, int timeout_s)
+/*
+ * Start a connection to segment `server` as the current user's mapping
+ * (PQconnectStartParams: nothing is waited for yet).  Checks what the
+ * catalog says first: the server, its wrapper, USAGE, the mapping, a
+ * password.  *connect_s: how long the connection may take (0: no limit);
+ * *check_password: whether the segment must have asked for the password.
+ */
+static PGconn *
+start_connection(const char *server, int timeout_s, int *connect_s, bool *check_password)
 {
 	ForeignServer *fs;
 	ForeignDataWrapper *fdw;
@@ -218,14 +224,9 @@ mop_segment_connect(const char *server, int timeout_s)
 	int			n = 0;
 	ListCell   *lc;
 	PGconn	   *conn;
-	PGconn	  **connp;
-	PGresult   *res;
-	bool		check_password;
-	const char *version = local_version();
 	char		timeout[16];
-	int			connect_s = Max(timeout_s, 2);
 
-	mop_segment_failed = false;
+	*connect_s = Max(timeout_s, 2);
 	fs = GetForeignServerByName(server, true);
 	if (fs == NULL)
 		ereport(ERROR,
@@ -244,8 +245,8 @@ mop_segment_connect(const char *server, int timeout_s)
 		aclcheck_error(acl, OBJECT_FOREIGN_SERVER, fs->servername);
 	/* ERRORs 42704 "user mapping not found" itself */
 	um = GetUserMapping(GetUserId(), fs->serverid);
-	check_password = !superuser() && password_required(um);
-	if (check_password && !has_option(um->options, "password"))
+	*check_password = !superuser() && password_required(um);
+	if (*check_password && !has_option(um->options, "password"))
 		segment_down(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED,
 					 errmsg("password is required to reach segment \"%s\"", server),
 					 errdetail("Non-superusers must give a password in their user mapping."),
@@ -282,13 +283,13 @@ mop_segment_connect(const char *server, int timeout_s)
 			DefElem    *d = lfirst(lc);
 
 			if (strcmp(d->defname, "connect_timeout") == 0)
-				connect_s = atoi(defGetString(d));
+				*connect_s = atoi(defGetString(d));
 		}
-		connect_s = connect_s <= 0 ? 0 : Max(connect_s, 2);
+		*connect_s = *connect_s <= 0 ? 0 : Max(*connect_s, 2);
 	}
 	else
 	{
-		snprintf(timeout, sizeof(timeout), "%d", connect_s);
+		snprintf(timeout, sizeof(timeout), "%d", *connect_s);
 		kw[n] = "connect_timeout";
 		val[n++] = timeout;
 	}
@@ -305,17 +306,18 @@ mop_segment_connect(const char *server, int timeout_s)
 	if (conn == NULL)
 		segment_down(ERRCODE_OUT_OF_MEMORY,
 					 errmsg("could not connect to segment \"%s\": out of memory", server));
-	PG_TRY();
-	{
-		connect_poll(conn, server, connect_s);
-	}
-	PG_CATCH();
-	{
-		/* a cancel or a terminate while connecting */
-		PQfinish(conn);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
+	return conn;
+}
+
+/*
+ * A connection that PQconnectPoll has driven to its end: ERROR (the
+ * connection closed) unless it is made and, where check_password, made
+ * with the password; then set it up for mop (heartbeats to the notice
+ * receiver, non-blocking).
+ */
+static void
+connection_made(PGconn *conn, const char *server, bool check_password)
+{
 	if (PQstatus(conn) != CONNECTION_OK)
 	{
 		char	   *msg = pchomp(PQerrorMessage(conn));
@@ -351,45 +353,82 @@ mop_segment_connect(const char *server, int timeout_s)
 					 errmsg("could not set up the connection to segment \"%s\"", server),
 					 errdetail_internal("%s", msg));
 	}
+}
 
-	/*
-	 * Pin the session's search_path (every query mop sends is
-	 * schema-qualified anyway), ask for heartbeats, and check mop's version:
-	 * a model state is only understood by the same version.  The setup
-	 * waits as any query does, for at most the connection's timeout.
-	 */
+/*
+ * The first query on a connection: pin the session's search_path (every
+ * query mop sends is schema-qualified anyway), ask for heartbeats, and
+ * read mop's version, which must be this server's: a model state is only
+ * understood by the same version.
+ */
+#define SETUP_SQL \
+	"SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', false), " \
+	"pg_catalog.set_config('mop.heartbeat', '200', false), " \
+	"pg_catalog.set_config('client_min_messages', 'notice', false), " \
+	"(SELECT e.extversion FROM pg_catalog.pg_extension e " \
+	"WHERE e.extname OPERATOR(pg_catalog.=) 'mop')"
+
+/* Check SETUP_SQL's result (which is cleared); ERRORs, the connection left to the caller. */
+static void
+check_setup(PGresult *res, const char *server)
+{
+	const char *version = local_version();
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQnfields(res) != 4)
+	{
+		char	   *msg = pchomp(PQresultErrorMessage(res));
+
+		PQclear(res);
+		segment_down(ERRCODE_CONNECTION_FAILURE,
+					 errmsg("could not set up the connection to segment \"%s\"", server),
+					 errdetail_internal("%s", msg));
+	}
+	if (PQgetisnull(res, 0, 3) || strcmp(PQgetvalue(res, 0, 3), version) != 0)
+	{
+		char	   *theirs = PQgetisnull(res, 0, 3) ? NULL : pstrdup(PQgetvalue(res, 0, 3));
+
+		PQclear(res);
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 theirs ? errmsg("segment \"%s\" has mop %s, this server %s", server, theirs, version) :
+				 errmsg("segment \"%s\" does not have mop installed", server),
+				 errhint("Install the same version of mop in the segment's database (CREATE EXTENSION mop, or ALTER EXTENSION mop UPDATE).")));
+	}
+	PQclear(res);
+}
+
+/* Connect to segment `server` as the current user's mapping. */
+PGconn *
+mop_segment_connect(const char *server, int timeout_s)
+{
+	PGconn	   *conn;
+	PGconn	  **connp;
+	bool		check_password;
+	int			connect_s;
+
+	mop_segment_failed = false;
+	(void) local_version();		/* read before a connection needs closing */
+	conn = start_connection(server, timeout_s, &connect_s, &check_password);
+	PG_TRY();
+	{
+		connect_poll(conn, server, connect_s);
+	}
+	PG_CATCH();
+	{
+		/* a cancel or a terminate while connecting */
+		PQfinish(conn);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	connection_made(conn, server, check_password);
+
+	/* the setup waits as any query does, for at most the connection's timeout */
 	connp = palloc(sizeof(PGconn *));
 	*connp = conn;
 	PG_TRY();
 	{
-		res = send_and_wait(connp, server,
-							"SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', false), "
-							"pg_catalog.set_config('mop.heartbeat', '200', false), "
-							"pg_catalog.set_config('client_min_messages', 'notice', false), "
-							"(SELECT e.extversion FROM pg_catalog.pg_extension e "
-							"WHERE e.extname OPERATOR(pg_catalog.=) 'mop')",
-							0, NULL, NULL, NULL, false, connect_s * 1000, NULL);
-		if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQnfields(res) != 4)
-		{
-			char	   *msg = pchomp(PQresultErrorMessage(res));
-
-			PQclear(res);
-			segment_down(ERRCODE_CONNECTION_FAILURE,
-						 errmsg("could not set up the connection to segment \"%s\"", server),
-						 errdetail_internal("%s", msg));
-		}
-		if (PQgetisnull(res, 0, 3) || strcmp(PQgetvalue(res, 0, 3), version) != 0)
-		{
-			char	   *theirs = PQgetisnull(res, 0, 3) ? NULL : pstrdup(PQgetvalue(res, 0, 3));
-
-			PQclear(res);
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 theirs ? errmsg("segment \"%s\" has mop %s, this server %s", server, theirs, version) :
-					 errmsg("segment \"%s\" does not have mop installed", server),
-					 errhint("Install the same version of mop in the segment's database (CREATE EXTENSION mop, or ALTER EXTENSION mop UPDATE).")));
-		}
-		PQclear(res);
+		check_setup(send_and_wait(connp, server, SETUP_SQL, 0, NULL, NULL, NULL, false,
+								  connect_s * 1000, NULL), server);
 
 		/*
 		 * A backend that lost its client ends its query within a second
@@ -414,6 +453,151 @@ mop_segment_connect(const char *server, int timeout_s)
 	conn = *connp;
 	pfree(connp);
 	return conn;
+}
+
+/* ------------------------------------------------------------------------
+ * Probes: trying a segment without waiting for it
+ * ------------------------------------------------------------------------ */
+
+struct MopSegmentProbe
+{
+	char		server[NAMEDATALEN];
+	PGconn	   *conn;			/* NULL once finished */
+	bool		check_password;
+	PostgresPollingStatusType st;	/* PQconnectPoll's last answer */
+	bool		setup_sent;		/* connected; SETUP_SQL sent */
+	PGresult   *last;			/* SETUP_SQL's last result so far */
+	int			connect_s;		/* how long it may take; 0: no limit */
+	TimestampTz deadline;		/* when that is over */
+};
+
+/* See segment.h. */
+MopSegmentProbe *
+mop_segment_probe_start(const char *server, int timeout_s)
+{
+	MopSegmentProbe *p;
+	int			connect_s;
+	bool		check_password;
+	PGconn	   *conn;
+
+	mop_segment_failed = false;
+	(void) local_version();		/* needs a transaction, which polling does not */
+	conn = start_connection(server, timeout_s, &connect_s, &check_password);
+	p = MemoryContextAllocZero(TopMemoryContext, sizeof(MopSegmentProbe));
+	strlcpy(p->server, server, NAMEDATALEN);
+	p->conn = conn;
+	p->check_password = check_password;
+	p->st = PQstatus(conn) == CONNECTION_BAD ? PGRES_POLLING_FAILED : PGRES_POLLING_WRITING;
+	p->connect_s = connect_s;
+	p->deadline = connect_s > 0 ?
+		TimestampTzPlusMilliseconds(GetCurrentTimestamp(), connect_s * 1000) : 0;
+	return p;
+}
+
+/* Is the socket ready for io now (no wait)? */
+static bool
+socket_ready(pgsocket sock, int io)
+{
+	return (WaitLatchOrSocket(NULL, io | WL_TIMEOUT, sock, 0L, PG_WAIT_EXTENSION) & io) != 0;
+}
+
+/* The probe failed: close it and ERROR as mop_segment_connect would. */
+static void pg_attribute_noreturn()
+probe_failed(MopSegmentProbe *p, int code, const char *what)
+{
+	char	   *msg = pchomp(PQerrorMessage(p->conn));
+
+	if (p->last)
+		PQclear(p->last);
+	p->last = NULL;
+	PQfinish(p->conn);
+	p->conn = NULL;
+	segment_down(code,
+				 errmsg("could not connect to segment \"%s\"", p->server),
+				 errdetail_internal("%s", what ? what : msg));
+}
+
+/* See segment.h. */
+bool
+mop_segment_probe_poll(MopSegmentProbe *p, pgsocket *sock, int *events)
+{
+	mop_segment_failed = false;
+	if (p->conn == NULL)
+		elog(ERROR, "mop_segment_probe_poll on a finished probe");
+	if (p->deadline != 0 && GetCurrentTimestamp() >= p->deadline)
+		probe_failed(p, ERRCODE_SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION,
+					 psprintf("timeout expired after %d s", p->connect_s));
+	/* connecting: one step of PQconnectPoll each time the socket is ready */
+	while (!p->setup_sent)
+	{
+		if (p->st == PGRES_POLLING_FAILED || p->st == PGRES_POLLING_OK)
+		{
+			PGconn	   *conn = p->conn;
+
+			p->conn = NULL;		/* connection_made closes it on an ERROR */
+			connection_made(conn, p->server, p->check_password);
+			p->conn = conn;
+			if (!PQsendQuery(p->conn, SETUP_SQL))
+				probe_failed(p, ERRCODE_CONNECTION_FAILURE, NULL);
+			p->setup_sent = true;
+			break;
+		}
+		*sock = PQsocket(p->conn);
+		*events = p->st == PGRES_POLLING_READING ? WL_SOCKET_READABLE : WL_SOCKET_WRITEABLE;
+		if (*sock == PGINVALID_SOCKET || !socket_ready(*sock, *events))
+			return false;
+		p->st = PQconnectPoll(p->conn);
+	}
+	/* the setup query: sent as the socket takes it, answered as it comes */
+	*sock = PQsocket(p->conn);
+	for (;;)
+	{
+		int			flushed = PQflush(p->conn);
+		PGresult   *res;
+
+		if (flushed < 0)
+			probe_failed(p, ERRCODE_CONNECTION_FAILURE, NULL);
+		if (flushed > 0)
+		{
+			*events = WL_SOCKET_WRITEABLE | WL_SOCKET_READABLE;
+			return false;
+		}
+		if (!PQconsumeInput(p->conn))
+			probe_failed(p, ERRCODE_CONNECTION_FAILURE, NULL);
+		if (PQisBusy(p->conn))
+		{
+			*events = WL_SOCKET_READABLE;
+			return false;
+		}
+		res = PQgetResult(p->conn);
+		if (res == NULL)
+			break;
+		if (p->last)
+			PQclear(p->last);
+		p->last = res;
+	}
+	if (p->last == NULL)
+		probe_failed(p, ERRCODE_CONNECTION_FAILURE, NULL);
+	{
+		PGresult   *res = p->last;
+
+		p->last = NULL;
+		check_setup(res, p->server);
+	}
+	return true;
+}
+
+/* See segment.h. */
+void
+mop_segment_probe_end(MopSegmentProbe *p)
+{
+	if (p == NULL)
+		return;
+	if (p->last)
+		PQclear(p->last);
+	if (p->conn != NULL)
+		PQfinish(p->conn);
+	pfree(p);
 }
 
 void

@@ -5,7 +5,7 @@
  * ...), which calls it once the rows are packed) gives partition p to the
  * segments segments[(p + r) % S] for r < replicas: replicas copies on
  * distinct segments, spread evenly (an availability matrix as in Cerebro
- * standalone).  A remote segment receives, in one transaction of its own, a
+ * standalone).  A remote segment receives a
  * mop.datasets row (the dataset's shapes, labels and statistics, named
  * "<dataset>@<this cluster's system identifier>/<this database's oid>" so
  * that two coordinators never collide) and the partitions' training
@@ -17,10 +17,11 @@
  *
  * The buffers are read from this server, so placing again needs every
  * training partition here: a dataset whose partitions live only on
- * segments is placed anew by preparing it again.  The segments commit
- * before the caller does; should the caller's transaction abort after
- * that, the copies stay on the segments unused until the dataset is placed
- * again under the same name (which replaces them) or dropped there.
+ * segments is placed anew by preparing it again.  Every change on a
+ * segment (a copy created or replaced, partitions added, a copy dropped)
+ * is made in the caller's transaction's connection to that segment
+ * (segment_xact.c): it commits just before the caller's transaction does,
+ * and vanishes if that one (or the subtransaction that made it) aborts.
  */
 #include "postgres.h"
 
@@ -415,41 +416,17 @@ place_dataset(const char *name, ArrayType *segs, int replicas, int *n_out)
 				}
 	}
 
-	/* copy to the remote segments, each in its own transaction there */
+	/* copy to the remote segments, in this transaction's transaction there */
 	for (int s = 0; s < S; s++)
 	{
-		/*
-		 * The connection lives in memory that a longjmp leaves alone: an
-		 * ERROR of mop_segment_exec (a cancel, the segment lost) has closed
-		 * it already and set *connp to NULL, which the handler must see.
-		 */
 		PGconn	  **connp;
 
 		if (mop_segment_is_local(names[s]))
 			continue;
-		connp = palloc(sizeof(PGconn *));
-		*connp = mop_segment_connect(names[s], 10);
-		PG_TRY();
-		{
-			PGresult   *res;
-
-			res = mop_segment_exec(connp, names[s], "BEGIN", 0, NULL, NULL, NULL, false, 0, NULL);
-			PQclear(res);
-			out[s].remote_id = mop_segment_create_copy(connp, names[s], rname, row, td);
-			for (int k = 0; k < out[s].n_parts; k++)
-				mop_segment_send_partition(connp, names[s], dataset_id, out[s].remote_id, out[s].parts[k]);
-			res = mop_segment_exec(connp, names[s], "COMMIT", 0, NULL, NULL, NULL, false, 0, NULL);
-			PQclear(res);
-		}
-		PG_CATCH();
-		{
-			mop_segment_disconnect(*connp);
-			*connp = NULL;
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
-		mop_segment_disconnect(*connp);
-		pfree(connp);
+		connp = mop_segment_xact_conn(names[s], 10);
+		out[s].remote_id = mop_segment_create_copy(connp, names[s], rname, row, td);
+		for (int k = 0; k < out[s].n_parts; k++)
+			mop_segment_send_partition(connp, names[s], dataset_id, out[s].remote_id, out[s].parts[k]);
 	}
 
 	/* the local side: what 'local' holds stays, the rest of the training split goes */
@@ -568,7 +545,7 @@ mop_segment_drop_copies(int64 dataset_id)
 
 	if (SPI_execute_with_args("SELECT DISTINCT segment, remote_name FROM mop.dataset_segments "
 							  "WHERE dataset_id OPERATOR(pg_catalog.=) $1 "
-							  "AND segment OPERATOR(pg_catalog.<>) 'local'",
+							  "AND segment OPERATOR(pg_catalog.<>) 'local' ORDER BY 1, 2",
 							  1, t, v, NULL, false, 0) != SPI_OK_SELECT)
 		return;
 	n = (int) SPI_processed;
@@ -584,17 +561,20 @@ mop_segment_drop_copies(int64 dataset_id)
 	{
 		MemoryContext cxt = CurrentMemoryContext;
 		ResourceOwner owner = CurrentResourceOwner;
-		/* as in place_dataset: the handler sees what mop_segment_exec closed */
-		PGconn	  **connp = palloc0(sizeof(PGconn *));
 
+		/*
+		 * One subtransaction per segment, so that a segment out of reach
+		 * is a WARNING; the DELETE is the caller's transaction's on that
+		 * segment and commits with it (its abort, or this subtransaction's,
+		 * undoes it).
+		 */
 		BeginInternalSubTransaction(NULL);
 		MemoryContextSwitchTo(cxt);
 		PG_TRY();
 		{
 			const char *values[1] = {names[i]};
 
-			*connp = mop_segment_connect(segs[i], 5);
-			PQclear(mop_segment_exec(connp, segs[i],
+			PQclear(mop_segment_exec(mop_segment_xact_conn(segs[i], 5), segs[i],
 									 "DELETE FROM mop.datasets WHERE name OPERATOR(pg_catalog.=) $1",
 									 1, values, NULL, NULL, false, 0, NULL));
 			ReleaseCurrentSubTransaction();
@@ -611,8 +591,6 @@ mop_segment_drop_copies(int64 dataset_id)
 			RollbackAndReleaseCurrentSubTransaction();
 			MemoryContextSwitchTo(cxt);
 			CurrentResourceOwner = owner;
-			mop_segment_disconnect(*connp);
-			*connp = NULL;
 			/* a cancel or a terminate stops the drop; a segment out of reach does not */
 			if (ed->sqlerrcode == ERRCODE_QUERY_CANCELED || ed->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN ||
 				ProcDiePending || QueryCancelPending)
@@ -624,8 +602,6 @@ mop_segment_drop_copies(int64 dataset_id)
 							 quote_literal_cstr(names[i]))));
 		}
 		PG_END_TRY();
-		mop_segment_disconnect(*connp);
-		pfree(connp);
 	}
 }
 
@@ -818,49 +794,22 @@ mop_add_segment(PG_FUNCTION_ARGS)
 	rname = NULL;
 	if (n > 0 && !mop_segment_is_local(seg))
 	{
-		/* in memory a longjmp leaves alone: an ERROR may have closed them */
-		PGconn	  **connp = palloc0(sizeof(PGconn *));
-		PGconn	  **srcp = palloc0(sizeof(PGconn *));
-		const char *src_name = NULL;
+		/* the transaction's connections: a relayed partition may be its own uncommitted copy */
+		PGconn	  **connp = mop_segment_xact_conn(seg, 10);
 
-		*connp = mop_segment_connect(seg, 10);
-		PG_TRY();
+		if (!segment_copy(dataset_id, seg, &remote_id, &rname))
 		{
-			PQclear(mop_segment_exec(connp, seg, "BEGIN", 0, NULL, NULL, NULL, false, 0, NULL));
-			if (!segment_copy(dataset_id, seg, &remote_id, &rname))
-			{
-				rname = mop_segment_copy_name(name);
-				remote_id = mop_segment_create_copy(connp, seg, rname, row, td);
-			}
-			for (int k = 0; k < n; k++)
-			{
-				if (src[k] == NULL)
-					mop_segment_send_partition(connp, seg, dataset_id, remote_id, parts[k]);
-				else
-				{
-					if (*srcp == NULL || strcmp(src_name, src[k]) != 0)
-					{
-						mop_segment_disconnect(*srcp);
-						*srcp = NULL;
-						src_name = src[k];
-						*srcp = mop_segment_connect(src_name, 10);
-					}
-					mop_segment_relay_partition(srcp, src_name, src_id[k], connp, seg, remote_id, parts[k]);
-				}
-			}
-			PQclear(mop_segment_exec(connp, seg, "COMMIT", 0, NULL, NULL, NULL, false, 0, NULL));
+			rname = mop_segment_copy_name(name);
+			remote_id = mop_segment_create_copy(connp, seg, rname, row, td);
 		}
-		PG_CATCH();
+		for (int k = 0; k < n; k++)
 		{
-			mop_segment_disconnect(*connp);
-			*connp = NULL;
-			mop_segment_disconnect(*srcp);
-			*srcp = NULL;
-			PG_RE_THROW();
+			if (src[k] == NULL)
+				mop_segment_send_partition(connp, seg, dataset_id, remote_id, parts[k]);
+			else
+				mop_segment_relay_partition(mop_segment_xact_conn(src[k], 10), src[k], src_id[k],
+											connp, seg, remote_id, parts[k]);
 		}
-		PG_END_TRY();
-		mop_segment_disconnect(*connp);
-		mop_segment_disconnect(*srcp);
 	}
 	out = palloc(sizeof(Datum) * Max(n, 1));
 	for (int k = 0; k < n; k++)
@@ -969,24 +918,12 @@ mop_remove_segment(PG_FUNCTION_ARGS)
 							 rname)));
 		else
 		{
-			PGconn	  **connp = palloc0(sizeof(PGconn *));
+			const char *values[1] = {rname};
 
-			*connp = mop_segment_connect(seg, 10);
-			PG_TRY();
-			{
-				const char *values[1] = {rname};
-
-				PQclear(mop_segment_exec(connp, seg, "DELETE FROM mop.datasets WHERE name OPERATOR(pg_catalog.=) $1",
-										 1, values, NULL, NULL, false, 0, NULL));
-			}
-			PG_CATCH();
-			{
-				mop_segment_disconnect(*connp);
-				*connp = NULL;
-				PG_RE_THROW();
-			}
-			PG_END_TRY();
-			mop_segment_disconnect(*connp);
+			/* dropped there when this transaction commits */
+			PQclear(mop_segment_exec(mop_segment_xact_conn(seg, 10), seg,
+									 "DELETE FROM mop.datasets WHERE name OPERATOR(pg_catalog.=) $1",
+									 1, values, NULL, NULL, false, 0, NULL));
 		}
 	}
 	SPI_finish();

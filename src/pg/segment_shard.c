@@ -24,10 +24,12 @@
  *      fraction is all that moves);
  *   4. replicas => r copies each segment's partitions to the r - 1 segments
  *      after it (a copy is data that moves, by request);
- *   5. the segments commit, then the caller's transaction does.
+ *   5. the segments commit when the caller's transaction does.
  *
- * The remote transactions stay open from step 1 to step 5, so a failure
- * anywhere leaves no copy behind on any segment.
+ * The remote transactions are the caller's transaction's on each segment
+ * (segment_xact.c), open from step 1 until the caller's commit, so a
+ * failure anywhere, or a rollback of the caller's, leaves no copy behind on
+ * any segment.
  */
 #include "postgres.h"
 
@@ -501,7 +503,7 @@ typedef struct Shard
 {
 	char	   *name;
 	bool		local;
-	PGconn	  **conn;			/* remote: in memory a longjmp leaves alone */
+	PGconn	  **conn;			/* remote: the transaction's connection (segment_xact.c) */
 	MopShardStats st;
 	char	   *target_type;
 	char	  **features;
@@ -509,13 +511,6 @@ typedef struct Shard
 	bool		is_array;
 	int64		remote_id;		/* its copy of the dataset, remote only */
 } Shard;
-
-/* Run a statement on a segment and discard its result. */
-static void
-seg_command(Shard *s, const char *sql)
-{
-	PQclear(mop_segment_exec(s->conn, s->name, sql, 0, NULL, NULL, NULL, false, 0, NULL));
-}
 
 /* A text value of a segment's answer, as a palloc'd string. */
 static char *
@@ -973,19 +968,19 @@ mop_prepare_sharded(const MopPrepareArgs *a, ArrayType *segments, int replicas,
 	{
 		sh[s].name = names[s];
 		sh[s].local = mop_segment_is_local(names[s]);
-		sh[s].conn = palloc0(sizeof(PGconn *));
 		has_local |= sh[s].local;
 	}
 
 	SPI_connect();
-	PG_TRY();
 	{
-		/* 1. every segment reads its rows, all at once */
+		/*
+		 * 1. every segment reads its rows, all at once, in this transaction's
+		 * transaction there (which keeps them for step 3)
+		 */
 		for (int s = 0; s < S; s++)
 			if (!sh[s].local)
 			{
-				*sh[s].conn = mop_segment_connect(sh[s].name, 10);
-				seg_command(&sh[s], "BEGIN ISOLATION LEVEL REPEATABLE READ");
+				sh[s].conn = mop_segment_xact_conn(sh[s].name, 10);
 				send_stats(&sh[s], a, (int64) a->seed * 1000003 + s);
 			}
 		for (int s = 0; s < S; s++)
@@ -1211,23 +1206,8 @@ mop_prepare_sharded(const MopPrepareArgs *a, ArrayType *segments, int replicas,
 				}
 		}
 
-		/* 5. the segments commit; this server's transaction follows */
-		for (int s = 0; s < S; s++)
-			if (!sh[s].local)
-				seg_command(&sh[s], "COMMIT");
+		/* 5. the segments commit when this transaction commits (segment_xact.c) */
 	}
-	PG_CATCH();
-	{
-		for (int s = 0; s < S; s++)
-		{
-			mop_segment_disconnect(*sh[s].conn);
-			*sh[s].conn = NULL;
-		}
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	for (int s = 0; s < S; s++)
-		mop_segment_disconnect(*sh[s].conn);
 	SPI_finish();
 
 	out->dataset_id = dataset_id;

@@ -158,7 +158,7 @@ is(sq($coord, "SELECT count(*) > 0 FROM mop.segment_events WHERE run_id = $run A
 is(sq($coord, q{SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'mop worker'}), '0', 'no worker is left behind');
 
 $run = sq($coord, qq{SET mop.segment_timeout = '2s';
-	SELECT DISTINCT run_id FROM mop_grid_search('spread', '$space', epochs => 200, wait => false)});
+	SELECT DISTINCT run_id FROM mop_grid_search('spread', '$space', epochs => 100000, wait => false)});
 $coord->poll_query_until('postgres', "SELECT count(*) >= 4 FROM mop.hops WHERE run_id = $run") or die 'no progress';
 sleep 3;
 $t0 = time;
