@@ -244,6 +244,14 @@ mop_vocab_slot(const MopVocab *v, const char *value)
 	}
 	else
 	{
+		bool		b;
+
+		/*
+		 * a boolean column's vocabulary holds its ::text forms; any spelling
+		 * boolean input takes ('t', 'yes', 'on', '1', ...) is one of them
+		 */
+		if (v->type != NULL && strcmp(v->type, "boolean") == 0 && parse_bool(value, &b))
+			value = b ? "true" : "false";
 		hit = bsearch(&value, v->sorted, v->nsorted, sizeof(char *), str_cmp);
 		if (hit != NULL)
 			return v->sorted_slot[hit - v->sorted];

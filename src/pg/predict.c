@@ -231,24 +231,6 @@ run_one(PredictCache *c)
 }
 
 /*
- * A categorical value given as text, in the form the column's ::text cast
- * gave the training rows (the vocabulary's): a boolean in any spelling
- * boolean input takes ('t', 'yes', 'on', '1', ...) as 'true' or 'false'.
- * Anything else as given.
- */
-static char *
-categorical_text(const MopVocab *v, char *s)
-{
-	bool		b;
-
-	if (s == NULL || v->type == NULL)
-		return s;
-	if (strcmp(v->type, "boolean") == 0 && parse_bool(s, &b))
-		return pstrdup(b ? "true" : "false");
-	return s;
-}
-
-/*
  * The raw values of a row as text (text[], in the order of the dataset's
  * feature columns; an array dataset's elements): numbers parsed,
  * categorical values one-hot over their vocabulary (NULL is a value; one
@@ -284,7 +266,7 @@ predict_one_text(PredictCache *c, ArrayType *a)
 
 		if (v)
 		{
-			mop_vocab_encode(v, mop_vocab_slot(v, categorical_text(v, s)), c->x + off);
+			mop_vocab_encode(v, mop_vocab_slot(v, s), c->x + off);
 			off += v->width;
 		}
 		else

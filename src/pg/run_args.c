@@ -437,6 +437,12 @@ mop_run_id_by_name_or_error(const char *name)
 {
 	int64		id = mop_run_id_by_name(name);
 
+	if (id == 0 && name[0] != '\0' && strspn(name, "0123456789") == strlen(name))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("run \"%s\" does not exist", name),
+				 errdetail("A quoted argument is a run's name, and names are never all digits."),
+				 errhint("To give the run's id, write it without quotes: %s.", name)));
 	if (id == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),

@@ -832,6 +832,16 @@ partition_sizes(Shard *s, int64 dataset_id, int P, int64 *buffers, int64 *bytes)
 
 		snprintf(rid, sizeof(rid), INT64_FORMAT, s->remote_id);
 		res = mop_segment_exec(s->conn, s->name, sql, 1, values, NULL, NULL, false, 0, NULL);
+		if (PQnfields(res) != 3)
+		{
+			int			nfields = PQnfields(res);
+
+			PQclear(res);
+			ereport(ERROR,
+					(errcode(ERRCODE_PROTOCOL_VIOLATION),
+					 errmsg("segment \"%s\" answered the count of its buffers with %d columns, not 3",
+							s->name, nfields)));
+		}
 		for (int i = 0; i < PQntuples(res); i++)
 		{
 			int			p = atoi(PQgetvalue(res, i, 0));
@@ -1085,6 +1095,11 @@ mop_prepare_sharded(const MopPrepareArgs *a, ArrayType *segments, int replicas,
 						}
 					else
 					{
+						if (j >= nnum)
+							ereport(ERROR,
+									(errcode(ERRCODE_PROTOCOL_VIOLATION),
+									 errmsg("the segments report %d numeric features of %s, fewer than its numeric feature columns here",
+											nnum, a->src.relname)));
 						mean[off] = nmean[j];
 						std[off] = nstd[j];
 						off++;

@@ -59,7 +59,20 @@ mop_segment_train(const char *server, int64 remote_dataset_id, int32 partition,
 
 	memset(out, 0, sizeof(*out));
 	if (*connp == NULL)
+	{
+		char		per[16];
+		const char *pv[1] = {per};
+
 		*connp = mop_segment_connect(server, Max(timeout_ms / 1000, 2));
+		/*
+		 * the segment shares its cores among this run's workers on it when
+		 * its mop.threads_per_worker is automatic
+		 */
+		snprintf(per, sizeof(per), "%d", Max(mop_workers_per_segment, 1));
+		PQclear(mop_segment_exec(connp, server,
+								 "SELECT pg_catalog.set_config('mop.workers_per_segment', $1, false)",
+								 1, pv, NULL, NULL, false, timeout_ms, NULL));
+	}
 	snprintf(ds, sizeof(ds), INT64_FORMAT, remote_dataset_id);
 	snprintf(part, sizeof(part), "%d", partition);
 	values[0] = VARDATA_ANY(state);

@@ -452,6 +452,7 @@ mop_worker_main(Datum arg)
 	pgstat_report_appname("mop worker");
 	mop_run_options_of(run, &opts);
 	mop_blas_threads = opts.blas_threads;
+	mop_workers_per_segment = run->workers_per_segment;	/* told to segments */
 	mop_gpu_worker_init(opts.gpu, my_index);
 	mop_gpu_memory_mb = opts.gpu_memory_mb;	/* the starting session's settings */
 	mop_gpu_tf32 = opts.gpu_tf32;

@@ -97,6 +97,12 @@ SELECT count(*) AS rows, sum((p.prediction = n.label)::int) AS right_ones,
        count(*) FILTER (WHERE n.color IS NULL) AS null_colours
   FROM cat_pred p JOIN cat_new n USING (id);
 SELECT rows, metric > 0.97 AS accurate FROM mop_evaluate(:cat_model, 'cat_new');
+-- a table whose boolean column came as text ('t', 'f'): the same probabilities
+CREATE TABLE cat_new_text AS
+SELECT id, label, x, CASE flag WHEN true THEN 't' WHEN false THEN 'f' END AS flag, size, color FROM cat_new;
+SELECT mop_predict_table(:cat_model, 'cat_new_text', 'cat_pred_text', id_column => 'id') AS written_from_text;
+SELECT count(*) AS rows, bool_and(a.probabilities = b.probabilities) AS same_probabilities
+  FROM cat_pred a JOIN cat_pred_text b USING (id);
 SELECT actual, sum(rows) AS rows, sum(rows) FILTER (WHERE actual = predicted) AS right_ones
   FROM mop_confusion_matrix(:cat_model, 'cat_new') GROUP BY actual ORDER BY actual;
 -- the planner, class weights and the export see the one-hot width
@@ -158,6 +164,6 @@ UPDATE mop.datasets SET categories = NULL, normalized = false,
 SELECT regexp_replace(err(format($$SELECT mop_predict(%s, array_fill('1'::text, ARRAY[400]))$$, :cat_model)), 'model \d+', 'model N') AS columns_not_features;
 SELECT regexp_replace(err(format($$SELECT mop_predict_table(%s, 'cat_src', 'cat_pred2')$$, :cat_model)), 'model \d+', 'model N') AS table_columns_not_features;
 SELECT mop_drop_dataset(d) FROM unnest(ARRAY['cat', 'cat_other', 'cat_one', 'cat_bool', 'cat_default']) d;
-DROP TABLE cat_src, cat_new, cat_pred, cat_wrong;
+DROP TABLE cat_src, cat_new, cat_pred, cat_wrong, cat_new_text, cat_pred_text;
 DROP FUNCTION cat_f4(bytea, int);
 DROP TYPE cat_size;
