@@ -1934,3 +1934,44 @@ CREATE FUNCTION @extschema@.mop_explain_text(dataset text, space jsonb, epochs i
 	SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.mop_explain_text(text, jsonb, int, int)
 	IS 'what a grid search would cost, as EXPLAIN writes a plan: the totals, each configuration (the 10 most expensive of many), the predicted makespan for 1..max_workers workers with the knee, and warnings; nothing is trained';
+
+-- 22. the planner's hop cost and its profile cache: mop_explain's hop_s ----------
+-- (a sub-epoch's cost besides its training: the mop.plan_* settings), and
+-- mop.profiles, the profiles it measured, so that a second plan of a
+-- dataset measures nothing
+
+CREATE TABLE mop.profiles (
+	dataset_id		bigint NOT NULL REFERENCES mop.datasets (id) ON DELETE CASCADE,
+	spec_key		text NOT NULL,
+	engine_version	text NOT NULL,
+	batch_size		int NOT NULL CHECK (batch_size OPERATOR(pg_catalog.>) 0),
+	step_ms			float8 NOT NULL CHECK (step_ms OPERATOR(pg_catalog.>) 0),
+	rows_per_s		float8 NOT NULL CHECK (rows_per_s OPERATOR(pg_catalog.>) 0),
+	eval_rows_per_s	float8 NOT NULL CHECK (eval_rows_per_s OPERATOR(pg_catalog.>) 0),
+	measured_at		timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	PRIMARY KEY (dataset_id, spec_key)
+);
+COMMENT ON TABLE mop.profiles IS 'the speed of a model on a dataset as the planner (mop_explain and the other mop_explain* functions) measured it, kept so that it is measured once; a row of another engine_version is measured again; a row goes with its dataset';
+COMMENT ON COLUMN mop.profiles.spec_key IS 'the model, optimizer and batch size (not the learning rate, regularisation or seed), hashed';
+COMMENT ON COLUMN mop.profiles.engine_version IS 'the library, its state format and its BLAS with threads';
+ALTER TABLE mop.profiles ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_profiles ON mop.profiles
+	USING (EXISTS (SELECT 1 FROM mop.datasets d
+				   WHERE d.id OPERATOR(pg_catalog.=) profiles.dataset_id
+					 AND d.owner OPERATOR(pg_catalog.=) CURRENT_USER))
+	WITH CHECK (EXISTS (SELECT 1 FROM mop.datasets d
+						WHERE d.id OPERATOR(pg_catalog.=) profiles.dataset_id
+						  AND d.owner OPERATOR(pg_catalog.=) CURRENT_USER));
+GRANT SELECT, INSERT, UPDATE, DELETE ON mop.profiles TO PUBLIC;
+
+DROP FUNCTION @extschema@.mop_explain(text, jsonb, int);
+CREATE FUNCTION @extschema@.mop_explain(dataset text, space jsonb, epochs int DEFAULT 10,
+	OUT config_no int, OUT config jsonb, OUT model_bytes bigint, OUT working_bytes bigint,
+	OUT fits boolean, OUT step_ms float8, OUT rows_per_s float8, OUT hop_s float8,
+	OUT sub_epoch_s float8, OUT epoch_s float8, OUT total_s float8)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'mop_explain'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_explain(text, jsonb, int)
+	IS 'each configuration of a grid: its memory, and its speed profiled on the dataset (step, rows/s, a hop''s own cost, sub-epoch, epoch and total seconds); nothing is trained';
