@@ -1,12 +1,20 @@
 -- hop_cost.sql -- what a hop costs besides its training: a 1-worker grid
 -- search of small and large models on a few rows per partition; each
 -- sub-epoch's cycle (one hop's start to the next one's) less the training
--- and validation the profile predicts for it, fitted against the bytes of
--- the model's checkpoint.  In a pg_virtualenv cluster:
+-- and validation the profile predicts for it (the plan's own hop costs set
+-- to 0), against the bytes of the model's checkpoint.  The last lines are
+-- the settings that fit: the fixed cost is the median of the models under
+-- 256 kB, the cost per MB the median over the larger ones.  In a
+-- pg_virtualenv cluster:
 --   pg_virtualenv -t -v 15 psql -X -v seed=1 -f test/bench/hop_cost.sql
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS mop;
+SELECT mop_drop_dataset('hc') FROM mop.datasets WHERE name = 'hc';
 DROP TABLE IF EXISTS hc;
+SET mop.plan_hop_cost = 0;
+SET mop.plan_state_cost = 0;
+SET mop.plan_epoch_cost = 0;
+SET mop.plan_run_cost = 0;
 CREATE TABLE hc AS
 SELECT i AS id, (i % 2)::text AS label,
        ARRAY(SELECT ((i % 2) * 0.3 + sin(i * 5 + j))::real FROM generate_series(1, 8) j) AS v
@@ -39,3 +47,11 @@ SELECT round(extract(epoch FROM r.finished_at - r.started_at)::numeric, 3) AS ru
        round((SELECT extract(epoch FROM min(h.started_at) - r.started_at) FROM mop.hops h WHERE h.run_id = r.id)::numeric, 3) AS to_first_hop_s,
        round((SELECT extract(epoch FROM r.finished_at - max(h.finished_at)) FROM mop.hops h WHERE h.run_id = r.id)::numeric, 3) AS after_last_hop_s
   FROM mop.runs r WHERE r.id = :r;
+-- the settings that fit this run
+WITH o AS (SELECT model_bytes, cycle_s - sub_epoch_s AS over_s FROM hc_hops WHERE cycle_s IS NOT NULL AND NOT epoch_end),
+     f AS (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY over_s) AS fixed_s FROM o WHERE model_bytes < 262144)
+SELECT format('SET mop.plan_hop_cost = ''%sms'';', round((f.fixed_s * 1000)::numeric, 2)) AS setting FROM f
+UNION ALL
+SELECT format('SET mop.plan_state_cost = %s;  -- ms per MB',
+              round((percentile_cont(0.5) WITHIN GROUP (ORDER BY (o.over_s - f.fixed_s) / (o.model_bytes / 1048576.0)) * 1000)::numeric, 2))
+  FROM o, f WHERE o.model_bytes >= 262144 GROUP BY f.fixed_s;

@@ -92,3 +92,50 @@ SELECT err($$SELECT * FROM mop_explain_text('nosuch', '{"model": {"layers": [{"t
 SELECT err($$SELECT * FROM mop_explain_text(NULL, '{"model": {"layers": [{"type": "dense", "units": 3}]}}')$$);
 SELECT err($$SELECT * FROM mop_explain_text('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', max_workers => 0)$$);
 SELECT err($$SELECT * FROM mop_explain_text('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => -1)$$);
+-- the hop cost: a fixed cost and one per MB of the model's state
+-- (mop.plan_hop_cost, mop.plan_state_cost), in every sub-epoch
+SELECT config_no, abs(hop_s - (0.0025 + 0.009 * model_bytes / 1048576.0)) < 1e-9 AS default_hop_cost,
+       sub_epoch_s > hop_s AS hop_in_sub_epoch, epoch_s > 4 * sub_epoch_s AS validation_and_end_in_epoch
+  FROM mop_explain('xpl', '{"model": [{"layers": [{"type": "dense", "units": 16, "activation": "relu"}, {"type": "dense", "units": 3}]},
+                                      {"layers": [{"type": "dense", "units": 256, "activation": "relu"}, {"type": "dense", "units": 3}]}]}', 2)
+ ORDER BY 1;
+SET mop.plan_hop_cost = '10ms';
+SET mop.plan_state_cost = 0;
+SELECT DISTINCT hop_s FROM mop_explain('xpl', '{"model": {"layers": [{"type": "dense", "units": 16, "activation": "relu"}, {"type": "dense", "units": 3}]}, "learning_rate": [0.01, 0.001]}', 2);
+-- the run's own cost is in every makespan, once
+SET mop.plan_run_cost = '100s';
+SELECT bool_and(makespan_s > 100 AND makespan_s < 200) AS run_cost_once, count(*) FILTER (WHERE knee) AS knees,
+       (SELECT knee FROM mop_explain_workers('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.1, 0.01]}', 1, 2) WHERE workers = 1) AS knee_at_1
+  FROM mop_explain_workers('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.1, 0.01]}', 1, 2);
+RESET mop.plan_hop_cost;
+RESET mop.plan_state_cost;
+RESET mop.plan_run_cost;
+SELECT err($$SET mop.plan_hop_cost = -1$$);
+-- profiles are kept in mop.profiles: a second plan of the dataset measures
+-- nothing; one per network and batch size, not per learning rate
+CREATE TEMP TABLE xspace AS SELECT '{"model": {"layers": [{"type": "dense", "units": 48, "activation": "relu"}, {"type": "dense", "units": 3}]},
+                                     "learning_rate": [0.01, 0.001], "batch_size": [16, 64]}'::jsonb AS s;
+SELECT count(*) AS profiles_before FROM mop.profiles WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name = 'xpl') \gset
+SELECT line FROM mop_explain_text('xpl', (SELECT s FROM xspace), 1) line WHERE line LIKE '  Profiles:%';
+SELECT count(*) - :profiles_before AS new_profiles, count(*) FILTER (WHERE batch_size IN (16, 64)) AS of_16_and_64,
+       bool_and(engine_version LIKE 'mop %') AS versioned
+  FROM mop.profiles WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name = 'xpl');
+SELECT line FROM mop_explain_text('xpl', (SELECT s FROM xspace), 1) line WHERE line LIKE '  Profiles:%';
+-- the same speed from the cache
+SELECT count(DISTINCT rows_per_s) AS speeds FROM (SELECT rows_per_s FROM mop_explain('xpl', (SELECT s FROM xspace), 1)
+                                                  UNION ALL SELECT rows_per_s FROM mop_explain('xpl', (SELECT s FROM xspace), 1)) t;
+-- a profile of another library version is measured again, and replaced
+UPDATE mop.profiles SET engine_version = 'mop 0.0' WHERE batch_size = 16;
+SELECT line FROM mop_explain_text('xpl', (SELECT s FROM xspace), 1) line WHERE line LIKE '  Profiles:%';
+SELECT count(*) AS old_versions FROM mop.profiles WHERE engine_version = 'mop 0.0';
+-- a read-only transaction plans without keeping profiles
+DELETE FROM mop.profiles WHERE batch_size = 64;
+BEGIN TRANSACTION READ ONLY;
+SELECT line FROM mop_explain_text('xpl', (SELECT s FROM xspace), 1) line WHERE line LIKE '  Profiles:%';
+COMMIT;
+SELECT count(*) AS kept_64 FROM mop.profiles WHERE batch_size = 64;
+-- dropping a dataset drops its profiles
+SELECT count(*) AS xpl_profiles FROM mop.profiles WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name = 'xpl');
+SELECT id AS xpl_id FROM mop.datasets WHERE name = 'xpl' \gset
+SELECT mop_drop_dataset('xpl');
+SELECT count(*) AS left_after_drop FROM mop.profiles WHERE dataset_id = :xpl_id;
