@@ -30,15 +30,17 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
 #include <math.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "access/xact.h"
-#include "common/hashfn.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
@@ -313,11 +315,14 @@ profile_put(const MopDataset *ds, const char *version, const char *key, int batc
 static int	cost_measured,
 			cost_cached;
 
-/* Cost every configuration of the grid; returns their number. */
+/*
+ * Cost every configuration of the list; returns their number.  At most
+ * max_profiles networks are profiled (0: all); configurations of the others
+ * are left unprofiled (train_rows_s 0).
+ */
 static int
-cost_grid(const MopDataset *ds, Jsonb *space, int epochs, ConfigCost **out)
+cost_configs(const MopDataset *ds, List *configs, int epochs, int max_profiles, ConfigCost **out)
 {
-	List	   *configs = mop_space_grid(space);
 	int			n = list_length(configs);
 	ConfigCost *c = palloc0(sizeof(ConfigCost) * Max(n, 1));
 	nn_spec   **keys = palloc0(sizeof(nn_spec *) * Max(n, 1));
@@ -364,7 +369,7 @@ cost_grid(const MopDataset *ds, Jsonb *space, int epochs, ConfigCost **out)
 			c[i].step_ms = c[same].step_ms;
 			c[i].cached = c[same].cached;
 		}
-		else if (c[i].fits)
+		else if (c[i].fits && (max_profiles <= 0 || cost_measured + cost_cached < max_profiles))
 		{
 			char	   *key = profile_key_text(keys[i]);
 
@@ -394,6 +399,13 @@ cost_grid(const MopDataset *ds, Jsonb *space, int epochs, ConfigCost **out)
 	}
 	*out = c;
 	return n;
+}
+
+/* Cost every configuration of the grid space; returns their number. */
+static int
+cost_grid(const MopDataset *ds, Jsonb *space, int epochs, ConfigCost **out)
+{
+	return cost_configs(ds, mop_space_grid(space), epochs, 0, out);
 }
 
 /* dataset, space, epochs: as the search functions read them */
@@ -564,6 +576,101 @@ mop_explain_workers(PG_FUNCTION_ARGS)
 	}
 	MemoryContextDelete(opcxt);
 	return (Datum) 0;
+}
+
+/* workers => 'auto' profiles at most this many networks (the rest: their mean) */
+#define AUTO_MAX_PROFILES 16
+
+/* the server's CPU cores (0: unknown) */
+static int
+cpu_cores(void)
+{
+	long		n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n > 0 && n < INT_MAX ? (int) n : 0;
+}
+
+/*
+ * workers => 'auto' of a search: the plan of its configurations (profiled
+ * as mop_explain profiles them, the first AUTO_MAX_PROFILES networks; a
+ * configuration of another gets their mean epoch), simulated for 1 up to
+ * the partitions' workers; its knee capped by the partitions, the worker
+ * processes (processes: those free for workers), the cores and the
+ * configurations.  A NOTICE says what was chosen and why.
+ */
+int
+mop_explain_auto_workers(const char *dataset, List *configs, int epochs, int partitions,
+						 int processes)
+{
+	MemoryContext opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop auto workers",
+												ALLOCSET_DEFAULT_SIZES),
+				old = MemoryContextSwitchTo(opcxt);
+	MopDataset *ds = mop_dataset_lookup(dataset, false);
+	ConfigCost *c;
+	WorkerPlan	p;
+	int			n,
+				profiled = 0,
+				cores = cpu_cores(),
+				max_w,
+				w;
+	double		mean = 0;
+	mop_plan_auto_limit limit;
+	char	   *why;
+
+	n = cost_configs(ds, configs, epochs, AUTO_MAX_PROFILES, &c);
+	for (int i = 0; i < n; i++)
+		if (c[i].epoch_s > 0)
+		{
+			mean += c[i].epoch_s;
+			profiled++;
+		}
+	if (profiled > 0)
+	{
+		mean /= profiled;
+		for (int i = 0; i < n; i++)
+			if (c[i].fits && !(c[i].epoch_s > 0))
+				c[i].epoch_s = mean;
+	}
+	max_w = Max(Min(Min(partitions, MOP_MAX_WORKERS), Max(processes, 1)), 1);
+	simulate_workers(ds, c, n, epochs, max_w, &p);
+	w = mop_plan_auto_workers(p.simulated > 0 ? p.knee : max_w, cores, partitions, n,
+							  processes, &limit);
+	switch (limit)
+	{
+		case MOP_AUTO_PARTITIONS:
+			why = psprintf("the dataset's %d partition%s (a worker owns a partition)",
+						   partitions, partitions == 1 ? "" : "s");
+			break;
+		case MOP_AUTO_PROCESSES:
+			why = psprintf("max_worker_processes (%d) leaves room for %d",
+						   max_worker_processes, Max(processes, 1));
+			break;
+		case MOP_AUTO_CORES:
+			why = psprintf("this server's %d CPU cores", cores);
+			break;
+		case MOP_AUTO_CONFIGS:
+			why = psprintf("the run's %d configuration%s", n, n == 1 ? "" : "s");
+			break;
+		default:
+			if (w < max_w && p.makespan[w + 1] > 0)
+				why = psprintf("the plan's knee: %d workers would be %.0f%% efficient",
+							   w + 1, 100.0 * p.makespan[1] / p.makespan[w + 1] / (w + 1));
+			else
+				why = pstrdup("the plan's knee");
+			break;
+	}
+	if (p.simulated > 0)
+		ereport(NOTICE,
+				(errmsg("workers => 'auto' chose %d worker%s: %s", w, w == 1 ? "" : "s", why),
+				 errdetail("The plan predicts %.3f s with 1 worker and %.3f s with %d (mop_explain_workers).",
+						   p.makespan[1], p.makespan[Min(w, max_w)], w)));
+	else
+		ereport(NOTICE,
+				(errmsg("workers => 'auto' chose %d worker%s: %s", w, w == 1 ? "" : "s", why),
+				 errdetail("No configuration could be profiled, so there is no plan.")));
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(opcxt);
+	return w;
 }
 
 /* configurations listed one by one; with more, the most expensive ones */

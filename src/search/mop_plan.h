@@ -104,17 +104,18 @@ int			mop_plan_workers(int P, int n, const int32_t *epochs, const double *epoch_
 typedef enum mop_plan_auto_limit
 {
 	MOP_AUTO_KNEE = 0,			/* the plan's knee */
-	MOP_AUTO_CORES,				/* the cores (or mop.max_auto_workers) */
 	MOP_AUTO_PARTITIONS,		/* the dataset's partitions */
-	MOP_AUTO_CONFIGS,			/* the configurations */
-	MOP_AUTO_PROCESSES			/* max_worker_processes */
+	MOP_AUTO_PROCESSES,			/* max_worker_processes */
+	MOP_AUTO_CORES,				/* the server's CPU cores */
+	MOP_AUTO_CONFIGS			/* the configurations */
 } mop_plan_auto_limit;
 
 /*
- * The workers workers => 'auto' chooses: the knee, capped by `cores`,
- * the partitions, the configurations (when > 0) and the worker processes
- * free for workers; never under 1.  *limit says which bound it (the first
- * of them in that order when several do).
+ * The workers workers => 'auto' chooses: the knee, capped by the
+ * partitions, the worker processes free for workers, the cores and the
+ * configurations (a cap <= 0 is none, except the processes); never under
+ * 1.  *limit says which bound it: the first cap in that order that is at
+ * most the knee, else the knee.
  */
 int			mop_plan_auto_workers(int knee, int cores, int partitions, int configs,
 								  int processes, mop_plan_auto_limit *limit);

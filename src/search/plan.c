@@ -87,28 +87,26 @@ int
 mop_plan_auto_workers(int knee, int cores, int partitions, int configs, int processes,
 					  mop_plan_auto_limit *limit)
 {
+	/* the caps first: at a tie, the cap is what the user can change */
+	struct
+	{
+		int			n;
+		mop_plan_auto_limit why;
+	}			caps[] = {
+		{partitions, MOP_AUTO_PARTITIONS},
+		{processes, MOP_AUTO_PROCESSES},
+		{cores, MOP_AUTO_CORES},
+		{configs, MOP_AUTO_CONFIGS},
+	};
 	int			w = knee;
 
 	*limit = MOP_AUTO_KNEE;
-	if (cores > 0 && cores < w)
-	{
-		w = cores;
-		*limit = MOP_AUTO_CORES;
-	}
-	if (partitions > 0 && partitions < w)
-	{
-		w = partitions;
-		*limit = MOP_AUTO_PARTITIONS;
-	}
-	if (configs > 0 && configs < w)
-	{
-		w = configs;
-		*limit = MOP_AUTO_CONFIGS;
-	}
-	if (processes < w)
-	{
-		w = processes;
-		*limit = MOP_AUTO_PROCESSES;
-	}
+	for (int i = 0; i < (int) (sizeof(caps) / sizeof(caps[0])); i++)
+		if ((caps[i].n > 0 || caps[i].why == MOP_AUTO_PROCESSES) && caps[i].n <= w &&
+			(caps[i].n < w || *limit == MOP_AUTO_KNEE))
+		{
+			w = caps[i].n;
+			*limit = caps[i].why;
+		}
 	return w < 1 ? 1 : w;
 }

@@ -142,13 +142,18 @@ TEST(plan_auto_workers)
 {
 	mop_plan_auto_limit why;
 
+	/* (knee, cores, partitions, configurations, processes) */
 	CHECK(mop_plan_auto_workers(4, 2, 8, 16, 7, &why) == 2 && why == MOP_AUTO_CORES);
-	/* the knee wins ties: it is the reason */
-	CHECK(mop_plan_auto_workers(2, 2, 8, 16, 7, &why) == 2 && why == MOP_AUTO_KNEE);
+	CHECK(mop_plan_auto_workers(2, 8, 8, 16, 7, &why) == 2 && why == MOP_AUTO_KNEE);
+	/* at a tie, the cap (what the user can change) */
+	CHECK(mop_plan_auto_workers(2, 2, 8, 16, 7, &why) == 2 && why == MOP_AUTO_CORES);
+	CHECK(mop_plan_auto_workers(4, 8, 4, 16, 7, &why) == 4 && why == MOP_AUTO_PARTITIONS);
 	CHECK(mop_plan_auto_workers(4, 8, 3, 16, 7, &why) == 3 && why == MOP_AUTO_PARTITIONS);
 	CHECK(mop_plan_auto_workers(4, 8, 8, 3, 7, &why) == 3 && why == MOP_AUTO_CONFIGS);
 	CHECK(mop_plan_auto_workers(4, 8, 8, 0, 7, &why) == 4 && why == MOP_AUTO_KNEE);
 	CHECK(mop_plan_auto_workers(4, 8, 8, 16, 2, &why) == 2 && why == MOP_AUTO_PROCESSES);
+	/* the smallest cap wins, whatever its place */
+	CHECK(mop_plan_auto_workers(8, 3, 5, 16, 4, &why) == 3 && why == MOP_AUTO_CORES);
 	/* never under one */
 	CHECK(mop_plan_auto_workers(4, 8, 8, 16, 0, &why) == 1 && why == MOP_AUTO_PROCESSES);
 	CHECK(mop_plan_auto_workers(1, 0, 0, 0, 7, &why) == 1 && why == MOP_AUTO_KNEE);
