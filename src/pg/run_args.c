@@ -123,16 +123,14 @@ arg_pick(FunctionCallInfo fcinfo, int argno)
 	return (mop_pick) mop_scheduler;
 }
 
-/* workers => 'auto' as the workers argument holds it */
-#define WORKERS_AUTO (-1)
-
 /*
  * The workers argument: an integer of any width, or text (also an untyped
- * literal) holding 'auto' or an integer.  The argument is declared "any"
- * so that both workers => 2 and workers => 'auto' are accepted.
+ * literal) holding 'auto' (*is_auto) or an integer.  The argument is
+ * declared "any" so that both workers => 2 and workers => 'auto' are
+ * accepted.
  */
 static int
-arg_workers(FunctionCallInfo fcinfo, int argno)
+arg_workers(FunctionCallInfo fcinfo, int argno, bool *is_auto)
 {
 	Oid			t = get_fn_expr_argtype(fcinfo->flinfo, argno);
 	Datum		d = PG_GETARG_DATUM(argno);
@@ -140,6 +138,7 @@ arg_workers(FunctionCallInfo fcinfo, int argno)
 	char	   *s,
 			   *end;
 
+	*is_auto = false;
 	switch (t)
 	{
 		case InvalidOid:		/* called without an expression: as int */
@@ -163,7 +162,10 @@ arg_workers(FunctionCallInfo fcinfo, int argno)
 			while (*s == ' ')
 				s++;
 			if (pg_strncasecmp(s, "auto", 4) == 0 && strspn(s + 4, " ") == strlen(s + 4))
-				return WORKERS_AUTO;
+			{
+				*is_auto = true;
+				return 0;
+			}
 			errno = 0;
 			v = strtol(s, &end, 10);
 			if (end == s || strspn(end, " ") != strlen(end) || errno != 0 ||
@@ -223,9 +225,9 @@ choose_workers(bool isnull, int requested, int partitions)
 /*
  * A dataset placed on segments has mop.workers_per_segment workers per
  * segment, whatever the workers argument says: say so rather than change
- * what was asked for in silence.
+ * what was asked for in silence.  Returns whether it is placed.
  */
-static void
+static bool
 notice_placed_workers(const char *dataset)
 {
 	Oid			t[1] = {TEXTOID};
@@ -234,7 +236,7 @@ notice_placed_workers(const char *dataset)
 	bool		isnull;
 
 	if (dataset == NULL || !mop_catalog_is_02())
-		return;
+		return false;
 	v[0] = CStringGetTextDatum(dataset);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -249,6 +251,7 @@ notice_placed_workers(const char *dataset)
 				(errmsg("dataset \"%s\" is placed on %lld segments: the run has mop.workers_per_segment (%d) workers on each, not the workers argument",
 						dataset, (long long) n, mop_workers_per_segment),
 				 errhint("SET mop.workers_per_segment to change how many models each segment trains at once.")));
+	return n > 0;
 }
 
 /*
@@ -261,6 +264,10 @@ mop_request_init(RunRequest *req, FunctionCallInfo fcinfo, const char *kind,
 			 const char *dataset, Jsonb *space, List *configs, int epochs,
 			 int partitions, int workers_arg, int wait_arg)
 {
+	bool		given,
+				is_auto = false;
+	int			w = 0;
+
 	memset(req, 0, sizeof(*req));
 	req->opts = mop_run_option_defaults;
 	req->kind = kind;
@@ -268,18 +275,26 @@ mop_request_init(RunRequest *req, FunctionCallInfo fcinfo, const char *kind,
 	req->space = space;
 	req->configs = configs;
 	req->opts.epochs = epochs;
-	if (arg_given(fcinfo, workers_arg) && arg_workers(fcinfo, workers_arg) == WORKERS_AUTO)
-		req->workers = choose_workers(false,
-									  mop_explain_auto_workers(dataset, configs, epochs, partitions,
-															   max_worker_processes - 1),
-									  partitions);
+	given = arg_given(fcinfo, workers_arg);
+	if (given)
+		w = arg_workers(fcinfo, workers_arg, &is_auto);
+	if (is_auto)
+	{
+		/* over segments the argument is not used: no plan for it */
+		if (notice_placed_workers(dataset))
+			w = mop_workers;
+		else
+			w = mop_explain_auto_workers(dataset, configs, epochs, partitions,
+										 max_worker_processes - 1);
+		req->workers = choose_workers(false, w, partitions);
+	}
 	else
-		req->workers = choose_workers(!arg_given(fcinfo, workers_arg),
-									  arg_given(fcinfo, workers_arg) ? arg_workers(fcinfo, workers_arg) : 0,
-									  partitions);
+	{
+		req->workers = choose_workers(!given, w, partitions);
+		if (given)
+			notice_placed_workers(dataset);
+	}
 	req->wait = !arg_given(fcinfo, wait_arg) || PG_GETARG_BOOL(wait_arg);
-	if (arg_given(fcinfo, workers_arg))
-		notice_placed_workers(dataset);
 }
 
 /*

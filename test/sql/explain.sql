@@ -134,6 +134,34 @@ BEGIN TRANSACTION READ ONLY;
 SELECT line FROM mop_explain_text('xpl', (SELECT s FROM xspace), 1) line WHERE line LIKE '  Profiles:%';
 COMMIT;
 SELECT count(*) AS kept_64 FROM mop.profiles WHERE batch_size = 64;
+-- workers => 'auto': the plan's knee, capped by the partitions, the worker
+-- processes, the cores and the configurations; a NOTICE says which (its
+-- DETAIL holds the predicted times: VERBOSITY terse leaves it out)
+CREATE TABLE xpl1 AS SELECT * FROM xpl WHERE id <= 400;
+SELECT count(*) FROM mop_prepare('xpl1', 'label', ARRAY['v'], partitions => 1, seed => 1);
+SET client_min_messages = notice;
+\set VERBOSITY terse
+SELECT count(*) AS models FROM mop_grid_search('xpl1', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.1, 0.01]}',
+                                               epochs => 1, workers => 'auto');
+SELECT count(*) AS models FROM mop_random_search('xpl1', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": {"loguniform": [0.001, 0.1]}}',
+                                                 trials => 2, epochs => 1, workers => 'AUTO');
+\set VERBOSITY default
+SET client_min_messages = warning;
+-- one configuration on 4 partitions: one worker, whatever the machine
+SELECT count(*) AS models FROM mop_grid_search('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 1, workers => 'auto');
+SELECT workers FROM mop.runs WHERE id = (SELECT max(id) FROM mop.runs);
+-- an integer in any form, or text holding one, as before
+SELECT count(*) AS models FROM mop_grid_search('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.1, 0.01]}', epochs => 1, workers => 2::smallint);
+SELECT workers FROM mop.runs WHERE id = (SELECT max(id) FROM mop.runs);
+SELECT count(*) AS models FROM mop_grid_search('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.1, 0.01]}', epochs => 1, workers => '2');
+SELECT workers FROM mop.runs WHERE id = (SELECT max(id) FROM mop.runs);
+SELECT err($$SELECT * FROM mop_grid_search('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 1, workers => 'many')$$);
+SELECT err($$SELECT * FROM mop_grid_search('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 1, workers => 1.5)$$);
+SELECT err($$SELECT * FROM mop_grid_search('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 1, workers => 0)$$);
+SELECT err($$SELECT * FROM mop_grid_search('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 1, workers => -1)$$);
+SELECT err($$SELECT * FROM mop_grid_search('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 1, workers => '{2}'::int[])$$);
+SELECT err($$SELECT * FROM mop_grid_search('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 1, workers => 100::bigint)$$);
+SELECT mop_drop_dataset('xpl1');
 -- dropping a dataset drops its profiles
 SELECT count(*) AS xpl_profiles FROM mop.profiles WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name = 'xpl');
 SELECT id AS xpl_id FROM mop.datasets WHERE name = 'xpl' \gset
