@@ -80,6 +80,7 @@ SELECT grid, workers, count(*) AS reps, round(avg(predicted_s)::numeric, 3) AS p
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY no_hop_s / actual_s)::numeric, 2) AS median_no_hop_over_run
   FROM pc_results GROUP BY 1, 2 ORDER BY 1, 2;
 -- the profile cache: a second plan of a dataset measures nothing
+SELECT count(*) AS configs FROM mop_explain('pc', (SELECT space FROM pc_grids WHERE grid = 'mlp16'), 3);
 SELECT count(*) AS cached_profiles FROM mop.profiles;
 SELECT line FROM mop_explain_text('pc', (SELECT space FROM pc_grids WHERE grid = 'mlp16'), 3, 2) line WHERE line LIKE '  Profiles:%';
 SELECT :'load_before' AS load_before, pc_load() AS load_after;
