@@ -2131,3 +2131,17 @@ CREATE FUNCTION @extschema@.mop_tpe(
 	SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.mop_tpe(text, jsonb, int, int, int, float8, "any", int, boolean, boolean, text, text, text, interval, int, text, jsonb)
 	IS 'Tree-structured Parzen Estimator on model hopper parallelism: proposals from completed results whenever a worker would idle; metric => the configurations'' metric; time_budget, max_trials, name, tags; workers => ''auto'' chooses them from the plan';
+
+-- 24. Hyperband in seconds: mop_hyperband_plan's rows with the epochs each --------
+-- round trains and their seconds from the profile
+
+CREATE FUNCTION @extschema@.mop_explain_hyperband(dataset text, space jsonb, max_resource int,
+	eta int DEFAULT 3,
+	OUT bracket int, OUT round int, OUT configs int, OUT resource int, OUT epochs bigint,
+	OUT seconds float8)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'mop_explain_hyperband'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_explain_hyperband(text, jsonb, int, int)
+	IS 'the Hyperband plan of a search on a dataset: each round''s configurations, the epochs it trains (promoted models resume) and their seconds on one worker at the profiled mean epoch of the space; nothing is trained';

@@ -50,11 +50,13 @@
 #include "run.h"
 #include "runreq.h"
 #include "space.h"
+#include "search/mop_hyperband.h"
 #include "search/mop_plan.h"
 
 PG_FUNCTION_INFO_V1(mop_explain);
 PG_FUNCTION_INFO_V1(mop_explain_workers);
 PG_FUNCTION_INFO_V1(mop_explain_text);
+PG_FUNCTION_INFO_V1(mop_explain_hyperband);
 
 /* profile at least this long (seconds), at most this many repetitions */
 #define PROFILE_SECONDS 0.05
@@ -671,6 +673,75 @@ mop_explain_auto_workers(const char *dataset, List *configs, int epochs, int par
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(opcxt);
 	return w;
+}
+
+/*
+ * mop_explain_hyperband(dataset text, space jsonb, max_resource int, eta
+ * int) -> mop_hyperband_plan's rows with the epochs each round trains (its
+ * configurations times the epochs added since the round before: promoted
+ * models resume) and their seconds on one worker, at the mean epoch of
+ * AUTO_MAX_PROFILES configurations drawn from the space (profiled as
+ * mop_explain profiles; seed 0).
+ */
+Datum
+mop_explain_hyperband(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	MopDataset *ds;
+	Jsonb	   *space;
+	char	   *dataset;
+	int			R,
+				eta = PG_ARGISNULL(3) ? 3 : PG_GETARG_INT32(3),
+				n,
+				profiled = 0;
+	int32		rows_n;
+	mop_hb_round *rows;
+	ConfigCost *c;
+	double		mean = 0;
+	MemoryContext opcxt,
+				old;
+
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("max_resource must not be null")));
+	mop_check_hyperband_args(PG_GETARG_INT32(2), eta);
+	mop_search_args(fcinfo, 2, &dataset, &space, &R);
+	ds = mop_dataset_lookup(dataset, false);
+	InitMaterializedSRF(fcinfo, 0);
+	opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop_explain_hyperband", ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(opcxt);
+	n = cost_configs(ds, mop_space_random(space, AUTO_MAX_PROFILES, 0), R, AUTO_MAX_PROFILES, &c);
+	for (int i = 0; i < n; i++)
+		if (c[i].epoch_s > 0)
+		{
+			mean += c[i].epoch_s;
+			profiled++;
+		}
+	mean = profiled > 0 ? mean / profiled : 0;
+	rows_n = mop_hyperband_plan(R, eta, NULL, 0);
+	if (rows_n < 0)
+		elog(ERROR, "could not compute the Hyperband plan (R %d, eta %d)", R, eta);
+	rows = palloc(sizeof(mop_hb_round) * Max(rows_n, 1));
+	mop_hyperband_plan(R, eta, rows, rows_n);
+	MemoryContextSwitchTo(old);
+	for (int i = 0; i < rows_n; i++)
+	{
+		Datum		v[6];
+		bool		nulls[6] = {0};
+		int32		before = rows[i].round > 0 && i > 0 ? rows[i - 1].resource : 0;
+		int64		epochs = (int64) rows[i].configs * (rows[i].resource - before);
+
+		v[0] = Int32GetDatum(rows[i].bracket);
+		v[1] = Int32GetDatum(rows[i].round);
+		v[2] = Int32GetDatum(rows[i].configs);
+		v[3] = Int32GetDatum(rows[i].resource);
+		v[4] = Int64GetDatum(epochs);
+		v[5] = nullable_float(mean * epochs, &nulls[5]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+	}
+	MemoryContextDelete(opcxt);
+	return (Datum) 0;
 }
 
 /* configurations listed one by one; with more, the most expensive ones */

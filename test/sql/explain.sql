@@ -162,6 +162,17 @@ SELECT err($$SELECT * FROM mop_grid_search('xpl', '{"model": {"layers": [{"type"
 SELECT err($$SELECT * FROM mop_grid_search('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 1, workers => '{2}'::int[])$$);
 SELECT err($$SELECT * FROM mop_grid_search('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 1, workers => 100::bigint)$$);
 SELECT mop_drop_dataset('xpl1');
+-- Hyperband in seconds: the plan's rows, the epochs each round adds (all of
+-- them: mop_hyperband's 1581 for 81 and 3), at one mean epoch time
+CREATE TEMP TABLE xhb AS SELECT * FROM mop_explain_hyperband('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": {"loguniform": [0.001, 0.1]}}', 81, 3);
+SELECT (SELECT count(*) FROM xhb) = (SELECT count(*) FROM mop_hyperband_plan(81, 3)) AS same_rows,
+       (SELECT bool_and(h.configs = p.configs AND h.resource = p.resource) FROM xhb h JOIN mop_hyperband_plan(81, 3) p USING (bracket, round)) AS same_plan,
+       sum(epochs) AS epochs, bool_and(seconds > 0) AS timed, count(DISTINCT round((seconds / epochs)::numeric, 9)) AS epoch_times
+  FROM xhb;
+SELECT bracket, round, configs, resource, epochs FROM xhb WHERE bracket = 2 ORDER BY round;
+SELECT err($$SELECT * FROM mop_explain_hyperband('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 0)$$);
+SELECT err($$SELECT * FROM mop_explain_hyperband('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 9, 1)$$);
+SELECT err($$SELECT * FROM mop_explain_hyperband('nosuch', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 9)$$);
 -- dropping a dataset drops its profiles
 SELECT count(*) AS xpl_profiles FROM mop.profiles WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name = 'xpl');
 SELECT id AS xpl_id FROM mop.datasets WHERE name = 'xpl' \gset
