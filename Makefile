@@ -34,7 +34,7 @@ PG_SRCS = $(sort $(wildcard src/pg/*.c))
 OBJS = $(NN_SRCS:.c=.o) $(PG_SRCS:.c=.o) gpu/loader.o
 
 # src/search headers are named mop_*.h so they never shadow system headers
-PG_CPPFLAGS = -Isrc/nn -Isrc/pg -Isrc -Igpu -I$(libpq_srcdir)
+PG_CPPFLAGS = -Isrc/nn -Isrc/pg -Isrc -Igpu -I$(libpq_srcdir) -DMOP_LIB_VERSION=\"$(MOP_VERSION)\"
 # -O3 for the engine's inner loops (PGXS puts PG_CFLAGS after its own -O2);
 # no FMA contraction and no errno from libm, as in the engine's unit tests,
 # so the extension computes exactly what the tests check.

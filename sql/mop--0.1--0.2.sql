@@ -1934,3 +1934,214 @@ CREATE FUNCTION @extschema@.mop_explain_text(dataset text, space jsonb, epochs i
 	SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.mop_explain_text(text, jsonb, int, int)
 	IS 'what a grid search would cost, as EXPLAIN writes a plan: the totals, each configuration (the 10 most expensive of many), the predicted makespan for 1..max_workers workers with the knee, and warnings; nothing is trained';
+
+-- 22. the planner's hop cost and its profile cache: mop_explain's hop_s ----------
+-- (a sub-epoch's cost besides its training: the mop.plan_* settings), and
+-- mop.profiles, the profiles it measured, so that a second plan of a
+-- dataset measures nothing
+
+CREATE TABLE mop.profiles (
+	dataset_id		bigint NOT NULL REFERENCES mop.datasets (id) ON DELETE CASCADE,
+	spec_key		text NOT NULL,
+	engine_version	text NOT NULL,
+	batch_size		int NOT NULL CHECK (batch_size OPERATOR(pg_catalog.>) 0),
+	step_ms			float8 NOT NULL CHECK (step_ms OPERATOR(pg_catalog.>) 0),
+	rows_per_s		float8 NOT NULL CHECK (rows_per_s OPERATOR(pg_catalog.>) 0),
+	eval_rows_per_s	float8 NOT NULL CHECK (eval_rows_per_s OPERATOR(pg_catalog.>) 0),
+	measured_at		timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+	PRIMARY KEY (dataset_id, spec_key)
+);
+COMMENT ON TABLE mop.profiles IS 'the speed of a model on a dataset as the planner (mop_explain and the other mop_explain* functions) measured it, kept so that it is measured once; a row of another engine_version is measured again; a row goes with its dataset';
+COMMENT ON COLUMN mop.profiles.spec_key IS 'the model, optimizer and batch size (not the learning rate, regularisation or seed), hashed';
+COMMENT ON COLUMN mop.profiles.engine_version IS 'the library, its state format and its BLAS with threads';
+ALTER TABLE mop.profiles ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own_profiles ON mop.profiles
+	USING (EXISTS (SELECT 1 FROM mop.datasets d
+				   WHERE d.id OPERATOR(pg_catalog.=) profiles.dataset_id
+					 AND d.owner OPERATOR(pg_catalog.=) CURRENT_USER))
+	WITH CHECK (EXISTS (SELECT 1 FROM mop.datasets d
+						WHERE d.id OPERATOR(pg_catalog.=) profiles.dataset_id
+						  AND d.owner OPERATOR(pg_catalog.=) CURRENT_USER));
+GRANT SELECT, INSERT, UPDATE, DELETE ON mop.profiles TO PUBLIC;
+
+DROP FUNCTION @extschema@.mop_explain(text, jsonb, int);
+CREATE FUNCTION @extschema@.mop_explain(dataset text, space jsonb, epochs int DEFAULT 10,
+	OUT config_no int, OUT config jsonb, OUT model_bytes bigint, OUT working_bytes bigint,
+	OUT fits boolean, OUT step_ms float8, OUT rows_per_s float8, OUT hop_s float8,
+	OUT sub_epoch_s float8, OUT epoch_s float8, OUT total_s float8)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'mop_explain'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_explain(text, jsonb, int)
+	IS 'each configuration of a grid: its memory, and its speed profiled on the dataset (step, rows/s, a hop''s own cost, sub-epoch, epoch and total seconds); nothing is trained';
+
+-- 23. workers => 'auto': the search functions take an integer or 'auto' ------
+-- (the planner's knee, capped; a NOTICE says why).  The argument is
+-- declared "any" so that workers => 2 and workers => 'auto' both resolve
+-- without casts; the functions are dropped and created again with the same
+-- arguments otherwise.
+DROP FUNCTION @extschema@.mop_grid_search(text, jsonb, int, int, int, boolean, text, boolean, text, bigint, text, text, interval, int, text, jsonb);
+CREATE FUNCTION @extschema@.mop_grid_search(
+	dataset text,
+	space jsonb,
+	epochs int DEFAULT 10,
+	workers "any" DEFAULT NULL,
+	seed int DEFAULT 0,
+	deterministic boolean DEFAULT false,
+	scheduler text DEFAULT NULL,
+	wait boolean DEFAULT true,
+	early_stopping text DEFAULT NULL,
+	warm_start bigint DEFAULT NULL,
+	device text DEFAULT NULL,
+	metric text DEFAULT NULL,
+	time_budget interval DEFAULT NULL,
+	max_trials int DEFAULT NULL,
+	name text DEFAULT NULL,
+	tags jsonb DEFAULT NULL)
+	RETURNS SETOF mop.search_result
+	AS 'MODULE_PATHNAME', 'mop_grid_search'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_grid_search(text, jsonb, int, "any", int, boolean, text, boolean, text, bigint, text, text, interval, int, text, jsonb)
+	IS 'train every configuration of a grid with model hopper parallelism; ranked results; metric => the configurations'' metric; time_budget, max_trials (the first N of the grid), name, tags; workers => ''auto'' chooses them from the plan';
+
+DROP FUNCTION @extschema@.mop_random_search(text, jsonb, int, int, int, int, boolean, text, boolean, text, bigint, text, text, interval, int, text, jsonb);
+CREATE FUNCTION @extschema@.mop_random_search(
+	dataset text,
+	space jsonb,
+	trials int,
+	epochs int DEFAULT 10,
+	workers "any" DEFAULT NULL,
+	seed int DEFAULT 0,
+	deterministic boolean DEFAULT false,
+	scheduler text DEFAULT NULL,
+	wait boolean DEFAULT true,
+	early_stopping text DEFAULT NULL,
+	warm_start bigint DEFAULT NULL,
+	device text DEFAULT NULL,
+	metric text DEFAULT NULL,
+	time_budget interval DEFAULT NULL,
+	max_trials int DEFAULT NULL,
+	name text DEFAULT NULL,
+	tags jsonb DEFAULT NULL)
+	RETURNS SETOF mop.search_result
+	AS 'MODULE_PATHNAME', 'mop_random_search'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_random_search(text, jsonb, int, int, "any", int, boolean, text, boolean, text, bigint, text, text, interval, int, text, jsonb)
+	IS 'train configurations sampled from a search space with model hopper parallelism; metric => the configurations'' metric; time_budget, max_trials, name, tags; workers => ''auto'' chooses them from the plan';
+
+DROP FUNCTION @extschema@.mop_hyperband(text, jsonb, int, int, int, int, text, boolean, boolean, text, text, interval, int, text, jsonb);
+CREATE FUNCTION @extschema@.mop_hyperband(
+	dataset text,
+	space jsonb,
+	max_resource int,
+	eta int DEFAULT 3,
+	workers "any" DEFAULT NULL,
+	seed int DEFAULT 0,
+	scheduler text DEFAULT NULL,
+	wait boolean DEFAULT true,
+	deterministic boolean DEFAULT false,
+	device text DEFAULT NULL,
+	metric text DEFAULT NULL,
+	time_budget interval DEFAULT NULL,
+	max_trials int DEFAULT NULL,
+	name text DEFAULT NULL,
+	tags jsonb DEFAULT NULL)
+	RETURNS SETOF mop.search_result
+	AS 'MODULE_PATHNAME', 'mop_hyperband'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_hyperband(text, jsonb, int, int, "any", int, text, boolean, boolean, text, text, interval, int, text, jsonb)
+	IS 'Hyperband on model hopper parallelism: successive halving brackets, promoted models resume from their checkpoints; metric => the configurations'' metric; time_budget, max_trials (whole brackets), name, tags; workers => ''auto'' chooses them from the plan';
+
+DROP FUNCTION @extschema@.mop_asha(text, jsonb, int, int, int, int, int, int, text, boolean, text, text, interval, text, jsonb);
+CREATE FUNCTION @extschema@.mop_asha(
+	dataset text,
+	space jsonb,
+	max_resource int,
+	eta int DEFAULT 3,
+	min_resource int DEFAULT 1,
+	max_trials int DEFAULT 20,
+	workers "any" DEFAULT NULL,
+	seed int DEFAULT 0,
+	scheduler text DEFAULT NULL,
+	wait boolean DEFAULT true,
+	device text DEFAULT NULL,
+	metric text DEFAULT NULL,
+	time_budget interval DEFAULT NULL,
+	name text DEFAULT NULL,
+	tags jsonb DEFAULT NULL)
+	RETURNS SETOF mop.search_result
+	AS 'MODULE_PATHNAME', 'mop_asha'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_asha(text, jsonb, int, int, int, int, "any", int, text, boolean, text, text, interval, text, jsonb)
+	IS 'asynchronous successive halving (ASHA) on model hopper parallelism: promotions without barriers; metric => the configurations'' metric; time_budget, name, tags; workers => ''auto'' chooses them from the plan';
+
+DROP FUNCTION @extschema@.mop_pbt(text, jsonb, int, int, int, float8, float8, int, int, boolean, boolean, text, text, interval, int, text, jsonb);
+CREATE FUNCTION @extschema@.mop_pbt(
+	dataset text,
+	space jsonb,
+	population int DEFAULT 8,
+	epochs int DEFAULT 10,
+	"interval" int DEFAULT 1,
+	quantile float8 DEFAULT 0.25,
+	resample float8 DEFAULT 0.25,
+	workers "any" DEFAULT NULL,
+	seed int DEFAULT 0,
+	wait boolean DEFAULT true,
+	deterministic boolean DEFAULT false,
+	device text DEFAULT NULL,
+	metric text DEFAULT NULL,
+	time_budget interval DEFAULT NULL,
+	max_trials int DEFAULT NULL,
+	name text DEFAULT NULL,
+	tags jsonb DEFAULT NULL)
+	RETURNS SETOF mop.search_result
+	AS 'MODULE_PATHNAME', 'mop_pbt_sql'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_pbt(text, jsonb, int, int, int, float8, float8, "any", int, boolean, boolean, text, text, interval, int, text, jsonb)
+	IS 'population based training on model hopper parallelism: exploit copies weights and optimizer state, explore perturbs hyperparameters; metric => the configurations'' metric; time_budget, max_trials (caps the population), name, tags; workers => ''auto'' chooses them from the plan';
+
+DROP FUNCTION @extschema@.mop_tpe(text, jsonb, int, int, int, float8, int, int, boolean, boolean, text, text, text, interval, int, text, jsonb);
+CREATE FUNCTION @extschema@.mop_tpe(
+	dataset text,
+	space jsonb,
+	trials int,
+	epochs int DEFAULT 10,
+	n_startup int DEFAULT 10,
+	gamma float8 DEFAULT 0.1,
+	workers "any" DEFAULT NULL,
+	seed int DEFAULT 0,
+	wait boolean DEFAULT true,
+	deterministic boolean DEFAULT false,
+	early_stopping text DEFAULT NULL,
+	device text DEFAULT NULL,
+	metric text DEFAULT NULL,
+	time_budget interval DEFAULT NULL,
+	max_trials int DEFAULT NULL,
+	name text DEFAULT NULL,
+	tags jsonb DEFAULT NULL)
+	RETURNS SETOF mop.search_result
+	AS 'MODULE_PATHNAME', 'mop_tpe_sql'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_tpe(text, jsonb, int, int, int, float8, "any", int, boolean, boolean, text, text, text, interval, int, text, jsonb)
+	IS 'Tree-structured Parzen Estimator on model hopper parallelism: proposals from completed results whenever a worker would idle; metric => the configurations'' metric; time_budget, max_trials, name, tags; workers => ''auto'' chooses them from the plan';
+
+-- 24. Hyperband in seconds: mop_hyperband_plan's rows with the epochs each --------
+-- round trains and their seconds from the profile
+
+CREATE FUNCTION @extschema@.mop_explain_hyperband(dataset text, space jsonb, max_resource int,
+	eta int DEFAULT 3,
+	OUT bracket int, OUT round int, OUT configs int, OUT resource int, OUT epochs bigint,
+	OUT seconds float8)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'mop_explain_hyperband'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_explain_hyperband(text, jsonb, int, int)
+	IS 'the Hyperband plan of a search on a dataset: each round''s configurations, the epochs it trains (promoted models resume) and their seconds on one worker at the profiled mean epoch of the space; nothing is trained';

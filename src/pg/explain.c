@@ -5,17 +5,19 @@
  * the grid: its memory (from nn_spec_memory: nothing is allocated for it)
  * and its speed, from a profile: a throwaway model trains a few minibatches
  * on the dataset's first training buffer, and evaluates them, on this
- * backend (one engine thread, as a run's worker).  Configurations with the
- * same model, optimizer and batch size are profiled once per call.  From
- * the rows per second follow a sub-epoch's, an epoch's and the
- * configuration's time.
+ * backend (one BLAS thread, as a run's worker on a server whose cores its
+ * workers fill; mop.threads_per_worker's count when set).  Configurations with the
+ * same model, optimizer and batch size share one profile, kept in
+ * mop.profiles for the dataset, this library and this BLAS, so a second
+ * plan of the dataset measures nothing.  From the rows per second and the
+ * hop cost model (src/search/mop_plan.h, its constants the mop.plan_*
+ * settings) follow a sub-epoch's, an epoch's and the configuration's time.
  *
  * mop_explain_workers(dataset, space, epochs, max_workers) runs the MOP
- * scheduler's simulator (src/search/sim.c) over those sub-epoch times for
- * 1..max_workers workers: the predicted makespan, its lower bound, the
- * speedup and efficiency, and the knee (the most workers still at least
- * 80 % efficient).  The time a hop itself takes (storing and loading a
- * checkpoint) is not in the profile.
+ * scheduler's simulator (src/search/plan.c over sim.c) over those epoch
+ * times for 1..max_workers workers: the predicted makespan, its lower
+ * bound, the speedup and efficiency, and the knee (the most workers still
+ * at least 80 % efficient).
  *
  * mop_explain_text(dataset, space, epochs, max_workers) says both in text,
  * as EXPLAIN does, from one profile: the totals, the configurations, the
@@ -23,13 +25,20 @@
  * (a configuration over mop.max_model_memory, fewer partitions than the
  * workers a run would use, one configuration that alone bounds the
  * makespan).
+ *
+ * mop_plan_auto_workers_for() is what workers => 'auto' asks of the
+ * search functions (searches.c): the same plan, its knee capped.
  */
 #include "postgres.h"
 
+#include <limits.h>
 #include <math.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -42,11 +51,13 @@
 #include "run.h"
 #include "runreq.h"
 #include "space.h"
-#include "search/mop_sim.h"
+#include "search/mop_hyperband.h"
+#include "search/mop_plan.h"
 
 PG_FUNCTION_INFO_V1(mop_explain);
 PG_FUNCTION_INFO_V1(mop_explain_workers);
 PG_FUNCTION_INFO_V1(mop_explain_text);
+PG_FUNCTION_INFO_V1(mop_explain_hyperband);
 
 /* profile at least this long (seconds), at most this many repetitions */
 #define PROFILE_SECONDS 0.05
@@ -59,12 +70,31 @@ typedef struct ConfigCost
 	Jsonb	   *config;
 	nn_memory	mem;
 	bool		fits;			/* within mop.max_model_memory */
+	bool		cached;			/* its profile came from mop.profiles */
 	double		train_rows_s;	/* rows per second, training */
 	double		eval_rows_s;	/* rows per second, forward only */
 	double		step_ms;		/* one training minibatch */
-	double		sub_epoch_s;	/* one partition's training rows */
-	double		epoch_s;		/* all partitions and the validation split */
+	double		hop_s;			/* a sub-epoch's cost besides training */
+	double		sub_epoch_s;	/* one partition's training rows, and the hop */
+	double		epoch_s;		/* all partitions, validation, the epoch's end */
 } ConfigCost;
+
+/* the hop cost model: the mop.plan_* settings, in seconds */
+static void
+plan_costs(mop_plan_costs *k)
+{
+	k->hop_s = mop_plan_hop_ms / 1000.0;
+	k->state_s_per_mb = mop_plan_state_ms_per_mb / 1000.0;
+	k->epoch_s = mop_plan_epoch_ms / 1000.0;
+	k->run_s = mop_plan_run_ms / 1000.0;
+}
+
+/* a configuration's checkpoint: what every hop reads and writes */
+static double
+state_bytes(const ConfigCost *c)
+{
+	return (double) (c->mem.params + c->mem.optimizer + c->mem.buffers);
+}
 
 static double
 now_s(void)
@@ -106,6 +136,18 @@ first_buffer(const MopDataset *ds, bytea **x, bytea **y)
  * Training and evaluation speed of spec on the buffer: repeat a few
  * minibatches on a throwaway model until PROFILE_SECONDS have passed.
  */
+/*
+ * The BLAS threads a profile is measured with: one, as a worker of a run
+ * whose workers fill the cores, unless mop.threads_per_worker (or its older
+ * name) sets a count.  A run with fewer workers than cores gives each more
+ * threads when the count is automatic, and may train faster than planned.
+ */
+static int
+profile_threads(void)
+{
+	return (mop_blas_threads > 0 || mop_threads_per_worker > 0) ? mop_threads_for(0) : 1;
+}
+
 static void
 profile(const nn_spec *spec, bytea *x, bytea *y, ConfigCost *c)
 {
@@ -118,7 +160,7 @@ profile(const nn_spec *spec, bytea *x, bytea *y, ConfigCost *c)
 	int			reps;
 	nn_result	res;
 
-	mop_blas_ensure();
+	mop_blas_set(profile_threads());
 	if ((st = nn_model_create(spec, &h->model, &err)) != NN_OK)
 		mop_nn_error(st, &err, "could not create the model to profile");
 	if ((st = nn_buffer_rows(h->model, VARSIZE_ANY_EXHDR(x), VARSIZE_ANY_EXHDR(y), &rows, &err)) != NN_OK)
@@ -166,7 +208,7 @@ profile(const nn_spec *spec, bytea *x, bytea *y, ConfigCost *c)
 
 /*
  * What a profile is shared by: the spec without what does not change the
- * work (the learning rate, regularisation and seed).
+ * work (the learning rate and its schedule, regularisation, the seed).
  */
 static nn_spec *
 profile_key(const nn_spec *spec)
@@ -176,25 +218,141 @@ profile_key(const nn_spec *spec)
 	memcpy(k, spec, sizeof(nn_spec));
 	k->lr = 0;
 	k->l2 = 0;
+	k->weight_decay = 0;
 	k->seed = 0;
+	k->lr_schedule = 0;
+	k->lr_step_size = 0;
+	k->lr_gamma = 0;
+	k->lr_min = 0;
+	k->lr_epochs = 0;
+	k->lr_warmup = 0;
 	return k;
 }
 
-/* Cost every configuration of the grid; returns their number. */
-static int
-cost_grid(const MopDataset *ds, Jsonb *space, int epochs, ConfigCost **out)
+/*
+ * The profile cache, mop.profiles: one row per dataset, library version and
+ * profile key.  The version names this library, the engine's state format
+ * and the BLAS with its threads: a profile from another of them is not
+ * used, and is replaced when this one measures.  Rows go with their
+ * dataset (ON DELETE CASCADE: dropped, or dropped and prepared again);
+ * row-level security shows a role the profiles of its own datasets only.
+ */
+static char *
+profile_version(void)
 {
-	List	   *configs = mop_space_grid(space);
+	return psprintf("mop %s, state format %d, %s", MOP_LIB_VERSION, NN_BLOB_VERSION,
+					nn_blas_info());
+}
+
+/* the key's text: the hash of the spec that profile_key() left */
+static char *
+profile_key_text(const nn_spec *key)
+{
+	return psprintf("%016" INT64_MODIFIER "x",
+					(uint64) hash_bytes_extended((const unsigned char *) key, sizeof(nn_spec), 0));
+}
+
+#define PROFILE_GET_SQL \
+	"SELECT step_ms, rows_per_s, eval_rows_per_s FROM mop.profiles " \
+	"WHERE dataset_id OPERATOR(pg_catalog.=) $1 AND engine_version OPERATOR(pg_catalog.=) $2 " \
+	"AND spec_key OPERATOR(pg_catalog.=) $3"
+
+#define PROFILE_PUT_SQL \
+	"INSERT INTO mop.profiles AS p (dataset_id, engine_version, spec_key, batch_size, step_ms, " \
+	"rows_per_s, eval_rows_per_s, measured_at) " \
+	"VALUES ($1, $2, $3, $4, $5, $6, $7, pg_catalog.clock_timestamp()) " \
+	"ON CONFLICT (dataset_id, spec_key) DO UPDATE SET engine_version = excluded.engine_version, " \
+	"batch_size = excluded.batch_size, step_ms = excluded.step_ms, rows_per_s = excluded.rows_per_s, " \
+	"eval_rows_per_s = excluded.eval_rows_per_s, measured_at = excluded.measured_at"
+
+/* A cached profile of key for the dataset into c; false if none. */
+static bool
+profile_get(const MopDataset *ds, const char *version, const char *key, ConfigCost *c)
+{
+	Oid			t[3] = {INT8OID, TEXTOID, TEXTOID};
+	Datum		v[3];
+	bool		found = false;
+
+	v[0] = Int64GetDatum(ds->id);
+	v[1] = CStringGetTextDatum(version);
+	v[2] = CStringGetTextDatum(key);
+	SPI_connect();
+	if (SPI_execute_with_args(PROFILE_GET_SQL, 3, t, v, NULL, true, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+	{
+		bool		n1,
+					n2,
+					n3;
+		double		step = DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &n1)),
+					rows = DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &n2)),
+					eval = DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &n3));
+
+		if (!n1 && !n2 && !n3 && step > 0 && rows > 0 && eval > 0)
+		{
+			c->step_ms = step;
+			c->train_rows_s = rows;
+			c->eval_rows_s = eval;
+			c->cached = true;
+			found = true;
+		}
+	}
+	SPI_finish();
+	return found;
+}
+
+/*
+ * Keep a measured profile.  Not in a read-only transaction (a standby, or
+ * SET transaction_read_only): the plan is made all the same.
+ */
+static void
+profile_put(const MopDataset *ds, const char *version, const char *key, int batch_size,
+			const ConfigCost *c)
+{
+	Oid			t[7] = {INT8OID, TEXTOID, TEXTOID, INT4OID, FLOAT8OID, FLOAT8OID, FLOAT8OID};
+	Datum		v[7];
+
+	if (XactReadOnly || !(c->train_rows_s > 0) || !(c->eval_rows_s > 0))
+		return;
+	v[0] = Int64GetDatum(ds->id);
+	v[1] = CStringGetTextDatum(version);
+	v[2] = CStringGetTextDatum(key);
+	v[3] = Int32GetDatum(batch_size);
+	v[4] = Float8GetDatum(c->step_ms);
+	v[5] = Float8GetDatum(c->train_rows_s);
+	v[6] = Float8GetDatum(c->eval_rows_s);
+	SPI_connect();
+	if (SPI_execute_with_args(PROFILE_PUT_SQL, 7, t, v, NULL, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not store a profile in mop.profiles");
+	SPI_finish();
+}
+
+/* profiles the last cost_grid() measured, and found in mop.profiles */
+static int	cost_measured,
+			cost_cached;
+
+/*
+ * Cost every configuration of the list; returns their number.  At most
+ * max_profiles networks are profiled (0: all); configurations of the others
+ * are left unprofiled (train_rows_s 0).
+ */
+static int
+cost_configs(const MopDataset *ds, List *configs, int epochs, int max_profiles, ConfigCost **out)
+{
 	int			n = list_length(configs);
 	ConfigCost *c = palloc0(sizeof(ConfigCost) * Max(n, 1));
 	nn_spec   **keys = palloc0(sizeof(nn_spec *) * Max(n, 1));
-	bytea	   *x,
-			   *y;
+	bytea	   *x = NULL,
+			   *y = NULL;
 	int			i = 0;
 	ListCell   *lc;
-	double		part_rows = (double) ds->train_rows / Max(ds->partitions, 1);
+	mop_plan_costs k;
+	char	   *version;
 
-	first_buffer(ds, &x, &y);
+	/* the BLAS of the key: with the profiles' threads */
+	mop_blas_set(profile_threads());
+	version = profile_version();
+	plan_costs(&k);
+	cost_measured = cost_cached = 0;
 	foreach(lc, configs)
 	{
 		nn_spec		spec;
@@ -227,19 +385,45 @@ cost_grid(const MopDataset *ds, Jsonb *space, int epochs, ConfigCost **out)
 			c[i].train_rows_s = c[same].train_rows_s;
 			c[i].eval_rows_s = c[same].eval_rows_s;
 			c[i].step_ms = c[same].step_ms;
+			c[i].cached = c[same].cached;
 		}
-		else if (c[i].fits)
-			profile(&spec, x, y, &c[i]);
+		else if (c[i].fits && (max_profiles <= 0 || cost_measured + cost_cached < max_profiles))
+		{
+			char	   *key = profile_key_text(keys[i]);
+
+			if (profile_get(ds, version, key, &c[i]))
+				cost_cached++;
+			else
+			{
+				cost_measured++;
+				if (x == NULL)
+					first_buffer(ds, &x, &y);
+				profile(&spec, x, y, &c[i]);
+				profile_put(ds, version, key, spec.batch_size, &c[i]);
+			}
+		}
 		if (c[i].train_rows_s > 0)
 		{
-			c[i].sub_epoch_s = part_rows / c[i].train_rows_s;
-			c[i].epoch_s = (double) ds->train_rows / c[i].train_rows_s +
-				(double) ds->valid_rows / c[i].eval_rows_s;
+			mop_plan_profile pp = {c[i].train_rows_s, c[i].eval_rows_s, state_bytes(&c[i])};
+			mop_plan_cost pc;
+
+			mop_plan_config_cost(&k, &pp, ds->partitions, (double) ds->train_rows,
+								 (double) ds->valid_rows, &pc);
+			c[i].hop_s = pc.hop_s;
+			c[i].sub_epoch_s = pc.sub_epoch_s;
+			c[i].epoch_s = pc.epoch_s;
 		}
 		i++;
 	}
 	*out = c;
 	return n;
+}
+
+/* Cost every configuration of the grid space; returns their number. */
+static int
+cost_grid(const MopDataset *ds, Jsonb *space, int epochs, ConfigCost **out)
+{
+	return cost_configs(ds, mop_space_grid(space), epochs, 0, out);
 }
 
 /* dataset, space, epochs: as the search functions read them */
@@ -283,8 +467,8 @@ mop_explain(PG_FUNCTION_ARGS)
 	MemoryContextSwitchTo(old);
 	for (int i = 0; i < n; i++)
 	{
-		Datum		v[10];
-		bool		nulls[10] = {0};
+		Datum		v[11];
+		bool		nulls[11] = {0};
 
 		v[0] = Int32GetDatum(i + 1);
 		v[1] = JsonbPGetDatum(c[i].config);
@@ -293,9 +477,10 @@ mop_explain(PG_FUNCTION_ARGS)
 		v[4] = BoolGetDatum(c[i].fits);
 		v[5] = nullable_float(c[i].step_ms, &nulls[5]);
 		v[6] = nullable_float(c[i].train_rows_s, &nulls[6]);
-		v[7] = nullable_float(c[i].sub_epoch_s, &nulls[7]);
-		v[8] = nullable_float(c[i].epoch_s, &nulls[8]);
-		v[9] = nullable_float(c[i].epoch_s * epochs, &nulls[9]);
+		v[7] = nullable_float(c[i].hop_s, &nulls[7]);
+		v[8] = nullable_float(c[i].sub_epoch_s, &nulls[8]);
+		v[9] = nullable_float(c[i].epoch_s, &nulls[9]);
+		v[10] = nullable_float(c[i].epoch_s * epochs, &nulls[10]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
 	}
 	MemoryContextDelete(opcxt);
@@ -308,6 +493,7 @@ typedef struct WorkerPlan
 	int			max_w;
 	int			knee;
 	int			simulated;		/* configurations simulated (profiled ones) */
+	double		overhead;		/* the run's own cost, in every makespan */
 	double	   *makespan;
 	double	   *bound;
 } WorkerPlan;
@@ -331,44 +517,40 @@ explain_max_workers(FunctionCallInfo fcinfo, int argno, const MopDataset *ds)
 	return max_w;
 }
 
-/* Run the scheduler's simulator over the profiled configurations. */
+/*
+ * Run the scheduler's simulator over the profiled configurations: their
+ * epochs, and once the run's own cost (plan.c).
+ */
 static void
 simulate_workers(const MopDataset *ds, const ConfigCost *c, int n, int epochs,
 				 int max_w, WorkerPlan *p)
 {
 	int32	   *ep = palloc(sizeof(int32) * Max(n, 1));
-	double	   *cost = palloc(sizeof(double) * Max(n, 1));
+	double	   *cost = palloc(sizeof(double) * Max(n, 1)),
+			   *bytes = palloc(sizeof(double) * Max(n, 1));
 	int			m = 0;
+	mop_plan_costs k;
 
+	plan_costs(&k);
 	for (int i = 0; i < n; i++)
-		if (c[i].sub_epoch_s > 0)
+		if (c[i].epoch_s > 0)
 		{
 			ep[m] = epochs;
-			/* a sub-epoch, with its share of the epoch's validation */
-			cost[m] = c[i].epoch_s / Max(ds->partitions, 1);
+			cost[m] = c[i].epoch_s;
+			bytes[m] = state_bytes(&c[i]);
 			m++;
 		}
 	p->max_w = max_w;
-	p->knee = 1;
 	p->simulated = m;
+	p->overhead = mop_plan_run_overhead(&k, m, bytes);
 	p->makespan = palloc0(sizeof(double) * (max_w + 1));
 	p->bound = palloc0(sizeof(double) * (max_w + 1));
-	for (int w = 1; w <= max_w && m > 0; w++)
-	{
-		mop_sim_result r;
-
-		CHECK_FOR_INTERRUPTS();
-		/* a worker owns a partition: more workers than partitions idle */
-		if (mop_sim_run(Min(w, ds->partitions), ds->partitions, m, ep, cost, NULL, 0, 0,
-						(mop_pick) mop_scheduler, 0, &r) != 0 || r.deadlock)
-			ereport(ERROR,
-					(errcode(ERRCODE_INTERNAL_ERROR),
-					 errmsg("the scheduler's simulation failed for %d workers", w)));
-		p->makespan[w] = r.makespan;
-		p->bound[w] = r.lower_bound;
-		if (p->makespan[1] / p->makespan[w] / w >= 0.8)
-			p->knee = w;
-	}
+	CHECK_FOR_INTERRUPTS();
+	if (mop_plan_workers(Max(ds->partitions, 1), m, ep, cost, p->overhead,
+						 (mop_pick) mop_scheduler, max_w, p->makespan, p->bound, &p->knee) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("the scheduler's simulation failed")));
 }
 
 /*
@@ -408,6 +590,161 @@ mop_explain_workers(PG_FUNCTION_ARGS)
 		v[3] = Float8GetDatum(p.makespan[1] / p.makespan[w]);
 		v[4] = Float8GetDatum(p.makespan[1] / p.makespan[w] / w);
 		v[5] = BoolGetDatum(w == p.knee);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
+	}
+	MemoryContextDelete(opcxt);
+	return (Datum) 0;
+}
+
+/* workers => 'auto' profiles at most this many networks (the rest: their mean) */
+#define AUTO_MAX_PROFILES 16
+
+/*
+ * workers => 'auto' of a search: the plan of its configurations (profiled
+ * as mop_explain profiles them, the first AUTO_MAX_PROFILES networks; a
+ * configuration of another gets their mean epoch), simulated for 1 up to
+ * the partitions' workers; its knee capped by the partitions, the worker
+ * processes (processes: those free for workers), the cores and the
+ * configurations.  A NOTICE says what was chosen and why.
+ */
+int
+mop_explain_auto_workers(const char *dataset, List *configs, int epochs, int partitions,
+						 int processes)
+{
+	MemoryContext opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop auto workers",
+												ALLOCSET_DEFAULT_SIZES),
+				old = MemoryContextSwitchTo(opcxt);
+	MopDataset *ds = mop_dataset_lookup(dataset, false);
+	ConfigCost *c;
+	WorkerPlan	p;
+	int			n,
+				profiled = 0,
+				cores = mop_cores_available(),
+				max_w,
+				w;
+	double		mean = 0;
+	mop_plan_auto_limit limit;
+	char	   *why;
+
+	n = cost_configs(ds, configs, epochs, AUTO_MAX_PROFILES, &c);
+	for (int i = 0; i < n; i++)
+		if (c[i].epoch_s > 0)
+		{
+			mean += c[i].epoch_s;
+			profiled++;
+		}
+	if (profiled > 0)
+	{
+		mean /= profiled;
+		for (int i = 0; i < n; i++)
+			if (c[i].fits && !(c[i].epoch_s > 0))
+				c[i].epoch_s = mean;
+	}
+	max_w = Max(Min(Min(partitions, MOP_MAX_WORKERS), Max(processes, 1)), 1);
+	simulate_workers(ds, c, n, epochs, max_w, &p);
+	w = mop_plan_auto_workers(p.simulated > 0 ? p.knee : max_w, cores, partitions, n,
+							  processes, &limit);
+	switch (limit)
+	{
+		case MOP_AUTO_PARTITIONS:
+			why = psprintf("the dataset's %d partition%s (a worker owns a partition)",
+						   partitions, partitions == 1 ? "" : "s");
+			break;
+		case MOP_AUTO_PROCESSES:
+			why = psprintf("max_worker_processes (%d) leaves room for %d",
+						   max_worker_processes, Max(processes, 1));
+			break;
+		case MOP_AUTO_CORES:
+			why = psprintf("this server's %d CPU cores", cores);
+			break;
+		case MOP_AUTO_CONFIGS:
+			why = psprintf("the run's %d configuration%s", n, n == 1 ? "" : "s");
+			break;
+		default:
+			if (w < max_w && p.makespan[w + 1] > 0)
+				why = psprintf("the plan's knee: %d workers would be %.0f%% efficient",
+							   w + 1, 100.0 * p.makespan[1] / p.makespan[w + 1] / (w + 1));
+			else
+				why = pstrdup("the plan's knee");
+			break;
+	}
+	if (p.simulated > 0)
+		ereport(NOTICE,
+				(errmsg("workers => 'auto' chose %d worker%s: %s", w, w == 1 ? "" : "s", why),
+				 errdetail("The plan predicts %.3f s with 1 worker and %.3f s with %d (mop_explain_workers).",
+						   p.makespan[1], p.makespan[Min(w, max_w)], w)));
+	else
+		ereport(NOTICE,
+				(errmsg("workers => 'auto' chose %d worker%s: %s", w, w == 1 ? "" : "s", why),
+				 errdetail("No configuration could be profiled, so there is no plan.")));
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(opcxt);
+	return w;
+}
+
+/*
+ * mop_explain_hyperband(dataset text, space jsonb, max_resource int, eta
+ * int) -> mop_hyperband_plan's rows with the epochs each round trains (its
+ * configurations times the epochs added since the round before: promoted
+ * models resume) and their seconds on one worker, at the mean epoch of
+ * AUTO_MAX_PROFILES configurations drawn from the space (profiled as
+ * mop_explain profiles; seed 0).
+ */
+Datum
+mop_explain_hyperband(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	MopDataset *ds;
+	Jsonb	   *space;
+	char	   *dataset;
+	int			R,
+				eta = PG_ARGISNULL(3) ? 3 : PG_GETARG_INT32(3),
+				n,
+				profiled = 0;
+	int32		rows_n;
+	mop_hb_round *rows;
+	ConfigCost *c;
+	double		mean = 0;
+	MemoryContext opcxt,
+				old;
+
+	if (PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("max_resource must not be null")));
+	mop_check_hyperband_args(PG_GETARG_INT32(2), eta);
+	mop_search_args(fcinfo, 2, &dataset, &space, &R);
+	ds = mop_dataset_lookup(dataset, false);
+	InitMaterializedSRF(fcinfo, 0);
+	opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop_explain_hyperband", ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(opcxt);
+	n = cost_configs(ds, mop_space_random(space, AUTO_MAX_PROFILES, 0), R, AUTO_MAX_PROFILES, &c);
+	for (int i = 0; i < n; i++)
+		if (c[i].epoch_s > 0)
+		{
+			mean += c[i].epoch_s;
+			profiled++;
+		}
+	mean = profiled > 0 ? mean / profiled : 0;
+	rows_n = mop_hyperband_plan(R, eta, NULL, 0);
+	if (rows_n < 0)
+		elog(ERROR, "could not compute the Hyperband plan (R %d, eta %d)", R, eta);
+	rows = palloc(sizeof(mop_hb_round) * Max(rows_n, 1));
+	mop_hyperband_plan(R, eta, rows, rows_n);
+	MemoryContextSwitchTo(old);
+	for (int i = 0; i < rows_n; i++)
+	{
+		Datum		v[6];
+		bool		nulls[6] = {0};
+		int32		before = rows[i].round > 0 && i > 0 ? rows[i - 1].resource : 0;
+		int64		epochs = (int64) rows[i].configs * (rows[i].resource - before);
+
+		v[0] = Int32GetDatum(rows[i].bracket);
+		v[1] = Int32GetDatum(rows[i].round);
+		v[2] = Int32GetDatum(rows[i].configs);
+		v[3] = Int32GetDatum(rows[i].resource);
+		v[4] = Int64GetDatum(epochs);
+		v[5] = nullable_float(mean * epochs, &nulls[5]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
 	}
 	MemoryContextDelete(opcxt);
@@ -496,7 +833,9 @@ mop_explain_text(PG_FUNCTION_ARGS)
 				wanted,
 				fitting = 0,
 				longest = -1,
-				shown;
+				shown,
+				measured = 0,
+				cached = 0;
 	ConfigCost *c;
 	WorkerPlan	p;
 	int		   *order;
@@ -532,12 +871,17 @@ mop_explain_text(PG_FUNCTION_ARGS)
 		if (c[i].epoch_s > 0 && (longest < 0 || c[i].epoch_s > c[longest].epoch_s))
 			longest = i;
 	}
+	measured = cost_measured;
+	cached = cost_cached;
 
 	put_linef(rsinfo, "Grid Search on %s  (configurations=%d epochs=%d partitions=%d)",
 			  ds->name, n, epochs, ds->partitions);
 	put_linef(rsinfo, "  Total Work: %.3f s", work);
 	put_linef(rsinfo, "  Model Memory Max: " INT64_FORMAT "kB", kbytes(model_max));
 	put_linef(rsinfo, "  Working Memory Peak per Worker: " INT64_FORMAT "kB", kbytes(working_max));
+	put_linef(rsinfo, "  Hop Cost: %.3f ms + %.3f ms per MB of model state  (mop.plan_hop_cost, mop.plan_state_cost)",
+			  mop_plan_hop_ms, mop_plan_state_ms_per_mb);
+	put_linef(rsinfo, "  Profiles: %d measured, %d from mop.profiles", measured, cached);
 
 	/* the configurations, in the grid's order; with many, the most expensive */
 	shown = Min(n, EXPLAIN_TEXT_CONFIGS);
@@ -555,8 +899,9 @@ mop_explain_text(PG_FUNCTION_ARGS)
 		char	   *json = JsonbToCString(NULL, &ci->config->root, VARSIZE(ci->config));
 
 		if (ci->epoch_s > 0)
-			put_linef(rsinfo, "  ->  Configuration %d  (total=%.3f s epoch=%.3f s sub-epoch=%.3f s step=%.3f ms)",
-					  order[k] + 1, ci->epoch_s * epochs, ci->epoch_s, ci->sub_epoch_s, ci->step_ms);
+			put_linef(rsinfo, "  ->  Configuration %d  (total=%.3f s epoch=%.3f s sub-epoch=%.3f s hop=%.3f ms step=%.3f ms)",
+					  order[k] + 1, ci->epoch_s * epochs, ci->epoch_s, ci->sub_epoch_s,
+					  ci->hop_s * 1000, ci->step_ms);
 		else
 			put_linef(rsinfo, "  ->  Configuration %d  (not profiled: over mop.max_model_memory)",
 					  order[k] + 1);
@@ -570,7 +915,7 @@ mop_explain_text(PG_FUNCTION_ARGS)
 	/* the makespan */
 	if (p.simulated > 0)
 	{
-		put_line(rsinfo, "  Predicted Makespan:");
+		put_linef(rsinfo, "  Predicted Makespan:  (run start and first checkpoints: %.3f s)", p.overhead);
 		for (int w = 1; w <= max_w; w++)
 			put_linef(rsinfo, "    %d worker%s: %.3f s  (speedup=%.2fx efficiency=%.0f%%)%s",
 					  w, w == 1 ? "" : "s", p.makespan[w], p.makespan[1] / p.makespan[w],

@@ -12,6 +12,10 @@
  *   mop.device, mop.gpu_memory, mop.gpu_tf32,
  *   mop.gpu_unverified                       gpu.c, gpu_train.c
  *   mop.auto_resume                          recovery.c
+ *   mop.plan_hop_cost, mop.plan_state_cost,
+ *   mop.plan_epoch_cost, mop.plan_run_cost   explain.c (the planner's cost
+ *                                            model; defaults in
+ *                                            src/search/mop_plan.h)
  *
  * mop.device and mop.scheduler are enums: an invalid value is refused with
  * PostgreSQL's usual 22023 "invalid value for parameter" error, whose hint
@@ -25,6 +29,7 @@
 
 #include "guc.h"
 #include "run.h"
+#include "search/mop_plan.h"
 #include "search/mop_sched.h"
 
 int			mop_blas_threads = 0;
@@ -43,6 +48,10 @@ int			mop_segment_timeout_ms = 30000;
 int			mop_segment_wait_ms = 300000;
 int			mop_workers_per_segment = 1;
 bool		mop_auto_resume = true;
+double		mop_plan_hop_ms = MOP_PLAN_HOP_MS;
+double		mop_plan_state_ms_per_mb = MOP_PLAN_STATE_MS_PER_MB;
+double		mop_plan_epoch_ms = MOP_PLAN_EPOCH_MS;
+double		mop_plan_run_ms = MOP_PLAN_RUN_MS;
 
 /* the spellings are the SQL names of mop_pick_name() */
 static const struct config_enum_entry scheduler_options[] = {
@@ -186,5 +195,33 @@ mop_define_gucs(void)
 							1, 1, MOP_MAX_WORKERS,
 							PGC_USERSET, 0,
 							NULL, NULL, NULL);
+	DefineCustomRealVariable("mop.plan_hop_cost",
+							 "The planner's fixed cost of a sub-epoch besides its training (the hop's row, the commit, the hand-off).",
+							 "Measure a server's own with test/bench/hop_cost.sql.",
+							 &mop_plan_hop_ms,
+							 MOP_PLAN_HOP_MS, 0, 1e6,
+							 PGC_USERSET, GUC_UNIT_MS,
+							 NULL, NULL, NULL);
+	DefineCustomRealVariable("mop.plan_state_cost",
+							 "The planner's cost of a sub-epoch's checkpoint, in milliseconds per MB of model state (read and written on every hop).",
+							 "Measure a server's own with test/bench/hop_cost.sql.",
+							 &mop_plan_state_ms_per_mb,
+							 MOP_PLAN_STATE_MS_PER_MB, 0, 1e6,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomRealVariable("mop.plan_epoch_cost",
+							 "The planner's fixed cost of a model's epoch besides its sub-epochs and validation (the epoch's row).",
+							 NULL,
+							 &mop_plan_epoch_ms,
+							 MOP_PLAN_EPOCH_MS, 0, 1e6,
+							 PGC_USERSET, GUC_UNIT_MS,
+							 NULL, NULL, NULL);
+	DefineCustomRealVariable("mop.plan_run_cost",
+							 "The planner's fixed cost of a run (starting its coordinator and workers, its rows).",
+							 NULL,
+							 &mop_plan_run_ms,
+							 MOP_PLAN_RUN_MS, 0, 1e9,
+							 PGC_USERSET, GUC_UNIT_MS,
+							 NULL, NULL, NULL);
 	MarkGUCPrefixReserved("mop");
 }

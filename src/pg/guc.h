@@ -32,6 +32,10 @@ extern int	mop_heartbeat_ms;		/* mop.heartbeat, 0: none (set on segments' connec
 extern int	mop_segment_timeout_ms; /* mop.segment_timeout */
 extern int	mop_segment_wait_ms;	/* mop.segment_wait */
 extern int	mop_workers_per_segment;	/* mop.workers_per_segment */
+extern double mop_plan_hop_ms;		/* mop.plan_hop_cost, ms */
+extern double mop_plan_state_ms_per_mb;	/* mop.plan_state_cost, ms per MB */
+extern double mop_plan_epoch_ms;	/* mop.plan_epoch_cost, ms */
+extern double mop_plan_run_ms;		/* mop.plan_run_cost, ms */
 
 extern void mop_define_gucs(void);
 extern const char *mop_device_name(int device);

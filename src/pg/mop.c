@@ -70,8 +70,8 @@ mop_pin_search_path(void)
 }
 
 /* The cores this process may run on (its CPU affinity, else the online CPUs). */
-static int
-cores_available(void)
+int
+mop_cores_available(void)
 {
 	cpu_set_t	set;
 	long		n;
@@ -108,16 +108,15 @@ mop_threads_for(int local_workers)
 		share = Max(mop_workers_per_segment, 1);
 	else
 		share = 1;
-	return Max(1, Min(cores_available() / share, 64));
+	return Max(1, Min(mop_cores_available() / share, 64));
 }
 
-/* Load BLAS (first call) and apply this process's thread count if it changed. */
+/* Load BLAS (first call) and give it `threads` threads if it has others. */
 void
-mop_blas_ensure(void)
+mop_blas_set(int threads)
 {
 	nn_error	err;
 	nn_status	st;
-	int			threads = mop_threads_for(0);
 
 	if (blas_threads_set == threads)
 		return;
@@ -128,6 +127,13 @@ mop_blas_ensure(void)
 				 errmsg("could not initialise BLAS: %s", err.msg),
 				 errhint("Install OpenBLAS (Debian package libopenblas0).")));
 	blas_threads_set = threads;
+}
+
+/* Load BLAS (first call) and apply this process's thread count if it changed. */
+void
+mop_blas_ensure(void)
+{
+	mop_blas_set(mop_threads_for(0));
 }
 
 /* Report an engine failure as an ERROR with a fitting SQLSTATE. */

@@ -97,6 +97,8 @@ typedef struct MopDataset
 extern void mop_pin_search_path(void);
 extern void mop_blas_ensure(void);
 extern int	mop_threads_for(int local_workers);
+extern void mop_blas_set(int threads);
+extern int	mop_cores_available(void);
 extern void mop_nn_error(nn_status st, const nn_error *err, const char *what) pg_attribute_noreturn();
 extern ModelHandle *mop_model_handle(MemoryContext cxt);
 extern void mop_model_release(ModelHandle *h);

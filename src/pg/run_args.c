@@ -6,6 +6,7 @@
  */
 #include "postgres.h"
 
+#include <limits.h>
 #include <math.h>
 
 #include "catalog/pg_type.h"
@@ -122,6 +123,68 @@ arg_pick(FunctionCallInfo fcinfo, int argno)
 	return (mop_pick) mop_scheduler;
 }
 
+/*
+ * The workers argument: an integer of any width, or text (also an untyped
+ * literal) holding 'auto' (*is_auto) or an integer.  The argument is
+ * declared "any" so that both workers => 2 and workers => 'auto' are
+ * accepted.
+ */
+static int
+arg_workers(FunctionCallInfo fcinfo, int argno, bool *is_auto)
+{
+	Oid			t = get_fn_expr_argtype(fcinfo->flinfo, argno);
+	Datum		d = PG_GETARG_DATUM(argno);
+	int64		v;
+	char	   *s,
+			   *end;
+
+	*is_auto = false;
+	switch (t)
+	{
+		case InvalidOid:		/* called without an expression: as int */
+		case INT4OID:
+			return DatumGetInt32(d);
+		case INT2OID:
+			return DatumGetInt16(d);
+		case INT8OID:
+			v = DatumGetInt64(d);
+			if (v < INT_MIN || v > INT_MAX)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("invalid value for \"workers\": " INT64_FORMAT, v),
+						 errhint("Use 1 to %d workers, or 'auto'.", MOP_MAX_WORKERS)));
+			return (int) v;
+		case UNKNOWNOID:
+		case TEXTOID:
+		case VARCHAROID:
+		case BPCHAROID:
+			s = t == UNKNOWNOID ? DatumGetCString(d) : TextDatumGetCString(d);
+			while (*s == ' ')
+				s++;
+			if (pg_strncasecmp(s, "auto", 4) == 0 && strspn(s + 4, " ") == strlen(s + 4))
+			{
+				*is_auto = true;
+				return 0;
+			}
+			errno = 0;
+			v = strtol(s, &end, 10);
+			if (end == s || strspn(end, " ") != strlen(end) || errno != 0 ||
+				v < INT_MIN || v > INT_MAX)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("invalid value for \"workers\": \"%s\"", s),
+						 errhint("Use 1 to %d workers, or 'auto'.", MOP_MAX_WORKERS)));
+			return (int) v;
+		default:
+			ereport(ERROR,
+					(errcode(ERRCODE_DATATYPE_MISMATCH),
+					 errmsg("\"workers\" must be an integer or 'auto', not type %s",
+							format_type_be(t)),
+					 errhint("Use 1 to %d workers, or 'auto'.", MOP_MAX_WORKERS)));
+	}
+	return 0;					/* not reached */
+}
+
 /* Workers to use: requested (or mop.workers), capped; ERROR if impossible. */
 static int
 choose_workers(bool isnull, int requested, int partitions)
@@ -133,7 +196,7 @@ choose_workers(bool isnull, int requested, int partitions)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid value for \"workers\": %d", requested),
-				 errhint("Use 1 to %d workers.", MOP_MAX_WORKERS)));
+				 errhint("Use 1 to %d workers, or 'auto'.", MOP_MAX_WORKERS)));
 	if (cap < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
@@ -185,9 +248,9 @@ mop_dataset_segment_count(const char *dataset)
 /*
  * A dataset placed on segments has mop.workers_per_segment workers per
  * segment, whatever the workers argument says: say so rather than change
- * what was asked for in silence.
+ * what was asked for in silence.  Returns whether it is placed.
  */
-static void
+static bool
 notice_placed_workers(const char *dataset)
 {
 	int64		n = mop_dataset_segment_count(dataset);
@@ -197,6 +260,7 @@ notice_placed_workers(const char *dataset)
 				(errmsg("dataset \"%s\" is placed on %lld segments: the run has mop.workers_per_segment (%d) workers on each, not the workers argument",
 						dataset, (long long) n, mop_workers_per_segment),
 				 errhint("SET mop.workers_per_segment to change how many models each segment trains at once.")));
+	return n > 0;
 }
 
 /*
@@ -209,6 +273,10 @@ mop_request_init(RunRequest *req, FunctionCallInfo fcinfo, const char *kind,
 			 const char *dataset, Jsonb *space, List *configs, int epochs,
 			 int partitions, int workers_arg, int wait_arg)
 {
+	bool		given,
+				is_auto = false;
+	int			w = 0;
+
 	memset(req, 0, sizeof(*req));
 	req->opts = mop_run_option_defaults;
 	req->kind = kind;
@@ -216,11 +284,26 @@ mop_request_init(RunRequest *req, FunctionCallInfo fcinfo, const char *kind,
 	req->space = space;
 	req->configs = configs;
 	req->opts.epochs = epochs;
-	req->workers = choose_workers(!arg_given(fcinfo, workers_arg),
-								  mop_arg_int32(fcinfo, workers_arg, 0), partitions);
+	given = arg_given(fcinfo, workers_arg);
+	if (given)
+		w = arg_workers(fcinfo, workers_arg, &is_auto);
+	if (is_auto)
+	{
+		/* over segments the argument is not used: no plan for it */
+		if (notice_placed_workers(dataset))
+			w = mop_workers;
+		else
+			w = mop_explain_auto_workers(dataset, configs, epochs, partitions,
+										 max_worker_processes - 1);
+		req->workers = choose_workers(false, w, partitions);
+	}
+	else
+	{
+		req->workers = choose_workers(!given, w, partitions);
+		if (given)
+			notice_placed_workers(dataset);
+	}
 	req->wait = !arg_given(fcinfo, wait_arg) || PG_GETARG_BOOL(wait_arg);
-	if (arg_given(fcinfo, workers_arg))
-		notice_placed_workers(dataset);
 }
 
 /*

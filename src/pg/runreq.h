@@ -112,6 +112,9 @@ extern void mop_search_metric_arg(FunctionCallInfo fcinfo, int argno);
 /* run_args.c: arguments of the search functions */
 extern void mop_search_args(FunctionCallInfo fcinfo, int first, char **dataset,
 							Jsonb **space, int *epochs);
+/* workers => 'auto': the plan's choice (explain.c) */
+extern int	mop_explain_auto_workers(const char *dataset, List *configs, int epochs,
+									 int partitions, int processes);
 extern int32 mop_arg_int32(FunctionCallInfo fcinfo, int argno, int32 dflt);
 extern float8 mop_arg_float8(FunctionCallInfo fcinfo, int argno, float8 dflt);
 extern void mop_request_init(RunRequest *req, FunctionCallInfo fcinfo,

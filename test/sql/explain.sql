@@ -92,3 +92,89 @@ SELECT err($$SELECT * FROM mop_explain_text('nosuch', '{"model": {"layers": [{"t
 SELECT err($$SELECT * FROM mop_explain_text(NULL, '{"model": {"layers": [{"type": "dense", "units": 3}]}}')$$);
 SELECT err($$SELECT * FROM mop_explain_text('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', max_workers => 0)$$);
 SELECT err($$SELECT * FROM mop_explain_text('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => -1)$$);
+-- the hop cost: a fixed cost and one per MB of the model's state
+-- (mop.plan_hop_cost, mop.plan_state_cost), in every sub-epoch
+SELECT config_no, abs(hop_s - (0.0025 + 0.009 * model_bytes / 1048576.0)) < 1e-9 AS default_hop_cost,
+       sub_epoch_s > hop_s AS hop_in_sub_epoch, epoch_s > 4 * sub_epoch_s AS validation_and_end_in_epoch
+  FROM mop_explain('xpl', '{"model": [{"layers": [{"type": "dense", "units": 16, "activation": "relu"}, {"type": "dense", "units": 3}]},
+                                      {"layers": [{"type": "dense", "units": 256, "activation": "relu"}, {"type": "dense", "units": 3}]}]}', 2)
+ ORDER BY 1;
+SET mop.plan_hop_cost = '10ms';
+SET mop.plan_state_cost = 0;
+SELECT DISTINCT hop_s FROM mop_explain('xpl', '{"model": {"layers": [{"type": "dense", "units": 16, "activation": "relu"}, {"type": "dense", "units": 3}]}, "learning_rate": [0.01, 0.001]}', 2);
+-- the run's own cost is in every makespan, once
+SET mop.plan_run_cost = '100s';
+SELECT bool_and(makespan_s > 100 AND makespan_s < 200) AS run_cost_once, count(*) FILTER (WHERE knee) AS knees,
+       (SELECT knee FROM mop_explain_workers('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.1, 0.01]}', 1, 2) WHERE workers = 1) AS knee_at_1
+  FROM mop_explain_workers('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.1, 0.01]}', 1, 2);
+RESET mop.plan_hop_cost;
+RESET mop.plan_state_cost;
+RESET mop.plan_run_cost;
+SELECT err($$SET mop.plan_hop_cost = -1$$);
+-- profiles are kept in mop.profiles: a second plan of the dataset measures
+-- nothing; one per network and batch size, not per learning rate
+CREATE TEMP TABLE xspace AS SELECT '{"model": {"layers": [{"type": "dense", "units": 48, "activation": "relu"}, {"type": "dense", "units": 3}]},
+                                     "learning_rate": [0.01, 0.001], "batch_size": [16, 64]}'::jsonb AS s;
+SELECT count(*) AS profiles_before FROM mop.profiles WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name = 'xpl') \gset
+SELECT line FROM mop_explain_text('xpl', (SELECT s FROM xspace), 1) line WHERE line LIKE '  Profiles:%';
+SELECT count(*) - :profiles_before AS new_profiles, count(*) FILTER (WHERE batch_size IN (16, 64)) AS of_16_and_64,
+       bool_and(engine_version LIKE 'mop %') AS versioned
+  FROM mop.profiles WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name = 'xpl');
+SELECT line FROM mop_explain_text('xpl', (SELECT s FROM xspace), 1) line WHERE line LIKE '  Profiles:%';
+-- the same speed from the cache
+SELECT count(DISTINCT rows_per_s) AS speeds FROM (SELECT rows_per_s FROM mop_explain('xpl', (SELECT s FROM xspace), 1)
+                                                  UNION ALL SELECT rows_per_s FROM mop_explain('xpl', (SELECT s FROM xspace), 1)) t;
+-- a profile of another library version is measured again, and replaced
+UPDATE mop.profiles SET engine_version = 'mop 0.0' WHERE batch_size = 16;
+SELECT line FROM mop_explain_text('xpl', (SELECT s FROM xspace), 1) line WHERE line LIKE '  Profiles:%';
+SELECT count(*) AS old_versions FROM mop.profiles WHERE engine_version = 'mop 0.0';
+-- a read-only transaction plans without keeping profiles
+DELETE FROM mop.profiles WHERE batch_size = 64;
+BEGIN TRANSACTION READ ONLY;
+SELECT line FROM mop_explain_text('xpl', (SELECT s FROM xspace), 1) line WHERE line LIKE '  Profiles:%';
+COMMIT;
+SELECT count(*) AS kept_64 FROM mop.profiles WHERE batch_size = 64;
+-- workers => 'auto': the plan's knee, capped by the partitions, the worker
+-- processes, the cores and the configurations; a NOTICE says which (its
+-- DETAIL holds the predicted times: VERBOSITY terse leaves it out)
+CREATE TABLE xpl1 AS SELECT * FROM xpl WHERE id <= 400;
+SELECT count(*) FROM mop_prepare('xpl1', 'label', ARRAY['v'], partitions => 1, seed => 1);
+SET client_min_messages = notice;
+\set VERBOSITY terse
+SELECT count(*) AS models FROM mop_grid_search('xpl1', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.1, 0.01]}',
+                                               epochs => 1, workers => 'auto');
+SELECT count(*) AS models FROM mop_random_search('xpl1', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": {"loguniform": [0.001, 0.1]}}',
+                                                 trials => 2, epochs => 1, workers => 'AUTO');
+\set VERBOSITY default
+SET client_min_messages = warning;
+-- one configuration on 4 partitions: one worker, whatever the machine
+SELECT count(*) AS models FROM mop_grid_search('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 1, workers => 'auto');
+SELECT workers FROM mop.runs WHERE id = (SELECT max(id) FROM mop.runs);
+-- an integer in any form, or text holding one, as before
+SELECT count(*) AS models FROM mop_grid_search('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.1, 0.01]}', epochs => 1, workers => 2::smallint);
+SELECT workers FROM mop.runs WHERE id = (SELECT max(id) FROM mop.runs);
+SELECT count(*) AS models FROM mop_grid_search('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": [0.1, 0.01]}', epochs => 1, workers => '2');
+SELECT workers FROM mop.runs WHERE id = (SELECT max(id) FROM mop.runs);
+SELECT err($$SELECT * FROM mop_grid_search('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 1, workers => 'many')$$);
+SELECT err($$SELECT * FROM mop_grid_search('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 1, workers => 1.5)$$);
+SELECT err($$SELECT * FROM mop_grid_search('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 1, workers => 0)$$);
+SELECT err($$SELECT * FROM mop_grid_search('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 1, workers => -1)$$);
+SELECT err($$SELECT * FROM mop_grid_search('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 1, workers => '{2}'::int[])$$);
+SELECT err($$SELECT * FROM mop_grid_search('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 1, workers => 100::bigint)$$);
+SELECT mop_drop_dataset('xpl1');
+-- Hyperband in seconds: the plan's rows, the epochs each round adds (all of
+-- them: mop_hyperband's 1581 for 81 and 3), at one mean epoch time
+CREATE TEMP TABLE xhb AS SELECT * FROM mop_explain_hyperband('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": {"loguniform": [0.001, 0.1]}}', 81, 3);
+SELECT (SELECT count(*) FROM xhb) = (SELECT count(*) FROM mop_hyperband_plan(81, 3)) AS same_rows,
+       (SELECT bool_and(h.configs = p.configs AND h.resource = p.resource) FROM xhb h JOIN mop_hyperband_plan(81, 3) p USING (bracket, round)) AS same_plan,
+       sum(epochs) AS epochs, bool_and(seconds > 0) AS timed, count(DISTINCT round((seconds / epochs)::numeric, 9)) AS epoch_times
+  FROM xhb;
+SELECT bracket, round, configs, resource, epochs FROM xhb WHERE bracket = 2 ORDER BY round;
+SELECT err($$SELECT * FROM mop_explain_hyperband('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 0)$$);
+SELECT err($$SELECT * FROM mop_explain_hyperband('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 9, 1)$$);
+SELECT err($$SELECT * FROM mop_explain_hyperband('nosuch', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 9)$$);
+-- dropping a dataset drops its profiles
+SELECT count(*) AS xpl_profiles FROM mop.profiles WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name = 'xpl');
+SELECT id AS xpl_id FROM mop.datasets WHERE name = 'xpl' \gset
+SELECT mop_drop_dataset('xpl');
+SELECT count(*) AS left_after_drop FROM mop.profiles WHERE dataset_id = :xpl_id;

@@ -76,6 +76,18 @@ SELECT (SELECT count(*) FROM mop.best) AS best, (SELECT count(*) FROM mop.leader
 RESET ROLE;
 SELECT count(*) FILTER (WHERE b.run_id IN (:a_run, :b_run, :su_run)) AS superuser_sees_best_of_all
   FROM mop.best b;
+-- the planner's profiles (mop.profiles): a tenant sees, changes and
+-- deletes those of its own datasets only
+SET ROLE regress_mop_alice;
+SELECT count(*) AS configs FROM mop_explain('alice_pts', '{"model": [{"type": "dense", "units": 3}]}', 1);
+SELECT count(*) AS alice_profiles FROM mop.profiles;
+RESET ROLE;
+SET ROLE regress_mop_bob;
+SELECT count(*) AS bob_sees FROM mop.profiles;
+WITH u AS (UPDATE mop.profiles SET rows_per_s = 1 RETURNING 1) SELECT count(*) AS bob_updates FROM u;
+WITH d AS (DELETE FROM mop.profiles RETURNING 1) SELECT count(*) AS bob_deletes FROM d;
+RESET ROLE;
+SELECT count(*) AS superuser_sees FROM mop.profiles p JOIN mop.datasets d ON d.id = p.dataset_id WHERE d.name = 'alice_pts';
 -- a run in progress shows in mop.progress for its owner only
 SET ROLE regress_mop_alice;
 SELECT DISTINCT run_id AS live FROM mop_grid_search('alice_pts',
@@ -121,6 +133,8 @@ SELECT what, attempt(format(q, :a_ds, :a_run, :a_model, :b_ds, :b_run, :b_model,
     ('models -> superuser''s run', $$INSERT INTO mop.models (run_id, dataset_id, config, metric, higher_is_better)
                                      VALUES (%7$s, %4$s, '{}', 'accuracy', true)$$),
     ('epochs -> model', $$INSERT INTO mop.epochs (model_id, epoch) VALUES (%3$s, 99)$$),
+    ('profiles -> dataset', $$INSERT INTO mop.profiles (dataset_id, spec_key, engine_version, batch_size, step_ms, rows_per_s, eval_rows_per_s)
+                              VALUES (%1$s, 'planted', 'any', 32, 1, 1, 1)$$),
     ('hops -> run', $$INSERT INTO mop.hops (run_id, model_id, epoch, partition, worker, started_at, finished_at, rows)
                       VALUES (%2$s, %6$s, 99, 0, 0, now(), now(), 1)$$),
     ('hops -> model', $$INSERT INTO mop.hops (run_id, model_id, epoch, partition, worker, started_at, finished_at, rows)

@@ -1,0 +1,123 @@
+/*
+ * mop_plan.h -- the planner's arithmetic, pure C: from a configuration's
+ * profile (training and evaluation speed, the bytes of its state) and the
+ * cost model of a hop, what a sub-epoch, an epoch and a run cost; the
+ * scheduler's simulator over them for 1..N workers, with the knee; and the
+ * workers that workers => 'auto' chooses.  explain.c feeds it profiles
+ * measured on the server; the unit tests feed it synthetic ones.
+ *
+ * The cost model.  Besides its training, every sub-epoch (hop) pays
+ *   hop      a fixed cost: the hop's row, the commit and its WAL flush,
+ *            the coordinator handing the next task out;
+ *   state    a cost per byte of the model's state (weights and optimizer
+ *            moments): the checkpoint is read, deserialised, serialised and
+ *            written again (TOAST chunks, WAL) on every hop.
+ * Every epoch of a model also pays its validation (the validation split at
+ * the profiled evaluation speed), a fixed cost (the epoch's row, the
+ * validation query) and the write of its best checkpoint (half the state
+ * cost: written, not read).  Every run pays a fixed cost (starting the
+ * coordinator and the workers, the run's rows) and the first checkpoint of
+ * each model (half the state cost each, written by the coordinator one
+ * after the other, before any worker trains).
+ *
+ * The defaults below were measured with test/bench/hop_cost.sql on the
+ * 2-vCPU machine of docs/benchmarks.md ("The planner against the run");
+ * a server measures its own with that script and sets mop.plan_hop_cost,
+ * mop.plan_state_cost, mop.plan_epoch_cost and mop.plan_run_cost.  This is
+ * the one place they are written down.
+ */
+#ifndef MOP_PLAN_H
+#define MOP_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mop_sched.h"
+
+#define MOP_PLAN_HOP_MS			2.5		/* per sub-epoch */
+#define MOP_PLAN_STATE_MS_PER_MB 9.0	/* per MiB of state, per sub-epoch */
+#define MOP_PLAN_EPOCH_MS		1.0		/* per epoch of a model */
+#define MOP_PLAN_RUN_MS			60.0	/* per run */
+
+/* the knee: the most workers still at least this efficient */
+#define MOP_PLAN_KNEE_EFFICIENCY 0.8
+
+typedef struct mop_plan_costs
+{
+	double		hop_s;			/* fixed, per sub-epoch */
+	double		state_s_per_mb; /* per MiB (2^20 bytes) of state, per sub-epoch */
+	double		epoch_s;		/* fixed, per epoch */
+	double		run_s;			/* fixed, per run */
+} mop_plan_costs;
+
+/* the defaults above, in seconds */
+void		mop_plan_default_costs(mop_plan_costs *k);
+
+/* what the planner knows of one configuration */
+typedef struct mop_plan_profile
+{
+	double		train_rows_s;	/* training rows per second; <= 0: not profiled */
+	double		eval_rows_s;	/* evaluation rows per second */
+	double		state_bytes;	/* the checkpoint: weights and optimizer state */
+} mop_plan_profile;
+
+/* what it predicts for it (all 0 when it was not profiled) */
+typedef struct mop_plan_cost
+{
+	double		train_s;		/* one partition's training rows */
+	double		hop_s;			/* the hop around them: fixed + state */
+	double		sub_epoch_s;	/* train_s + hop_s */
+	double		valid_s;		/* the validation split */
+	double		epoch_s;		/* P sub-epochs, validation, the epoch's end */
+} mop_plan_cost;
+
+/*
+ * The cost of a configuration over a dataset of P partitions, train_rows
+ * training rows (spread evenly) and valid_rows validation rows.
+ */
+void		mop_plan_config_cost(const mop_plan_costs *k, const mop_plan_profile *p,
+								 int P, double train_rows, double valid_rows,
+								 mop_plan_cost *out);
+
+/*
+ * What a run pays besides its sub-epochs: the fixed cost and the first
+ * checkpoint of each of its n models (state_bytes[i]).
+ */
+double		mop_plan_run_overhead(const mop_plan_costs *k, int n, const double *state_bytes);
+
+/*
+ * The run simulated by the scheduler (mop_sim_run, pick policy `pick`)
+ * for w = 1..max_w workers over P partitions (a worker owns partitions:
+ * min(w, P) of them train): n models, epochs[i] epochs, epoch_s[i] seconds
+ * an epoch (spread evenly over its sub-epochs), plus `overhead` once.
+ * makespan[w] and bound[w] (arrays of max_w + 1; [0] unused): the
+ * predicted time and its lower bound.  *knee: the most workers whose
+ * efficiency (makespan[1] / makespan[w] / w) is at least
+ * MOP_PLAN_KNEE_EFFICIENCY (1 when n is 0).  Returns 0, or -1 when the
+ * simulation failed (bad arguments, out of memory, a deadlock).
+ */
+int			mop_plan_workers(int P, int n, const int32_t *epochs, const double *epoch_s,
+							 double overhead, mop_pick pick, int max_w,
+							 double *makespan, double *bound, int *knee);
+
+/* what bounded workers => 'auto' */
+typedef enum mop_plan_auto_limit
+{
+	MOP_AUTO_KNEE = 0,			/* the plan's knee */
+	MOP_AUTO_PARTITIONS,		/* the dataset's partitions */
+	MOP_AUTO_PROCESSES,			/* max_worker_processes */
+	MOP_AUTO_CORES,				/* the server's CPU cores */
+	MOP_AUTO_CONFIGS			/* the configurations */
+} mop_plan_auto_limit;
+
+/*
+ * The workers workers => 'auto' chooses: the knee, capped by the
+ * partitions, the worker processes free for workers, the cores and the
+ * configurations (a cap <= 0 is none, except the processes); never under
+ * 1.  *limit says which bound it: the first cap in that order that is at
+ * most the knee, else the knee.
+ */
+int			mop_plan_auto_workers(int knee, int cores, int partitions, int configs,
+								  int processes, mop_plan_auto_limit *limit);
+
+#endif							/* MOP_PLAN_H */

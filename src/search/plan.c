@@ -1,0 +1,112 @@
+/*
+ * plan.c -- the planner's arithmetic (see mop_plan.h).
+ */
+#include <stdlib.h>
+
+#include "mop_plan.h"
+#include "mop_sim.h"
+
+#define MB (1024.0 * 1024.0)
+
+void
+mop_plan_default_costs(mop_plan_costs *k)
+{
+	k->hop_s = MOP_PLAN_HOP_MS / 1000.0;
+	k->state_s_per_mb = MOP_PLAN_STATE_MS_PER_MB / 1000.0;
+	k->epoch_s = MOP_PLAN_EPOCH_MS / 1000.0;
+	k->run_s = MOP_PLAN_RUN_MS / 1000.0;
+}
+
+void
+mop_plan_config_cost(const mop_plan_costs *k, const mop_plan_profile *p, int P,
+					 double train_rows, double valid_rows, mop_plan_cost *out)
+{
+	double		state_s = k->state_s_per_mb * p->state_bytes / MB;
+
+	out->train_s = out->hop_s = out->sub_epoch_s = out->valid_s = out->epoch_s = 0;
+	if (!(p->train_rows_s > 0) || P < 1)
+		return;
+	out->train_s = train_rows / P / p->train_rows_s;
+	out->hop_s = k->hop_s + state_s;
+	out->sub_epoch_s = out->train_s + out->hop_s;
+	out->valid_s = p->eval_rows_s > 0 ? valid_rows / p->eval_rows_s : 0;
+	/* the best checkpoint is written, not read: half the state's cost */
+	out->epoch_s = P * out->sub_epoch_s + out->valid_s + k->epoch_s + state_s / 2;
+}
+
+double
+mop_plan_run_overhead(const mop_plan_costs *k, int n, const double *state_bytes)
+{
+	double		s = k->run_s;
+
+	/* each first checkpoint is written once, by the coordinator */
+	for (int i = 0; i < n; i++)
+		s += k->state_s_per_mb * state_bytes[i] / MB / 2;
+	return s;
+}
+
+int
+mop_plan_workers(int P, int n, const int32_t *epochs, const double *epoch_s,
+				 double overhead, mop_pick pick, int max_w,
+				 double *makespan, double *bound, int *knee)
+{
+	double	   *cost;
+
+	*knee = 1;
+	if (P < 1 || max_w < 1 || n < 0)
+		return -1;
+	for (int w = 0; w <= max_w; w++)
+		makespan[w] = bound[w] = 0;
+	if (n == 0)
+		return 0;
+	if (!(cost = malloc(sizeof(double) * n)))
+		return -1;
+	for (int i = 0; i < n; i++)
+		cost[i] = epoch_s[i] / P;
+	for (int w = 1; w <= max_w; w++)
+	{
+		mop_sim_result r;
+
+		/* a worker owns a partition: more workers than partitions idle */
+		if (mop_sim_run(w < P ? w : P, P, n, epochs, cost, NULL, 0, 0, pick, 0, &r) != 0 ||
+			r.deadlock)
+		{
+			free(cost);
+			return -1;
+		}
+		makespan[w] = r.makespan + overhead;
+		bound[w] = r.lower_bound + overhead;
+		if (makespan[w] > 0 && makespan[1] / makespan[w] / w >= MOP_PLAN_KNEE_EFFICIENCY)
+			*knee = w;
+	}
+	free(cost);
+	return 0;
+}
+
+int
+mop_plan_auto_workers(int knee, int cores, int partitions, int configs, int processes,
+					  mop_plan_auto_limit *limit)
+{
+	/* the caps first: at a tie, the cap is what the user can change */
+	struct
+	{
+		int			n;
+		mop_plan_auto_limit why;
+	}			caps[] = {
+		{partitions, MOP_AUTO_PARTITIONS},
+		{processes, MOP_AUTO_PROCESSES},
+		{cores, MOP_AUTO_CORES},
+		{configs, MOP_AUTO_CONFIGS},
+	};
+	int			w = knee;
+
+	*limit = MOP_AUTO_KNEE;
+	for (int i = 0; i < (int) (sizeof(caps) / sizeof(caps[0])); i++)
+		if ((caps[i].n > 0 || caps[i].why == MOP_AUTO_PROCESSES) && caps[i].n <= w &&
+			(caps[i].n < w || *limit == MOP_AUTO_KNEE))
+		{
+			w = caps[i].n;
+			*limit = caps[i].why;
+		}
+	return w < 1 ? 1 : w;
+}

@@ -1,0 +1,160 @@
+/*
+ * test_plan.c -- the planner's arithmetic on synthetic profiles: a
+ * configuration's sub-epoch, epoch and the hop cost model, a run's own
+ * cost, the simulated makespan for 1..N workers with its knee, and the
+ * workers workers => 'auto' chooses.
+ */
+#include "harness.h"
+#include "../../src/search/mop_plan.h"
+
+#define MiB (1024.0 * 1024.0)
+
+static const mop_plan_costs costs = {0.002, 0.010, 0.001, 0.050};
+
+TEST(plan_config_cost)
+{
+	mop_plan_profile p = {1000.0, 2000.0, 2 * MiB};
+	mop_plan_cost c;
+
+	/* 4000 training rows in 4 partitions, 1000 validation rows */
+	mop_plan_config_cost(&costs, &p, 4, 4000, 1000, &c);
+	CHECKF(close_enough(c.train_s, 1.0, 1e-12), "train %g", c.train_s);
+	/* 2 ms + 2 MiB at 10 ms per MiB */
+	CHECKF(close_enough(c.hop_s, 0.022, 1e-12), "hop %g", c.hop_s);
+	CHECK(close_enough(c.sub_epoch_s, 1.022, 1e-12));
+	CHECK(close_enough(c.valid_s, 0.5, 1e-12));
+	/* 4 sub-epochs, validation, the epoch's row and half a checkpoint */
+	CHECKF(close_enough(c.epoch_s, 4 * 1.022 + 0.5 + 0.001 + 0.010, 1e-12), "epoch %g", c.epoch_s);
+}
+
+TEST(plan_config_cost_without_hops)
+{
+	mop_plan_costs zero = {0, 0, 0, 0};
+	mop_plan_profile p = {500.0, 1000.0, 64 * MiB};
+	mop_plan_cost c;
+
+	/* no hop cost: the profile alone, as before the cost model */
+	mop_plan_config_cost(&zero, &p, 3, 3000, 600, &c);
+	CHECK(c.hop_s == 0);
+	CHECK(close_enough(c.epoch_s, 3000 / 500.0 + 600 / 1000.0, 1e-12));
+	CHECK(close_enough(c.sub_epoch_s, 2.0, 1e-12));
+}
+
+TEST(plan_config_cost_unprofiled)
+{
+	mop_plan_profile p = {0, 0, 1 * MiB};
+	mop_plan_cost c;
+
+	mop_plan_config_cost(&costs, &p, 2, 1000, 100, &c);
+	CHECK(c.train_s == 0 && c.hop_s == 0 && c.sub_epoch_s == 0 && c.epoch_s == 0);
+	p.train_rows_s = 100;
+	mop_plan_config_cost(&costs, &p, 0, 1000, 100, &c);
+	CHECK(c.epoch_s == 0);
+}
+
+TEST(plan_defaults)
+{
+	mop_plan_costs k;
+
+	mop_plan_default_costs(&k);
+	CHECK(close_enough(k.hop_s, MOP_PLAN_HOP_MS / 1000.0, 1e-12));
+	CHECK(close_enough(k.state_s_per_mb, MOP_PLAN_STATE_MS_PER_MB / 1000.0, 1e-12));
+	CHECK(close_enough(k.epoch_s, MOP_PLAN_EPOCH_MS / 1000.0, 1e-12));
+	CHECK(close_enough(k.run_s, MOP_PLAN_RUN_MS / 1000.0, 1e-12));
+	CHECK(k.hop_s > 0 && k.state_s_per_mb > 0);
+}
+
+TEST(plan_run_overhead)
+{
+	double		bytes[3] = {1 * MiB, 2 * MiB, 0};
+
+	/* the fixed cost, and each first checkpoint written once (half) */
+	CHECK(close_enough(mop_plan_run_overhead(&costs, 3, bytes), 0.050 + 0.005 * 3, 1e-12));
+	CHECK(close_enough(mop_plan_run_overhead(&costs, 0, bytes), 0.050, 1e-12));
+}
+
+TEST(plan_workers_even)
+{
+	int32_t		ep[4] = {1, 1, 1, 1};
+	double		es[4] = {2, 2, 2, 2},
+				mk[5],
+				lb[5];
+	int			knee = 0;
+
+	/* 4 equal models over 2 partitions: 2 workers halve it, more idle */
+	CHECK(mop_plan_workers(2, 4, ep, es, 0.5, MOP_PICK_RANDOM, 4, mk, lb, &knee) == 0);
+	CHECKF(close_enough(mk[1], 8.5, 1e-9), "1 worker %g", mk[1]);
+	CHECKF(close_enough(mk[2], 4.5, 1e-9), "2 workers %g", mk[2]);
+	CHECK(close_enough(mk[3], mk[2], 1e-9) && close_enough(mk[4], mk[2], 1e-9));
+	CHECKF(knee == 2, "knee %d", knee);
+	for (int w = 1; w <= 4; w++)
+		CHECKF(mk[w] >= lb[w] - 1e-9, "%d workers: %g under its bound %g", w, mk[w], lb[w]);
+}
+
+TEST(plan_workers_one_long_model)
+{
+	int32_t		ep[3] = {1, 1, 1};
+	double		es[3] = {10, 1, 1},
+				mk[3],
+				lb[3];
+	int			knee = 0;
+
+	/* the long model bounds 2 workers: 12 s against 10 s is 60 % efficient */
+	CHECK(mop_plan_workers(2, 3, ep, es, 0, MOP_PICK_LONGEST, 2, mk, lb, &knee) == 0);
+	CHECK(close_enough(mk[1], 12, 1e-9));
+	CHECK(mk[2] >= 10 - 1e-9);
+	CHECKF(knee == 1, "knee %d", knee);
+}
+
+TEST(plan_workers_run_cost_moves_the_knee)
+{
+	int32_t		ep[4] = {1, 1, 1, 1};
+	double		es[4] = {0.1, 0.1, 0.1, 0.1},
+				mk[3],
+				lb[3];
+	int			knee = 0;
+
+	/* short runs: the run's own second (not parallel) makes 2 workers not worth it */
+	CHECK(mop_plan_workers(2, 4, ep, es, 0, MOP_PICK_RANDOM, 2, mk, lb, &knee) == 0);
+	CHECK(knee == 2);
+	CHECK(mop_plan_workers(2, 4, ep, es, 1.0, MOP_PICK_RANDOM, 2, mk, lb, &knee) == 0);
+	CHECKF(knee == 1, "knee %d (%g against %g)", knee, mk[1], mk[2]);
+	CHECK(close_enough(mk[1], 1.4, 1e-9) && close_enough(mk[2], 1.2, 1e-9));
+}
+
+TEST(plan_workers_edges)
+{
+	int32_t		ep[1] = {1};
+	double		es[1] = {1},
+				mk[3],
+				lb[3];
+	int			knee = 0;
+
+	CHECK(mop_plan_workers(0, 1, ep, es, 0, MOP_PICK_RANDOM, 2, mk, lb, &knee) == -1);
+	CHECK(mop_plan_workers(2, 1, ep, es, 0, MOP_PICK_RANDOM, 0, mk, lb, &knee) == -1);
+	/* nothing profiled: no makespan, knee 1 */
+	knee = 0;
+	CHECK(mop_plan_workers(2, 0, ep, es, 0, MOP_PICK_RANDOM, 2, mk, lb, &knee) == 0);
+	CHECK(knee == 1 && mk[1] == 0 && mk[2] == 0);
+}
+
+TEST(plan_auto_workers)
+{
+	mop_plan_auto_limit why;
+
+	/* (knee, cores, partitions, configurations, processes) */
+	CHECK(mop_plan_auto_workers(4, 2, 8, 16, 7, &why) == 2 && why == MOP_AUTO_CORES);
+	CHECK(mop_plan_auto_workers(2, 8, 8, 16, 7, &why) == 2 && why == MOP_AUTO_KNEE);
+	/* at a tie, the cap (what the user can change) */
+	CHECK(mop_plan_auto_workers(2, 2, 8, 16, 7, &why) == 2 && why == MOP_AUTO_CORES);
+	CHECK(mop_plan_auto_workers(4, 8, 4, 16, 7, &why) == 4 && why == MOP_AUTO_PARTITIONS);
+	CHECK(mop_plan_auto_workers(4, 8, 3, 16, 7, &why) == 3 && why == MOP_AUTO_PARTITIONS);
+	CHECK(mop_plan_auto_workers(4, 8, 8, 3, 7, &why) == 3 && why == MOP_AUTO_CONFIGS);
+	CHECK(mop_plan_auto_workers(4, 8, 8, 0, 7, &why) == 4 && why == MOP_AUTO_KNEE);
+	CHECK(mop_plan_auto_workers(4, 8, 8, 16, 2, &why) == 2 && why == MOP_AUTO_PROCESSES);
+	/* the smallest cap wins, whatever its place */
+	CHECK(mop_plan_auto_workers(8, 3, 5, 16, 4, &why) == 3 && why == MOP_AUTO_CORES);
+	/* never under one */
+	CHECK(mop_plan_auto_workers(4, 8, 8, 16, 0, &why) == 1 && why == MOP_AUTO_PROCESSES);
+	CHECK(mop_plan_auto_workers(1, 0, 0, 0, 7, &why) == 1 && why == MOP_AUTO_KNEE);
+}
