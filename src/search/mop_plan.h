@@ -120,4 +120,53 @@ typedef enum mop_plan_auto_limit
 int			mop_plan_auto_workers(int knee, int cores, int partitions, int configs,
 								  int processes, mop_plan_auto_limit *limit);
 
+/*
+ * ASHA's rungs in epochs (mop_asha.h): rung k trains a configuration to
+ * r_k = r_min eta^k epochs for every such value below R, the top rung to R.
+ * max_trials configurations start at rung 0.  Rung k + 1 gets
+ *   configs      floor(n_k / eta) of rung k's n_k: what every rung promotes
+ *                when all of rung 0 has reported before any promotion, and
+ *                the fewest ASHA promotes (once nothing runs, every
+ *                configuration of the top floor(n_k / eta) of the rung has
+ *                been promoted);
+ *   configs_max  n_k - (eta - 1) (at least 0): the most.  A promotion takes
+ *                a configuration of the top floor(n / eta) of the n results
+ *                its rung has then; the j-th worst of the rung's final
+ *                results is in the top floor(n / eta) of the results it sees
+ *                only when j >= eta, so the eta - 1 worst are never
+ *                promoted, and results that arrive each better than all
+ *                before it promote all the others.
+ * epochs (epochs_max): configs (configs_max) times the epochs the rung adds
+ * (r_k - r_{k-1}: a promoted model resumes from its checkpoint).
+ */
+typedef struct mop_plan_rung
+{
+	int32_t		rung;			/* k, from 0 */
+	int32_t		resource;		/* r_k, epochs */
+	int32_t		configs;		/* trained to r_k when each rung promotes 1/eta */
+	int32_t		configs_max;	/* at most */
+	int64_t		epochs;			/* configs x (r_k - r_{k-1}) */
+	int64_t		epochs_max;		/* configs_max x (r_k - r_{k-1}) */
+} mop_plan_rung;
+
+/*
+ * ASHA's rungs for (r_min, R, eta, max_trials): writes at most cap rows to
+ * out (NULL when cap is 0) and returns the number of rungs, so that a
+ * first call with cap 0 sizes the array; -1 on bad arguments (r_min < 1,
+ * R < r_min, eta < 2, max_trials < 1).
+ */
+int32_t		mop_plan_asha(int32_t r_min, int32_t R, int32_t eta, int32_t max_trials,
+						  mop_plan_rung *out, int32_t cap);
+
+/*
+ * n trials of the same epochs and epoch_s (a search whose configurations
+ * are not known before it runs: random search, TPE, PBT's population, at
+ * the mean epoch of its space) for w = 1..max_w workers, as
+ * mop_plan_workers; overhead: the run's fixed cost and n first checkpoints
+ * of state_bytes each.  Returns as mop_plan_workers.
+ */
+int			mop_plan_trials(const mop_plan_costs *k, int P, int n, int32_t epochs, double epoch_s,
+							double state_bytes, mop_pick pick, int max_w,
+							double *makespan, double *bound, int *knee);
+
 #endif							/* MOP_PLAN_H */

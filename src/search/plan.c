@@ -3,6 +3,7 @@
  */
 #include <stdlib.h>
 
+#include "mop_asha.h"
 #include "mop_plan.h"
 #include "mop_sim.h"
 
@@ -109,4 +110,75 @@ mop_plan_auto_workers(int knee, int cores, int partitions, int configs, int proc
 			*limit = caps[i].why;
 		}
 	return w < 1 ? 1 : w;
+}
+
+int32_t
+mop_plan_asha(int32_t r_min, int32_t R, int32_t eta, int32_t max_trials,
+			  mop_plan_rung *out, int32_t cap)
+{
+	mop_asha   *a;
+	int32_t		n_rungs;
+	int64_t		n = max_trials,
+				n_max = max_trials;
+	int32_t		before = 0;
+
+	if (max_trials < 1 || !(a = mop_asha_new(r_min, R, eta, max_trials)))
+		return -1;
+	/* the rungs as the search has them */
+	n_rungs = mop_asha_n_rungs(a);
+	for (int32_t k = 0; k < n_rungs && k < cap; k++)
+	{
+		int32_t		r = mop_asha_rung_resource(a, k);
+
+		if (k > 0)
+		{
+			n /= eta;
+			n_max = n_max > eta - 1 ? n_max - (eta - 1) : 0;
+		}
+		out[k].rung = k;
+		out[k].resource = r;
+		out[k].configs = (int32_t) n;
+		out[k].configs_max = (int32_t) n_max;
+		out[k].epochs = n * (r - before);
+		out[k].epochs_max = n_max * (r - before);
+		before = r;
+	}
+	mop_asha_free(a);
+	return n_rungs;
+}
+
+int
+mop_plan_trials(const mop_plan_costs *k, int P, int n, int32_t epochs, double epoch_s,
+				double state_bytes, mop_pick pick, int max_w,
+				double *makespan, double *bound, int *knee)
+{
+	int32_t    *ep;
+	double	   *cost,
+			   *bytes;
+	int			rc;
+
+	if (n < 0 || epochs < 1)
+		return -1;
+	ep = malloc(sizeof(int32_t) * (n > 0 ? n : 1));
+	cost = malloc(sizeof(double) * (n > 0 ? n : 1));
+	bytes = malloc(sizeof(double) * (n > 0 ? n : 1));
+	if (!ep || !cost || !bytes)
+	{
+		free(ep);
+		free(cost);
+		free(bytes);
+		return -1;
+	}
+	for (int i = 0; i < n; i++)
+	{
+		ep[i] = epochs;
+		cost[i] = epoch_s;
+		bytes[i] = state_bytes;
+	}
+	rc = mop_plan_workers(P, n, ep, cost, mop_plan_run_overhead(k, n, bytes), pick, max_w,
+						  makespan, bound, knee);
+	free(ep);
+	free(cost);
+	free(bytes);
+	return rc;
 }

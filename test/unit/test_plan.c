@@ -5,6 +5,7 @@
  * workers workers => 'auto' chooses.
  */
 #include "harness.h"
+#include "../../src/search/mop_asha.h"
 #include "../../src/search/mop_plan.h"
 
 #define MiB (1024.0 * 1024.0)
@@ -157,4 +158,115 @@ TEST(plan_auto_workers)
 	/* never under one */
 	CHECK(mop_plan_auto_workers(4, 8, 8, 16, 0, &why) == 1 && why == MOP_AUTO_PROCESSES);
 	CHECK(mop_plan_auto_workers(1, 0, 0, 0, 7, &why) == 1 && why == MOP_AUTO_KNEE);
+}
+
+TEST(plan_asha_rungs)
+{
+	mop_plan_rung r[8];
+
+	/* r_min 1, R 9, eta 3, 20 trials: rungs 1, 3, 9 */
+	CHECK(mop_plan_asha(1, 9, 3, 20, NULL, 0) == 3);
+	CHECK(mop_plan_asha(1, 9, 3, 20, r, 8) == 3);
+	CHECK(r[0].rung == 0 && r[0].resource == 1 && r[0].configs == 20 && r[0].epochs == 20);
+	CHECK(r[0].configs_max == 20 && r[0].epochs_max == 20);
+	/* floor(20/3) = 6 resume for 2 more epochs; at most 20 - 2 = 18 */
+	CHECKF(r[1].resource == 3 && r[1].configs == 6 && r[1].epochs == 12, "%d %d %lld",
+		   r[1].resource, r[1].configs, (long long) r[1].epochs);
+	CHECK(r[1].configs_max == 18 && r[1].epochs_max == 36);
+	CHECK(r[2].resource == 9 && r[2].configs == 2 && r[2].epochs == 12);
+	CHECK(r[2].configs_max == 16 && r[2].epochs_max == 96);
+	/* R not a power of eta: the top rung is R itself */
+	CHECK(mop_plan_asha(2, 10, 2, 5, r, 8) == 4);
+	CHECK(r[0].resource == 2 && r[1].resource == 4 && r[2].resource == 8 && r[3].resource == 10);
+	CHECK(r[1].configs == 2 && r[2].configs == 1 && r[3].configs == 0);
+	CHECK(r[1].configs_max == 4 && r[2].configs_max == 3 && r[3].configs_max == 2);
+	CHECK(r[3].epochs_max == 4 && r[3].epochs == 0);
+	/* one rung: min_resource = max_resource */
+	CHECK(mop_plan_asha(4, 4, 3, 7, r, 8) == 1 && r[0].epochs == 28 && r[0].epochs_max == 28);
+	/* cap: the rows written, the count returned */
+	CHECK(mop_plan_asha(1, 9, 3, 20, r, 1) == 3 && r[0].configs == 20);
+	CHECK(mop_plan_asha(0, 9, 3, 20, r, 8) == -1);
+	CHECK(mop_plan_asha(1, 9, 1, 20, r, 8) == -1);
+	CHECK(mop_plan_asha(10, 9, 3, 20, r, 8) == -1);
+	CHECK(mop_plan_asha(1, 9, 3, 0, r, 8) == -1);
+}
+
+/* ASHA driven on one worker: the epochs it trains with these scores */
+static int64_t
+asha_epochs(int32_t r_min, int32_t R, int32_t eta, int32_t trials, int order, uint64_t seed)
+{
+	mop_asha   *a = mop_asha_new(r_min, R, eta, trials);
+	mop_action	act;
+	int32_t		at[64] = {0};
+	int64_t		epochs = 0;
+	int			steps = 0;
+
+	while (mop_asha_next(a, &act) == MOP_POLL_ACTION && steps++ < 10000)
+	{
+		double		score;
+
+		if (act.kind == MOP_ACT_STOP)
+			continue;
+		epochs += act.resource - at[act.trial];
+		at[act.trial] = act.resource;
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		/* order 1: each trial better than all before it; 0: at random */
+		score = order ? act.trial : (double) (seed >> 11) / 9007199254740992.0;
+		mop_asha_report(a, act.trial, act.resource, score);
+	}
+	mop_asha_free(a);
+	return epochs;
+}
+
+TEST(plan_asha_bounds_hold)
+{
+	struct
+	{
+		int32_t		r_min,
+					R,
+					eta,
+					trials;
+	}			c[] = {{1, 9, 3, 20}, {1, 27, 3, 40}, {2, 16, 2, 17}, {1, 10, 4, 30}};
+
+	for (int i = 0; i < (int) (sizeof(c) / sizeof(c[0])); i++)
+	{
+		mop_plan_rung r[16];
+		int32_t		n = mop_plan_asha(c[i].r_min, c[i].R, c[i].eta, c[i].trials, r, 16);
+		int64_t		lo = 0,
+					hi = 0,
+					best_first;
+
+		for (int k = 0; k < n; k++)
+		{
+			lo += r[k].epochs;
+			hi += r[k].epochs_max;
+		}
+		for (uint64_t s = 1; s <= 20; s++)
+		{
+			int64_t		e = asha_epochs(c[i].r_min, c[i].R, c[i].eta, c[i].trials, 0, s);
+
+			CHECKF(e >= lo && e <= hi, "case %d seed %d: %lld epochs outside %lld..%lld",
+				   i, (int) s, (long long) e, (long long) lo, (long long) hi);
+		}
+		/* each result better than those before: the upper bound is reached */
+		best_first = asha_epochs(c[i].r_min, c[i].R, c[i].eta, c[i].trials, 1, 0);
+		CHECKF(best_first == hi, "case %d: %lld epochs, bound %lld", i, (long long) best_first, (long long) hi);
+	}
+}
+
+TEST(plan_trials)
+{
+	double		mk[3],
+				lb[3];
+	int			knee = 0;
+
+	/* 4 trials of 2 epochs at 1 s over 2 partitions; 50 ms a run, 1 MiB states */
+	CHECK(mop_plan_trials(&costs, 2, 4, 2, 1.0, MiB, MOP_PICK_RANDOM, 2, mk, lb, &knee) == 0);
+	/* 8 s of epochs, the run's 50 ms and 4 first checkpoints of 5 ms */
+	CHECKF(close_enough(mk[1], 8.07, 1e-9), "1 worker %g", mk[1]);
+	/* 2 workers: half the epochs at best, the scheduler's random picks may idle one sub-epoch */
+	CHECKF(mk[2] >= 4.07 - 1e-9 && mk[2] <= 4.57 + 1e-9 && lb[2] <= mk[2] + 1e-9, "2 workers %g", mk[2]);
+	CHECK(knee == 2);
+	CHECK(mop_plan_trials(&costs, 2, 4, 0, 1.0, MiB, MOP_PICK_RANDOM, 2, mk, lb, &knee) == -1);
+	CHECK(mop_plan_trials(&costs, 2, 0, 2, 1.0, MiB, MOP_PICK_RANDOM, 2, mk, lb, &knee) == 0 && mk[1] == 0);
 }
