@@ -2145,3 +2145,29 @@ CREATE FUNCTION @extschema@.mop_explain_hyperband(dataset text, space jsonb, max
 	SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.mop_explain_hyperband(text, jsonb, int, int)
 	IS 'the Hyperband plan of a search on a dataset: each round''s configurations, the epochs it trains (promoted models resume) and their seconds on one worker at the profiled mean epoch of the space; nothing is trained';
+
+-- 25. ASHA, random search, TPE and PBT in seconds: mop_explain_asha (the --------
+-- rungs, expected and at most) and mop_explain_trials (trials drawn as the
+-- search runs, at the mean epoch of the space, for 1..max_workers workers)
+
+CREATE FUNCTION @extschema@.mop_explain_asha(dataset text, space jsonb, max_resource int,
+	eta int DEFAULT 3, min_resource int DEFAULT 1, max_trials int DEFAULT 20,
+	OUT rung int, OUT resource int, OUT configs int, OUT epochs bigint, OUT seconds float8,
+	OUT configs_max int, OUT epochs_max bigint, OUT seconds_max float8)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'mop_explain_asha'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_explain_asha(text, jsonb, int, int, int, int)
+	IS 'the rungs of an ASHA search on a dataset: the configurations each rung trains and the epochs it adds when every rung promotes 1/eta, and at most, with their seconds on one worker at the profiled mean epoch of the space; nothing is trained';
+
+CREATE FUNCTION @extschema@.mop_explain_trials(dataset text, space jsonb, trials int,
+	epochs int DEFAULT 10, max_workers int DEFAULT NULL,
+	OUT workers int, OUT makespan_s float8, OUT lower_bound_s float8, OUT speedup float8,
+	OUT efficiency float8, OUT knee boolean)
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME', 'mop_explain_trials'
+	LANGUAGE C CALLED ON NULL INPUT VOLATILE PARALLEL UNSAFE
+	SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.mop_explain_trials(text, jsonb, int, int, int)
+	IS 'the predicted makespan of a search of trials configurations drawn as it runs (random search, TPE, PBT''s population) for 1..max_workers workers, every trial at the profiled mean epoch of the space; nothing is trained';

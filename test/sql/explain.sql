@@ -173,6 +173,28 @@ SELECT bracket, round, configs, resource, epochs FROM xhb WHERE bracket = 2 ORDE
 SELECT err($$SELECT * FROM mop_explain_hyperband('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 0)$$);
 SELECT err($$SELECT * FROM mop_explain_hyperband('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 9, 1)$$);
 SELECT err($$SELECT * FROM mop_explain_hyperband('nosuch', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 9)$$);
+-- ASHA in seconds: its rungs (1, 3, 9 for min_resource 1, max_resource 9,
+-- eta 3), the configurations and epochs when every rung promotes 1/eta and
+-- at most, at the same mean epoch time as Hyperband's
+CREATE TEMP TABLE xas AS SELECT * FROM mop_explain_asha('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": {"loguniform": [0.001, 0.1]}}', 9, 3, 1, 20);
+SELECT rung, resource, configs, epochs, configs_max, epochs_max FROM xas ORDER BY rung;
+SELECT bool_and(seconds > 0 AND seconds_max >= seconds) AS timed,
+       bool_and(abs(seconds / epochs - (SELECT min(seconds / epochs) FROM xhb)) < 1e-9) AS hyperband_epoch,
+       bool_and(abs(seconds_max / epochs_max - seconds / epochs) < 1e-9) AS one_epoch_time
+  FROM xas;
+SELECT rung, resource, configs, configs_max FROM mop_explain_asha('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 10, 2, 2, 5) ORDER BY rung;
+SELECT err($$SELECT * FROM mop_explain_asha('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 9, 3, 10)$$);
+SELECT err($$SELECT * FROM mop_explain_asha('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 9, 3, 1, 0)$$);
+SELECT err($$SELECT * FROM mop_explain_asha('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', NULL)$$);
+-- random search, TPE, PBT: trials x epochs at the mean epoch, for 1..max_workers
+CREATE TEMP TABLE xtr AS SELECT * FROM mop_explain_trials('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}, "learning_rate": {"loguniform": [0.001, 0.1]}}', 12, 4, 3);
+SELECT count(*) AS workers, bool_and(makespan_s >= lower_bound_s - 1e-9) AS bounded, count(*) FILTER (WHERE knee) AS knees,
+       max(makespan_s) FILTER (WHERE workers = 1) > 12 * 4 * (SELECT min(seconds / epochs) FROM xhb) AS one_worker_at_least_the_epochs,
+       max(speedup) FILTER (WHERE workers = 1) AS speedup_1
+  FROM xtr;
+SELECT err($$SELECT * FROM mop_explain_trials('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 0)$$);
+SELECT err($$SELECT * FROM mop_explain_trials('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 4, 0)$$);
+SELECT err($$SELECT * FROM mop_explain_trials('nosuch', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 4)$$);
 -- dropping a dataset drops its profiles
 SELECT count(*) AS xpl_profiles FROM mop.profiles WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name = 'xpl');
 SELECT id AS xpl_id FROM mop.datasets WHERE name = 'xpl' \gset
