@@ -95,6 +95,37 @@ plan_costs(mop_plan_costs *k)
 	k->state_s_per_mb = mop_plan_state_ms_per_mb / 1000.0;
 	k->epoch_s = mop_plan_epoch_ms / 1000.0;
 	k->run_s = mop_plan_run_ms / 1000.0;
+	k->segment_s_per_mb = mop_plan_segment_ms_per_mb / 1000.0;
+}
+
+/*
+ * The share of a run's sub-epochs that train on segments (other servers):
+ * a run has a worker per segment holding partitions, so the segments
+ * other than 'local' among those of mop.dataset_segments; 0 for a dataset
+ * kept on this server.
+ */
+static double
+remote_share(const MopDataset *ds)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		args[1] = {Int64GetDatum(ds->id)};
+	double		share = 0;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (SPI_execute_with_args("SELECT count(DISTINCT segment) FILTER (WHERE segment <> 'local')::float8 "
+							  "       / nullif(count(DISTINCT segment), 0) "
+							  "  FROM mop.dataset_segments WHERE dataset_id = $1",
+							  1, types, args, NULL, true, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		share = isnull ? 0 : DatumGetFloat8(d);
+	}
+	SPI_finish();
+	return share;
 }
 
 /* a configuration's checkpoint: what every hop reads and writes */
@@ -355,6 +386,7 @@ cost_configs(const MopDataset *ds, List *configs, int epochs, int max_profiles, 
 	ListCell   *lc;
 	mop_plan_costs k;
 	char	   *version;
+	double		remote = remote_share(ds);
 
 	/* the BLAS of the key: with the profiles' threads */
 	mop_blas_set(profile_threads());
@@ -415,7 +447,7 @@ cost_configs(const MopDataset *ds, List *configs, int epochs, int max_profiles, 
 			mop_plan_profile pp = {c[i].train_rows_s, c[i].eval_rows_s, state_bytes(&c[i])};
 			mop_plan_cost pc;
 
-			mop_plan_config_cost(&k, &pp, ds->partitions, (double) ds->train_rows,
+			mop_plan_config_cost(&k, &pp, ds->partitions, remote, (double) ds->train_rows,
 								 (double) ds->valid_rows, &pc);
 			c[i].hop_s = pc.hop_s;
 			c[i].sub_epoch_s = pc.sub_epoch_s;

@@ -13,7 +13,8 @@
  *   mop.gpu_unverified                       gpu.c, gpu_train.c
  *   mop.auto_resume                          recovery.c
  *   mop.plan_hop_cost, mop.plan_state_cost,
- *   mop.plan_epoch_cost, mop.plan_run_cost   explain.c (the planner's cost
+ *   mop.plan_epoch_cost, mop.plan_run_cost,
+ *   mop.plan_segment_cost                    explain.c (the planner's cost
  *                                            model; defaults in
  *                                            src/search/mop_plan.h)
  *
@@ -52,6 +53,7 @@ double		mop_plan_hop_ms = MOP_PLAN_HOP_MS;
 double		mop_plan_state_ms_per_mb = MOP_PLAN_STATE_MS_PER_MB;
 double		mop_plan_epoch_ms = MOP_PLAN_EPOCH_MS;
 double		mop_plan_run_ms = MOP_PLAN_RUN_MS;
+double		mop_plan_segment_ms_per_mb = MOP_PLAN_SEGMENT_MS_PER_MB;
 
 /* the spellings are the SQL names of mop_pick_name() */
 static const struct config_enum_entry scheduler_options[] = {
@@ -222,6 +224,13 @@ mop_define_gucs(void)
 							 &mop_plan_run_ms,
 							 MOP_PLAN_RUN_MS, 0, 1e9,
 							 PGC_USERSET, GUC_UNIT_MS,
+							 NULL, NULL, NULL);
+	DefineCustomRealVariable("mop.plan_segment_cost",
+							 "The planner's cost of a sub-epoch on a segment (another server), in milliseconds per MB of model state (the state there and back).",
+							 "Twice the state over the network's rate to the segments.",
+							 &mop_plan_segment_ms_per_mb,
+							 MOP_PLAN_SEGMENT_MS_PER_MB, 0, 1e6,
+							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 	MarkGUCPrefixReserved("mop");
 }

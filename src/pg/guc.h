@@ -36,6 +36,7 @@ extern double mop_plan_hop_ms;		/* mop.plan_hop_cost, ms */
 extern double mop_plan_state_ms_per_mb;	/* mop.plan_state_cost, ms per MB */
 extern double mop_plan_epoch_ms;	/* mop.plan_epoch_cost, ms */
 extern double mop_plan_run_ms;		/* mop.plan_run_cost, ms */
+extern double mop_plan_segment_ms_per_mb;	/* mop.plan_segment_cost, ms per MB */
 
 extern void mop_define_gucs(void);
 extern const char *mop_device_name(int device);

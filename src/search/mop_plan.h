@@ -20,6 +20,12 @@
  * each model (half the state cost each, written by the coordinator one
  * after the other, before any worker trains).
  *
+ * A hop on a segment (another server holding the partition) also moves
+ * the state there and back: the segment cost per byte of state, from the
+ * loopback rate measured in docs/benchmarks.md ("Segments": 11.2 ms for a
+ * 2.82 MB state there and back), charged to the share of the hops that
+ * train on other servers.
+ *
  * The defaults below were measured with test/bench/hop_cost.sql on the
  * 2-vCPU machine of docs/benchmarks.md ("The planner against the run");
  * a server measures its own with that script and sets mop.plan_hop_cost,
@@ -38,6 +44,7 @@
 #define MOP_PLAN_STATE_MS_PER_MB 9.0	/* per MiB of state, per sub-epoch */
 #define MOP_PLAN_EPOCH_MS		1.0		/* per epoch of a model */
 #define MOP_PLAN_RUN_MS			60.0	/* per run */
+#define MOP_PLAN_SEGMENT_MS_PER_MB 4.2	/* per MiB of state, per hop on a segment */
 
 /* the knee: the most workers still at least this efficient */
 #define MOP_PLAN_KNEE_EFFICIENCY 0.8
@@ -48,6 +55,7 @@ typedef struct mop_plan_costs
 	double		state_s_per_mb; /* per MiB (2^20 bytes) of state, per sub-epoch */
 	double		epoch_s;		/* fixed, per epoch */
 	double		run_s;			/* fixed, per run */
+	double		segment_s_per_mb;	/* per MiB of state, a hop on a segment */
 } mop_plan_costs;
 
 /* the defaults above, in seconds */
@@ -65,7 +73,7 @@ typedef struct mop_plan_profile
 typedef struct mop_plan_cost
 {
 	double		train_s;		/* one partition's training rows */
-	double		hop_s;			/* the hop around them: fixed + state */
+	double		hop_s;			/* the hop around them: fixed + state (+ segment) */
 	double		sub_epoch_s;	/* train_s + hop_s */
 	double		valid_s;		/* the validation split */
 	double		epoch_s;		/* P sub-epochs, validation, the epoch's end */
@@ -73,10 +81,12 @@ typedef struct mop_plan_cost
 
 /*
  * The cost of a configuration over a dataset of P partitions, train_rows
- * training rows (spread evenly) and valid_rows validation rows.
+ * training rows (spread evenly) and valid_rows validation rows; remote:
+ * the share (0..1) of its sub-epochs that train on segments (other
+ * servers), each of which adds the state's round trip.
  */
 void		mop_plan_config_cost(const mop_plan_costs *k, const mop_plan_profile *p,
-								 int P, double train_rows, double valid_rows,
+								 int P, double remote, double train_rows, double valid_rows,
 								 mop_plan_cost *out);
 
 /*

@@ -16,19 +16,26 @@ mop_plan_default_costs(mop_plan_costs *k)
 	k->state_s_per_mb = MOP_PLAN_STATE_MS_PER_MB / 1000.0;
 	k->epoch_s = MOP_PLAN_EPOCH_MS / 1000.0;
 	k->run_s = MOP_PLAN_RUN_MS / 1000.0;
+	k->segment_s_per_mb = MOP_PLAN_SEGMENT_MS_PER_MB / 1000.0;
 }
 
 void
 mop_plan_config_cost(const mop_plan_costs *k, const mop_plan_profile *p, int P,
-					 double train_rows, double valid_rows, mop_plan_cost *out)
+					 double remote, double train_rows, double valid_rows, mop_plan_cost *out)
 {
 	double		state_s = k->state_s_per_mb * p->state_bytes / MB;
+	double		trip_s = k->segment_s_per_mb * p->state_bytes / MB;
 
 	out->train_s = out->hop_s = out->sub_epoch_s = out->valid_s = out->epoch_s = 0;
 	if (!(p->train_rows_s > 0) || P < 1)
 		return;
 	out->train_s = train_rows / P / p->train_rows_s;
-	out->hop_s = k->hop_s + state_s;
+	if (!(remote > 0))
+		remote = 0;
+	else if (remote > 1)
+		remote = 1;
+	/* a hop on a segment: the state there and back */
+	out->hop_s = k->hop_s + state_s + remote * trip_s;
 	out->sub_epoch_s = out->train_s + out->hop_s;
 	out->valid_s = p->eval_rows_s > 0 ? valid_rows / p->eval_rows_s : 0;
 	/* the best checkpoint is written, not read: half the state's cost */

@@ -195,6 +195,19 @@ SELECT count(*) AS workers, bool_and(makespan_s >= lower_bound_s - 1e-9) AS boun
 SELECT err($$SELECT * FROM mop_explain_trials('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 0)$$);
 SELECT err($$SELECT * FROM mop_explain_trials('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 4, 0)$$);
 SELECT err($$SELECT * FROM mop_explain_trials('nosuch', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 4)$$);
+-- a dataset on segments: a hop on another server adds the state there and
+-- back (mop.plan_segment_cost per MB), for the share of the hops there
+-- (one of its two segments here); the placement is made up and rolled back
+BEGIN;
+CREATE TEMP TABLE xseg0 AS SELECT config_no, model_bytes, hop_s FROM mop_explain('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 1);
+INSERT INTO mop.dataset_segments (dataset_id, segment, partition, buffers, bytes)
+SELECT id, s, p, 1, 1 FROM mop.datasets, (VALUES ('local', 0), ('local', 1), ('seg1', 2), ('seg1', 3)) v(s, p) WHERE name = 'xpl';
+SELECT round(((x.hop_s - x0.hop_s) / (x0.model_bytes / 1048576.0) * 1000 / 0.5)::numeric, 6) AS ms_per_mb_there_and_back
+  FROM mop_explain('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 1) x JOIN xseg0 x0 USING (config_no);
+SET LOCAL mop.plan_segment_cost = 0;
+SELECT bool_and(abs(x.hop_s - x0.hop_s) < 1e-12) AS same_without_it
+  FROM mop_explain('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 1) x JOIN xseg0 x0 USING (config_no);
+ROLLBACK;
 -- dropping a dataset drops its profiles
 SELECT count(*) AS xpl_profiles FROM mop.profiles WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name = 'xpl');
 SELECT id AS xpl_id FROM mop.datasets WHERE name = 'xpl' \gset

@@ -10,7 +10,7 @@
 
 #define MiB (1024.0 * 1024.0)
 
-static const mop_plan_costs costs = {0.002, 0.010, 0.001, 0.050};
+static const mop_plan_costs costs = {0.002, 0.010, 0.001, 0.050, 0};
 
 TEST(plan_config_cost)
 {
@@ -18,7 +18,7 @@ TEST(plan_config_cost)
 	mop_plan_cost c;
 
 	/* 4000 training rows in 4 partitions, 1000 validation rows */
-	mop_plan_config_cost(&costs, &p, 4, 4000, 1000, &c);
+	mop_plan_config_cost(&costs, &p, 4, 0, 4000, 1000, &c);
 	CHECKF(close_enough(c.train_s, 1.0, 1e-12), "train %g", c.train_s);
 	/* 2 ms + 2 MiB at 10 ms per MiB */
 	CHECKF(close_enough(c.hop_s, 0.022, 1e-12), "hop %g", c.hop_s);
@@ -28,14 +28,38 @@ TEST(plan_config_cost)
 	CHECKF(close_enough(c.epoch_s, 4 * 1.022 + 0.5 + 0.001 + 0.010, 1e-12), "epoch %g", c.epoch_s);
 }
 
+TEST(plan_config_cost_on_segments)
+{
+	mop_plan_costs k = costs;
+	mop_plan_profile p = {1000.0, 2000.0, 2 * MiB};
+	mop_plan_cost local,
+				half,
+				all,
+				over;
+
+	/* 4 ms per MiB there and back: 8 ms for 2 MiB on every remote hop */
+	k.segment_s_per_mb = 0.004;
+	mop_plan_config_cost(&k, &p, 4, 0, 4000, 1000, &local);
+	mop_plan_config_cost(&k, &p, 4, 0.5, 4000, 1000, &half);
+	mop_plan_config_cost(&k, &p, 4, 1, 4000, 1000, &all);
+	mop_plan_config_cost(&k, &p, 4, 7, 4000, 1000, &over);
+	CHECK(close_enough(local.hop_s, 0.022, 1e-12));
+	CHECKF(close_enough(half.hop_s, 0.026, 1e-12), "half %g", half.hop_s);
+	CHECKF(close_enough(all.hop_s, 0.030, 1e-12), "all %g", all.hop_s);
+	CHECK(close_enough(over.hop_s, all.hop_s, 1e-12));
+	/* every sub-epoch of the epoch pays it; validation and the epoch's end do not */
+	CHECK(close_enough(all.epoch_s - local.epoch_s, 4 * 0.008, 1e-12));
+	CHECK(close_enough(all.train_s, local.train_s, 1e-12));
+}
+
 TEST(plan_config_cost_without_hops)
 {
-	mop_plan_costs zero = {0, 0, 0, 0};
+	mop_plan_costs zero = {0, 0, 0, 0, 0};
 	mop_plan_profile p = {500.0, 1000.0, 64 * MiB};
 	mop_plan_cost c;
 
 	/* no hop cost: the profile alone, as before the cost model */
-	mop_plan_config_cost(&zero, &p, 3, 3000, 600, &c);
+	mop_plan_config_cost(&zero, &p, 3, 0, 3000, 600, &c);
 	CHECK(c.hop_s == 0);
 	CHECK(close_enough(c.epoch_s, 3000 / 500.0 + 600 / 1000.0, 1e-12));
 	CHECK(close_enough(c.sub_epoch_s, 2.0, 1e-12));
@@ -46,10 +70,10 @@ TEST(plan_config_cost_unprofiled)
 	mop_plan_profile p = {0, 0, 1 * MiB};
 	mop_plan_cost c;
 
-	mop_plan_config_cost(&costs, &p, 2, 1000, 100, &c);
+	mop_plan_config_cost(&costs, &p, 2, 0, 1000, 100, &c);
 	CHECK(c.train_s == 0 && c.hop_s == 0 && c.sub_epoch_s == 0 && c.epoch_s == 0);
 	p.train_rows_s = 100;
-	mop_plan_config_cost(&costs, &p, 0, 1000, 100, &c);
+	mop_plan_config_cost(&costs, &p, 0, 0, 1000, 100, &c);
 	CHECK(c.epoch_s == 0);
 }
 
@@ -62,6 +86,7 @@ TEST(plan_defaults)
 	CHECK(close_enough(k.state_s_per_mb, MOP_PLAN_STATE_MS_PER_MB / 1000.0, 1e-12));
 	CHECK(close_enough(k.epoch_s, MOP_PLAN_EPOCH_MS / 1000.0, 1e-12));
 	CHECK(close_enough(k.run_s, MOP_PLAN_RUN_MS / 1000.0, 1e-12));
+	CHECK(close_enough(k.segment_s_per_mb, MOP_PLAN_SEGMENT_MS_PER_MB / 1000.0, 1e-12));
 	CHECK(k.hop_s > 0 && k.state_s_per_mb > 0);
 }
 
