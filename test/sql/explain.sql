@@ -200,8 +200,8 @@ SELECT err($$SELECT * FROM mop_explain_trials('nosuch', '{"model": {"layers": [{
 -- (one of its two segments here); the placement is made up and rolled back
 BEGIN;
 CREATE TEMP TABLE xseg0 AS SELECT config_no, model_bytes, hop_s FROM mop_explain('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 1);
-INSERT INTO mop.dataset_segments (dataset_id, segment, partition, buffers, bytes)
-SELECT id, s, p, 1, 1 FROM mop.datasets, (VALUES ('local', 0), ('local', 1), ('seg1', 2), ('seg1', 3)) v(s, p) WHERE name = 'xpl';
+INSERT INTO mop.dataset_segments (dataset_id, segment, partition, remote_dataset_id, remote_name, buffers, bytes)
+SELECT id, s, p, CASE WHEN s <> 'local' THEN 1 END, CASE WHEN s <> 'local' THEN 'xpl@0/0' END, 1, 1 FROM mop.datasets, (VALUES ('local', 0), ('local', 1), ('seg1', 2), ('seg1', 3)) v(s, p) WHERE name = 'xpl';
 SELECT round(((x.hop_s - x0.hop_s) / (x0.model_bytes / 1048576.0) * 1000 / 0.5)::numeric, 6) AS ms_per_mb_there_and_back
   FROM mop_explain('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 1) x JOIN xseg0 x0 USING (config_no);
 SET LOCAL mop.plan_segment_cost = 0;
