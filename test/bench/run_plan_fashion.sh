@@ -10,7 +10,9 @@
 #   bash test/bench/run_plan_fashion.sh
 #
 # Knobs: PF_ROWS (20000: the first rows of the training set), PF_REPS (2),
-# PF_EPOCHS (3), PF_HB_R (9: Hyperband's max_resource), MOPB_DIR, MOPB_PORT, MOPB_COMMIT, PF_KEEP (1: leave the
+# PF_EPOCHS (3), PF_HB_R (9: Hyperband's max_resource), PF_THREADS
+# (mop.threads_per_worker for the runs and the profiles; default: unset,
+# automatic), MOPB_DIR, MOPB_PORT, MOPB_COMMIT, PF_KEEP (1: leave the
 # cluster running).  Output: stdout (the machine, then the tables).
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -46,6 +48,10 @@ if [ "$($PSQL -tAc "select count(*) from mop.datasets where name = 'fashion'")" 
 	            partitions => 2, validation => 0.1, shape => ARRAY[28, 28, 1], seed => 1)" >/dev/null
 fi
 mopb_env_line
+if [ -n "${PF_THREADS:-}" ]; then
+	export PGOPTIONS="-c mop.threads_per_worker=$PF_THREADS"
+fi
+echo "mop.threads_per_worker: ${PF_THREADS:-0 (automatic)}"
 echo "rows: $ROWS of the Fashion-MNIST training set; reps ${PF_REPS:-2}; epochs ${PF_EPOCHS:-3}; Hyperband max_resource ${PF_HB_R:-9}, eta 3"
 $PSQL -v reps="${PF_REPS:-2}" -v epochs="${PF_EPOCHS:-3}" -v hb_r="${PF_HB_R:-9}" -f test/bench/plan_fashion.sql
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg); $(date -u '+%H:%M:%S UTC')"
