@@ -1039,7 +1039,8 @@ mop_explain_text(PG_FUNCTION_ARGS)
 	WorkerPlan	p;
 	int		   *order;
 	double		work = 0,
-				rest_work = 0;
+				rest_work = 0,
+				remote;
 	size_t		model_max = 0,
 				working_max = 0;
 	MemoryContext opcxt,
@@ -1080,6 +1081,10 @@ mop_explain_text(PG_FUNCTION_ARGS)
 	put_linef(rsinfo, "  Working Memory Peak per Worker: " INT64_FORMAT "kB", kbytes(working_max));
 	put_linef(rsinfo, "  Hop Cost: %.3f ms + %.3f ms per MB of model state  (mop.plan_hop_cost, mop.plan_state_cost)",
 			  mop_plan_hop_ms, mop_plan_state_ms_per_mb);
+	remote = remote_share(ds);
+	if (remote > 0)
+		put_linef(rsinfo, "  Segment Cost: %.3f ms per MB of model state on %.0f%% of the hops  (mop.plan_segment_cost)",
+				  mop_plan_segment_ms_per_mb, 100 * remote);
 	put_linef(rsinfo, "  Profiles: %d measured, %d from mop.profiles", measured, cached);
 
 	/* the configurations, in the grid's order; with many, the most expensive */

@@ -204,6 +204,7 @@ INSERT INTO mop.dataset_segments (dataset_id, segment, partition, remote_dataset
 SELECT id, s, p, CASE WHEN s <> 'local' THEN 1 END, CASE WHEN s <> 'local' THEN 'xpl@0/0' END, 1, 1 FROM mop.datasets, (VALUES ('local', 0), ('local', 1), ('seg1', 2), ('seg1', 3)) v(s, p) WHERE name = 'xpl';
 SELECT round(((x.hop_s - x0.hop_s) / (x0.model_bytes / 1048576.0) * 1000 / 0.5)::numeric, 6) AS ms_per_mb_there_and_back
   FROM mop_explain('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 1) x JOIN xseg0 x0 USING (config_no);
+SELECT line FROM mop_explain_text('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 1) line WHERE line LIKE '  Segment Cost:%';
 SET LOCAL mop.plan_segment_cost = 0;
 SELECT bool_and(abs(x.hop_s - x0.hop_s) < 1e-12) AS same_without_it
   FROM mop_explain('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 1) x JOIN xseg0 x0 USING (config_no);
