@@ -91,6 +91,18 @@ nn_blas_ensure(nn_error *err)
 	return nn_blas_init(blas_threads, err);
 }
 
+/* The loaded BLAS's own description of its build (the kernels it picked for this CPU). */
+const char *
+nn_blas_config(void)
+{
+	const char *c;
+
+	if (!blas_handle)
+		return "BLAS not loaded";
+	c = blas_get_config ? blas_get_config() : NULL;
+	return c ? c : "OpenBLAS";
+}
+
 /* Description of the loaded BLAS and its thread count. */
 const char *
 nn_blas_info(void)

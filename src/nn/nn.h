@@ -477,6 +477,7 @@ nn_status	nn_blob_set_epochs(void *blob, size_t len, int64_t epochs,
  */
 nn_status	nn_blas_init(int threads, nn_error *err);
 const char *nn_blas_info(void);	/* e.g. "OpenBLAS 0.3.21 ... (1 thread)" */
+const char *nn_blas_config(void);	/* the loaded BLAS's build and kernels, e.g. "OpenBLAS 0.3.21 ... Zen MAX_THREADS=64" */
 
 #ifdef __cplusplus
 }

@@ -162,6 +162,9 @@ launch(const RunRequest *req, BackgroundWorkerHandle **handle)
 	 */
 	run->opts.blas_threads = mop_threads_for(mop_dataset_segment_count(req->dataset) > 0 ?
 											 mop_workers_per_segment : req->workers);
+	/* which BLAS build and kernels (the CPU's path) this server trains with */
+	mop_blas_ensure();
+	strlcpy(run->opts.blas, nn_blas_config(), sizeof(run->opts.blas));
 	run->opts.gpu = mop_gpu_resolved;
 	run->opts.gpu_memory_mb = mop_gpu_memory_mb;
 	run->opts.gpu_tf32 = mop_gpu_tf32;

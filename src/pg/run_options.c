@@ -7,6 +7,7 @@
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
 #include "utils/float.h"
+#include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/numeric.h"
 
@@ -105,6 +106,11 @@ mop_run_options_jsonb(const MopRunOptions *o)
 						 o->gpu_memory_mb, o->gpu_tf32 ? "true" : "false",
 						 o->gpu_unverified ? "true" : "false");
 	appendStringInfo(&s, ", \"blas_threads\": %d", o->blas_threads);
+	if (o->blas[0] != '\0')
+	{
+		appendStringInfoString(&s, ", \"blas\": ");
+		escape_json(&s, o->blas);
+	}
 	if (o->replay_of)
 		appendStringInfo(&s, ", \"replay_of\": " INT64_FORMAT, o->replay_of);
 	if (kind)

@@ -9,7 +9,7 @@
 # Everything goes to stdout and to test/bench/.cache/engine_bench.log.
 #
 # Environment knobs: CC (gcc), CFLAGS (-O3 -std=gnu11 -fno-math-errno -ffp-contract=off), MLP_REPS (7),
-# CNN_REPS (5), CNN_ROWS (12800 = 100 steps of 128), SKIP_XCHECK=1,
+# CNN_REPS (5), CNN_ROWS (12800 = 100 steps of 128), SKIP_XCHECK=1, PY (the Python with PyTorch: /usr/bin/python3),
 # NN_SRC (src/nn: the engine sources to build; point it at a patched copy
 # for an A/B comparison),
 # TASKSET="taskset -c 1" to pin every run to one core.
@@ -31,7 +31,7 @@ MLP_REPS=${MLP_REPS:-7}
 CNN_REPS=${CNN_REPS:-5}
 CNN_ROWS=${CNN_ROWS:-12800}
 TASKSET=${TASKSET:-}
-PY=/usr/bin/python3   # Debian's python3-torch lives in the system interpreter
+PY=${PY:-/usr/bin/python3}   # Debian's python3-torch lives in the system interpreter; PY=venv/bin/python for a PyPI PyTorch
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 
 echo "# mop engine benchmark  $(date -u '+%Y-%m-%d %H:%M:%S UTC')"

@@ -27,10 +27,11 @@ SQL
 cfg='{"model": [{"type": "dense", "units": 256, "activation": "relu"}, {"type": "dense", "units": 128, "activation": "relu"}, {"type": "dense", "units": 10}], "optimizer": "adam", "learning_rate": 0.001, "batch_size": 128, "seed": 1}'
 one=(); auto=()
 run() {  # $1 = threads setting; prints the last epoch's seconds
-	local id
+	local id line
 	id=$(psql -X -q -At -v ON_ERROR_STOP=1 -c "SET client_min_messages = warning; SET mop.threads_per_worker = $1; SELECT mop_train('thb', '$cfg', $EPOCHS)")
-	psql -X -At -c "SELECT string_agg(round(seconds::numeric, 3)::text, ' ' ORDER BY epoch) FROM mop.epochs WHERE model_id = $id" |
-		tee /dev/stderr | awk '{print $NF}'
+	line=$(psql -X -At -c "SELECT string_agg(round(seconds::numeric, 3)::text, ' ' ORDER BY epoch) FROM mop.epochs WHERE model_id = $id")
+	echo "$line" >&2
+	echo "${line##* }"
 }
 for r in $(seq 1 "$REPS"); do
 	if [ $((r % 2)) -eq 1 ]; then order="1 0"; else order="0 1"; fi

@@ -29,6 +29,9 @@ SELECT thr_run(2) AS two_workers \gset
 SELECT :one_worker = least(:cores, 64) AS one_worker_uses_the_cores,
        :two_workers = greatest(least(:cores, 64) / 2, 1) AS two_workers_share_them;
 
+-- which BLAS build and kernels trained (the CPU's path) is recorded too
+SELECT options->>'blas' LIKE 'OpenBLAS %' AS blas_recorded FROM mop.runs ORDER BY id DESC LIMIT 1;
+
 -- set: the same for any number of workers
 SET mop.threads_per_worker = 3;
 SELECT thr_run(1) AS set_one, thr_run(2) AS set_two;
