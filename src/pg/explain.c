@@ -19,17 +19,17 @@
  * bound, the speedup and efficiency, and the knee (the most workers still
  * at least 80 % efficient).
  *
- * mop_explain_text(dataset, space, epochs, max_workers) says both in text,
- * as EXPLAIN does, from one profile: the totals, the configurations, the
- * makespan for 1..max_workers workers with the knee marked, and warnings
- * (a configuration over mop.max_model_memory, fewer partitions than the
- * workers a run would use, one configuration that alone bounds the
- * makespan).
+ * In explain_text.c, mop_explain_text(dataset, space, epochs,
+ * max_workers) says both in text, as EXPLAIN does, from one profile: the
+ * totals, the configurations, the makespan for 1..max_workers workers with
+ * the knee marked, and warnings (a configuration over
+ * mop.max_model_memory, fewer partitions than the workers a run would use,
+ * one configuration that alone bounds the makespan).
  *
- * mop_explain_hyperband, mop_explain_asha and mop_explain_trials plan the
- * searches whose configurations are drawn as they run (Hyperband, ASHA;
- * random search, TPE and PBT): their epochs at the mean epoch of
- * configurations drawn from the space.
+ * In explain_adaptive.c, mop_explain_hyperband, mop_explain_asha and
+ * mop_explain_trials plan the searches whose configurations are drawn as
+ * they run (Hyperband, ASHA; random search, TPE and PBT): their epochs at
+ * the mean epoch of configurations drawn from the space.
  *
  * mop_plan_auto_workers_for() is what workers => 'auto' asks of the
  * search functions (searches.c): the same plan, its knee capped.
@@ -60,12 +60,10 @@
 #include "search/mop_hyperband.h"
 #include "search/mop_plan.h"
 
+#include "explain_internal.h"
+
 PG_FUNCTION_INFO_V1(mop_explain);
 PG_FUNCTION_INFO_V1(mop_explain_workers);
-PG_FUNCTION_INFO_V1(mop_explain_text);
-PG_FUNCTION_INFO_V1(mop_explain_hyperband);
-PG_FUNCTION_INFO_V1(mop_explain_asha);
-PG_FUNCTION_INFO_V1(mop_explain_trials);
 
 /* profile at least this long (seconds), at most this many repetitions */
 #define PROFILE_SECONDS 0.05
@@ -73,23 +71,10 @@ PG_FUNCTION_INFO_V1(mop_explain_trials);
 /* rows of the first buffer a profile trains on: a few minibatches */
 #define PROFILE_BATCHES 8
 
-typedef struct ConfigCost
-{
-	Jsonb	   *config;
-	nn_memory	mem;
-	bool		fits;			/* within mop.max_model_memory */
-	bool		cached;			/* its profile came from mop.profiles */
-	double		train_rows_s;	/* rows per second, training */
-	double		eval_rows_s;	/* rows per second, forward only */
-	double		step_ms;		/* one training minibatch */
-	double		hop_s;			/* a sub-epoch's cost besides training */
-	double		sub_epoch_s;	/* one partition's training rows, and the hop */
-	double		epoch_s;		/* all partitions, validation, the epoch's end */
-} ConfigCost;
 
 /* the hop cost model: the mop.plan_* settings, in seconds */
-static void
-plan_costs(mop_plan_costs *k)
+void
+mop_xp_plan_costs(mop_plan_costs *k)
 {
 	k->hop_s = mop_plan_hop_ms / 1000.0;
 	k->state_s_per_mb = mop_plan_state_ms_per_mb / 1000.0;
@@ -104,8 +89,8 @@ plan_costs(mop_plan_costs *k)
  * other than 'local' among those of mop.dataset_segments; 0 for a dataset
  * kept on this server.
  */
-static double
-remote_share(const MopDataset *ds)
+double
+mop_xp_remote_share(const MopDataset *ds)
 {
 	Oid			types[1] = {INT8OID};
 	Datum		args[1] = {Int64GetDatum(ds->id)};
@@ -129,8 +114,8 @@ remote_share(const MopDataset *ds)
 }
 
 /* a configuration's checkpoint: what every hop reads and writes */
-static double
-state_bytes(const ConfigCost *c)
+double
+mop_xp_state_bytes(const ConfigCost *c)
 {
 	return (double) (c->mem.params + c->mem.optimizer + c->mem.buffers);
 }
@@ -365,17 +350,17 @@ profile_put(const MopDataset *ds, const char *version, const char *key, int batc
 	SPI_finish();
 }
 
-/* profiles the last cost_grid() measured, and found in mop.profiles */
-static int	cost_measured,
-			cost_cached;
+/* profiles the last mop_xp_cost_grid() measured, and found in mop.profiles */
+int			mop_xp_cost_measured,
+			mop_xp_cost_cached;
 
 /*
  * Cost every configuration of the list; returns their number.  At most
  * max_profiles networks are profiled (0: all); configurations of the others
  * are left unprofiled (train_rows_s 0).
  */
-static int
-cost_configs(const MopDataset *ds, List *configs, int epochs, int max_profiles, ConfigCost **out)
+int
+mop_xp_cost_configs(const MopDataset *ds, List *configs, int epochs, int max_profiles, ConfigCost **out)
 {
 	int			n = list_length(configs);
 	ConfigCost *c = palloc0(sizeof(ConfigCost) * Max(n, 1));
@@ -386,13 +371,13 @@ cost_configs(const MopDataset *ds, List *configs, int epochs, int max_profiles, 
 	ListCell   *lc;
 	mop_plan_costs k;
 	char	   *version;
-	double		remote = remote_share(ds);
+	double		remote = mop_xp_remote_share(ds);
 
 	/* the BLAS of the key: with the profiles' threads */
 	mop_blas_set(profile_threads());
 	version = profile_version();
-	plan_costs(&k);
-	cost_measured = cost_cached = 0;
+	mop_xp_plan_costs(&k);
+	mop_xp_cost_measured = mop_xp_cost_cached = 0;
 	foreach(lc, configs)
 	{
 		nn_spec		spec;
@@ -427,15 +412,15 @@ cost_configs(const MopDataset *ds, List *configs, int epochs, int max_profiles, 
 			c[i].step_ms = c[same].step_ms;
 			c[i].cached = c[same].cached;
 		}
-		else if (c[i].fits && (max_profiles <= 0 || cost_measured + cost_cached < max_profiles))
+		else if (c[i].fits && (max_profiles <= 0 || mop_xp_cost_measured + mop_xp_cost_cached < max_profiles))
 		{
 			char	   *key = profile_key_text(keys[i]);
 
 			if (profile_get(ds, version, key, &c[i]))
-				cost_cached++;
+				mop_xp_cost_cached++;
 			else
 			{
-				cost_measured++;
+				mop_xp_cost_measured++;
 				if (x == NULL)
 					first_buffer(ds, &x, &y);
 				profile(&spec, x, y, &c[i]);
@@ -444,7 +429,7 @@ cost_configs(const MopDataset *ds, List *configs, int epochs, int max_profiles, 
 		}
 		if (c[i].train_rows_s > 0)
 		{
-			mop_plan_profile pp = {c[i].train_rows_s, c[i].eval_rows_s, state_bytes(&c[i])};
+			mop_plan_profile pp = {c[i].train_rows_s, c[i].eval_rows_s, mop_xp_state_bytes(&c[i])};
 			mop_plan_cost pc;
 
 			mop_plan_config_cost(&k, &pp, ds->partitions, remote, (double) ds->train_rows,
@@ -460,15 +445,15 @@ cost_configs(const MopDataset *ds, List *configs, int epochs, int max_profiles, 
 }
 
 /* Cost every configuration of the grid space; returns their number. */
-static int
-cost_grid(const MopDataset *ds, Jsonb *space, int epochs, ConfigCost **out)
+int
+mop_xp_cost_grid(const MopDataset *ds, Jsonb *space, int epochs, ConfigCost **out)
 {
-	return cost_configs(ds, mop_space_grid(space), epochs, 0, out);
+	return mop_xp_cost_configs(ds, mop_space_grid(space), epochs, 0, out);
 }
 
 /* dataset, space, epochs: as the search functions read them */
-static void
-explain_args(FunctionCallInfo fcinfo, MopDataset **ds, Jsonb **space, int *epochs)
+void
+mop_xp_explain_args(FunctionCallInfo fcinfo, MopDataset **ds, Jsonb **space, int *epochs)
 {
 	char	   *dataset;
 
@@ -476,8 +461,8 @@ explain_args(FunctionCallInfo fcinfo, MopDataset **ds, Jsonb **space, int *epoch
 	*ds = mop_dataset_lookup(dataset, false);
 }
 
-static Datum
-nullable_float(double v, bool *isnull)
+Datum
+mop_xp_nullable_float(double v, bool *isnull)
 {
 	*isnull = !(v > 0) || !isfinite(v);
 	return Float8GetDatum(*isnull ? 0 : v);
@@ -499,11 +484,11 @@ mop_explain(PG_FUNCTION_ARGS)
 	MemoryContext opcxt,
 				old;
 
-	explain_args(fcinfo, &ds, &space, &epochs);
+	mop_xp_explain_args(fcinfo, &ds, &space, &epochs);
 	InitMaterializedSRF(fcinfo, 0);
 	opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop_explain", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(opcxt);
-	n = cost_grid(ds, space, epochs, &c);
+	n = mop_xp_cost_grid(ds, space, epochs, &c);
 	MemoryContextSwitchTo(old);
 	for (int i = 0; i < n; i++)
 	{
@@ -515,35 +500,25 @@ mop_explain(PG_FUNCTION_ARGS)
 		v[2] = Int64GetDatum((int64) (c[i].mem.params + c[i].mem.optimizer));
 		v[3] = Int64GetDatum((int64) c[i].mem.total);
 		v[4] = BoolGetDatum(c[i].fits);
-		v[5] = nullable_float(c[i].step_ms, &nulls[5]);
-		v[6] = nullable_float(c[i].train_rows_s, &nulls[6]);
-		v[7] = nullable_float(c[i].hop_s, &nulls[7]);
-		v[8] = nullable_float(c[i].sub_epoch_s, &nulls[8]);
-		v[9] = nullable_float(c[i].epoch_s, &nulls[9]);
-		v[10] = nullable_float(c[i].epoch_s * epochs, &nulls[10]);
+		v[5] = mop_xp_nullable_float(c[i].step_ms, &nulls[5]);
+		v[6] = mop_xp_nullable_float(c[i].train_rows_s, &nulls[6]);
+		v[7] = mop_xp_nullable_float(c[i].hop_s, &nulls[7]);
+		v[8] = mop_xp_nullable_float(c[i].sub_epoch_s, &nulls[8]);
+		v[9] = mop_xp_nullable_float(c[i].epoch_s, &nulls[9]);
+		v[10] = mop_xp_nullable_float(c[i].epoch_s * epochs, &nulls[10]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
 	}
 	MemoryContextDelete(opcxt);
 	return (Datum) 0;
 }
 
-/* what the simulator predicts for 1..max_w workers (arrays of max_w + 1) */
-typedef struct WorkerPlan
-{
-	int			max_w;
-	int			knee;
-	int			simulated;		/* configurations simulated (profiled ones) */
-	double		overhead;		/* the run's own cost, in every makespan */
-	double	   *makespan;
-	double	   *bound;
-} WorkerPlan;
 
 /*
  * max_workers: the argument, or the dataset's partitions capped by
  * max_worker_processes when it is null.
  */
-static int
-explain_max_workers(FunctionCallInfo fcinfo, int argno, const MopDataset *ds)
+int
+mop_xp_explain_max_workers(FunctionCallInfo fcinfo, int argno, const MopDataset *ds)
 {
 	int			max_w;
 
@@ -561,8 +536,8 @@ explain_max_workers(FunctionCallInfo fcinfo, int argno, const MopDataset *ds)
  * Run the scheduler's simulator over the profiled configurations: their
  * epochs, and once the run's own cost (plan.c).
  */
-static void
-simulate_workers(const MopDataset *ds, const ConfigCost *c, int n, int epochs,
+void
+mop_xp_simulate_workers(const MopDataset *ds, const ConfigCost *c, int n, int epochs,
 				 int max_w, WorkerPlan *p)
 {
 	int32	   *ep = palloc(sizeof(int32) * Max(n, 1));
@@ -571,13 +546,13 @@ simulate_workers(const MopDataset *ds, const ConfigCost *c, int n, int epochs,
 	int			m = 0;
 	mop_plan_costs k;
 
-	plan_costs(&k);
+	mop_xp_plan_costs(&k);
 	for (int i = 0; i < n; i++)
 		if (c[i].epoch_s > 0)
 		{
 			ep[m] = epochs;
 			cost[m] = c[i].epoch_s;
-			bytes[m] = state_bytes(&c[i]);
+			bytes[m] = mop_xp_state_bytes(&c[i]);
 			m++;
 		}
 	p->max_w = max_w;
@@ -611,13 +586,13 @@ mop_explain_workers(PG_FUNCTION_ARGS)
 	MemoryContext opcxt,
 				old;
 
-	explain_args(fcinfo, &ds, &space, &epochs);
-	max_w = explain_max_workers(fcinfo, 3, ds);
+	mop_xp_explain_args(fcinfo, &ds, &space, &epochs);
+	max_w = mop_xp_explain_max_workers(fcinfo, 3, ds);
 	InitMaterializedSRF(fcinfo, 0);
 	opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop_explain_workers", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(opcxt);
-	n = cost_grid(ds, space, epochs, &c);
-	simulate_workers(ds, c, n, epochs, max_w, &p);
+	n = mop_xp_cost_grid(ds, space, epochs, &c);
+	mop_xp_simulate_workers(ds, c, n, epochs, max_w, &p);
 	MemoryContextSwitchTo(old);
 	for (int w = 1; w <= max_w && p.simulated > 0; w++)
 	{
@@ -636,8 +611,6 @@ mop_explain_workers(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* workers => 'auto' profiles at most this many networks (the rest: their mean) */
-#define AUTO_MAX_PROFILES 16
 
 /*
  * workers => 'auto' of a search: the plan of its configurations (profiled
@@ -666,7 +639,7 @@ mop_explain_auto_workers(const char *dataset, List *configs, int epochs, int par
 	mop_plan_auto_limit limit;
 	char	   *why;
 
-	n = cost_configs(ds, configs, epochs, AUTO_MAX_PROFILES, &c);
+	n = mop_xp_cost_configs(ds, configs, epochs, AUTO_MAX_PROFILES, &c);
 	for (int i = 0; i < n; i++)
 		if (c[i].epoch_s > 0)
 		{
@@ -681,7 +654,7 @@ mop_explain_auto_workers(const char *dataset, List *configs, int epochs, int par
 				c[i].epoch_s = mean;
 	}
 	max_w = Max(Min(Min(partitions, MOP_MAX_WORKERS), Max(processes, 1)), 1);
-	simulate_workers(ds, c, n, epochs, max_w, &p);
+	mop_xp_simulate_workers(ds, c, n, epochs, max_w, &p);
 	w = mop_plan_auto_workers(p.simulated > 0 ? p.knee : max_w, cores, partitions, n,
 							  processes, &limit);
 	switch (limit)
@@ -720,435 +693,4 @@ mop_explain_auto_workers(const char *dataset, List *configs, int epochs, int par
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(opcxt);
 	return w;
-}
-
-/*
- * The mean epoch (seconds, as mop_explain's epoch_s) of AUTO_MAX_PROFILES
- * configurations drawn from the space (seed 0), profiled as mop_explain
- * profiles them; *state (when not NULL): their mean checkpoint in bytes.
- * 0 when none could be profiled.
- */
-static double
-space_mean_epoch(const MopDataset *ds, Jsonb *space, int epochs, double *state)
-{
-	ConfigCost *c;
-	int			n,
-				profiled = 0;
-	double		mean = 0,
-				bytes = 0;
-
-	n = cost_configs(ds, mop_space_random(space, AUTO_MAX_PROFILES, 0), epochs, AUTO_MAX_PROFILES, &c);
-	for (int i = 0; i < n; i++)
-		if (c[i].epoch_s > 0)
-		{
-			mean += c[i].epoch_s;
-			bytes += state_bytes(&c[i]);
-			profiled++;
-		}
-	if (state)
-		*state = profiled > 0 ? bytes / profiled : 0;
-	return profiled > 0 ? mean / profiled : 0;
-}
-
-/*
- * mop_explain_hyperband(dataset text, space jsonb, max_resource int, eta
- * int) -> mop_hyperband_plan's rows with the epochs each round trains (its
- * configurations times the epochs added since the round before: promoted
- * models resume) and their seconds on one worker, at the mean epoch of
- * AUTO_MAX_PROFILES configurations drawn from the space (profiled as
- * mop_explain profiles; seed 0).
- */
-Datum
-mop_explain_hyperband(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	MopDataset *ds;
-	Jsonb	   *space;
-	char	   *dataset;
-	int			R,
-				eta = PG_ARGISNULL(3) ? 3 : PG_GETARG_INT32(3);
-	int32		rows_n;
-	mop_hb_round *rows;
-	double		mean;
-	MemoryContext opcxt,
-				old;
-
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("max_resource must not be null")));
-	mop_check_hyperband_args(PG_GETARG_INT32(2), eta);
-	mop_search_args(fcinfo, 2, &dataset, &space, &R);
-	ds = mop_dataset_lookup(dataset, false);
-	InitMaterializedSRF(fcinfo, 0);
-	opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop_explain_hyperband", ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(opcxt);
-	mean = space_mean_epoch(ds, space, R, NULL);
-	rows_n = mop_hyperband_plan(R, eta, NULL, 0);
-	if (rows_n < 0)
-		elog(ERROR, "could not compute the Hyperband plan (R %d, eta %d)", R, eta);
-	rows = palloc(sizeof(mop_hb_round) * Max(rows_n, 1));
-	mop_hyperband_plan(R, eta, rows, rows_n);
-	MemoryContextSwitchTo(old);
-	for (int i = 0; i < rows_n; i++)
-	{
-		Datum		v[6];
-		bool		nulls[6] = {0};
-		int32		before = rows[i].round > 0 && i > 0 ? rows[i - 1].resource : 0;
-		int64		epochs = (int64) rows[i].configs * (rows[i].resource - before);
-
-		v[0] = Int32GetDatum(rows[i].bracket);
-		v[1] = Int32GetDatum(rows[i].round);
-		v[2] = Int32GetDatum(rows[i].configs);
-		v[3] = Int32GetDatum(rows[i].resource);
-		v[4] = Int64GetDatum(epochs);
-		v[5] = nullable_float(mean * epochs, &nulls[5]);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
-	}
-	MemoryContextDelete(opcxt);
-	return (Datum) 0;
-}
-
-/*
- * mop_explain_asha(dataset text, space jsonb, max_resource int, eta int,
- * min_resource int, max_trials int) -> ASHA's rungs (mop_plan_asha): the
- * configurations each reaches and the epochs it adds, when every rung
- * promotes 1/eta and at most, with their seconds on one worker at the mean
- * epoch of the space (as mop_explain_hyperband).
- */
-Datum
-mop_explain_asha(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	MopDataset *ds;
-	Jsonb	   *space;
-	char	   *dataset;
-	int			R,
-				eta = mop_arg_int32(fcinfo, 3, mop_run_option_defaults.eta),
-				r_min = mop_arg_int32(fcinfo, 4, mop_run_option_defaults.min_resource),
-				trials = mop_arg_int32(fcinfo, 5, mop_run_default_trials(MOP_KIND_ASHA));
-	int32		rows_n;
-	mop_plan_rung *rows;
-	double		mean;
-	MemoryContext opcxt,
-				old;
-
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("max_resource must not be null")));
-	R = PG_GETARG_INT32(2);
-	mop_check_hyperband_args(R, eta);
-	if (r_min < 1 || r_min > R)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid value for \"min_resource\": %d", r_min),
-				 errhint("The first rung trains 1 to max_resource (%d) epochs.", R)));
-	if (trials < 1 || trials > MOP_MAX_TRIALS)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid value for \"max_trials\": %d", trials),
-				 errhint("Plan 1 to %d configurations.", MOP_MAX_TRIALS)));
-	mop_search_args(fcinfo, 2, &dataset, &space, &R);
-	ds = mop_dataset_lookup(dataset, false);
-	InitMaterializedSRF(fcinfo, 0);
-	opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop_explain_asha", ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(opcxt);
-	mean = space_mean_epoch(ds, space, R, NULL);
-	rows_n = mop_plan_asha(r_min, R, eta, trials, NULL, 0);
-	if (rows_n < 1)
-		elog(ERROR, "could not compute ASHA's rungs (min_resource %d, R %d, eta %d)", r_min, R, eta);
-	rows = palloc(sizeof(mop_plan_rung) * rows_n);
-	mop_plan_asha(r_min, R, eta, trials, rows, rows_n);
-	MemoryContextSwitchTo(old);
-	for (int i = 0; i < rows_n; i++)
-	{
-		Datum		v[8];
-		bool		nulls[8] = {0};
-
-		v[0] = Int32GetDatum(rows[i].rung);
-		v[1] = Int32GetDatum(rows[i].resource);
-		v[2] = Int32GetDatum(rows[i].configs);
-		v[3] = Int64GetDatum(rows[i].epochs);
-		v[4] = rows[i].epochs == 0 ? Float8GetDatum(0) : nullable_float(mean * rows[i].epochs, &nulls[4]);
-		v[5] = Int32GetDatum(rows[i].configs_max);
-		v[6] = Int64GetDatum(rows[i].epochs_max);
-		v[7] = rows[i].epochs_max == 0 ? Float8GetDatum(0) : nullable_float(mean * rows[i].epochs_max, &nulls[7]);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
-	}
-	MemoryContextDelete(opcxt);
-	return (Datum) 0;
-}
-
-/*
- * mop_explain_trials(dataset text, space jsonb, trials int, epochs int,
- * max_workers int) -> as mop_explain_workers, for `trials` configurations
- * drawn as the search runs (random search, TPE, PBT's population), each
- * costed at the mean epoch of the space (mop_plan_trials).
- */
-Datum
-mop_explain_trials(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	MopDataset *ds;
-	Jsonb	   *space;
-	char	   *dataset;
-	int			trials,
-				epochs,
-				max_w,
-				knee;
-	double		mean,
-				state,
-			   *makespan,
-			   *bound;
-	mop_plan_costs k;
-	MemoryContext opcxt,
-				old;
-
-	if (PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("trials must not be null")));
-	trials = PG_GETARG_INT32(2);
-	if (trials < 1 || trials > MOP_MAX_TRIALS)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid value for \"trials\": %d", trials),
-				 errhint("Plan 1 to %d configurations.", MOP_MAX_TRIALS)));
-	mop_search_args(fcinfo, 3, &dataset, &space, &epochs);
-	ds = mop_dataset_lookup(dataset, false);
-	max_w = explain_max_workers(fcinfo, 4, ds);
-	InitMaterializedSRF(fcinfo, 0);
-	opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop_explain_trials", ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(opcxt);
-	mean = space_mean_epoch(ds, space, epochs, &state);
-	makespan = palloc0(sizeof(double) * (max_w + 1));
-	bound = palloc0(sizeof(double) * (max_w + 1));
-	plan_costs(&k);
-	CHECK_FOR_INTERRUPTS();
-	if (mean > 0 &&
-		mop_plan_trials(&k, Max(ds->partitions, 1), trials, epochs, mean, state,
-						(mop_pick) mop_scheduler, max_w, makespan, bound, &knee) != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("the scheduler's simulation failed")));
-	MemoryContextSwitchTo(old);
-	for (int w = 1; w <= max_w && mean > 0; w++)
-	{
-		Datum		v[6];
-		bool		nulls[6] = {0};
-
-		v[0] = Int32GetDatum(w);
-		v[1] = Float8GetDatum(makespan[w]);
-		v[2] = Float8GetDatum(bound[w]);
-		v[3] = Float8GetDatum(makespan[1] / makespan[w]);
-		v[4] = Float8GetDatum(makespan[1] / makespan[w] / w);
-		v[5] = BoolGetDatum(w == knee);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
-	}
-	MemoryContextDelete(opcxt);
-	return (Datum) 0;
-}
-
-/* configurations listed one by one; with more, the most expensive ones */
-#define EXPLAIN_TEXT_CONFIGS 10
-
-static const ConfigCost *sort_costs;
-
-/* by total time, most expensive first; then in the grid's order */
-static int
-cmp_by_cost(const void *a, const void *b)
-{
-	int			i = *(const int *) a,
-				j = *(const int *) b;
-	double		ci = sort_costs[i].epoch_s,
-				cj = sort_costs[j].epoch_s;
-
-	if (ci != cj)
-		return ci > cj ? -1 : 1;
-	return i - j;
-}
-
-static int
-cmp_int(const void *a, const void *b)
-{
-	return *(const int *) a - *(const int *) b;
-}
-
-/* a byte count as EXPLAIN writes memory: kB, rounded up */
-static int64
-kbytes(size_t bytes)
-{
-	return (int64) ((bytes + 1023) / 1024);
-}
-
-static void
-put_line(ReturnSetInfo *rsinfo, const char *line)
-{
-	Datum		v = CStringGetTextDatum(line);
-	bool		isnull = false;
-
-	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, &v, &isnull);
-}
-
-static void
-put_linef(ReturnSetInfo *rsinfo, const char *fmt,...) pg_attribute_printf(2, 3);
-
-static void
-put_linef(ReturnSetInfo *rsinfo, const char *fmt,...)
-{
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	for (;;)
-	{
-		va_list		args;
-		int			needed;
-
-		va_start(args, fmt);
-		needed = appendStringInfoVA(&buf, fmt, args);
-		va_end(args);
-		if (needed == 0)
-			break;
-		enlargeStringInfo(&buf, needed);
-	}
-	put_line(rsinfo, buf.data);
-	pfree(buf.data);
-}
-
-/*
- * mop_explain_text(dataset text, space jsonb, epochs int, max_workers int)
- * -> the plan of a grid search as lines of text, as EXPLAIN writes one.
- */
-Datum
-mop_explain_text(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	MopDataset *ds;
-	Jsonb	   *space;
-	int			epochs,
-				n,
-				max_w,
-				wanted,
-				fitting = 0,
-				longest = -1,
-				shown,
-				measured = 0,
-				cached = 0;
-	ConfigCost *c;
-	WorkerPlan	p;
-	int		   *order;
-	double		work = 0,
-				rest_work = 0,
-				remote;
-	size_t		model_max = 0,
-				working_max = 0;
-	MemoryContext opcxt,
-				old;
-
-	explain_args(fcinfo, &ds, &space, &epochs);
-	max_w = explain_max_workers(fcinfo, 3, ds);
-	/* the workers a run would use: max_workers, or mop.workers */
-	wanted = PG_ARGISNULL(3) ? mop_workers : max_w;
-	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
-	opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop_explain_text", ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(opcxt);
-	n = cost_grid(ds, space, epochs, &c);
-	simulate_workers(ds, c, n, epochs, max_w, &p);
-
-	order = palloc(sizeof(int) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-	{
-		order[i] = i;
-		work += c[i].epoch_s * epochs;
-		model_max = Max(model_max, c[i].mem.params + c[i].mem.optimizer);
-		/* a worker trains one model at a time */
-		if (c[i].fits)
-		{
-			fitting++;
-			working_max = Max(working_max, c[i].mem.total);
-		}
-		if (c[i].epoch_s > 0 && (longest < 0 || c[i].epoch_s > c[longest].epoch_s))
-			longest = i;
-	}
-	measured = cost_measured;
-	cached = cost_cached;
-
-	put_linef(rsinfo, "Grid Search on %s  (configurations=%d epochs=%d partitions=%d)",
-			  ds->name, n, epochs, ds->partitions);
-	put_linef(rsinfo, "  Total Work: %.3f s", work);
-	put_linef(rsinfo, "  Model Memory Max: " INT64_FORMAT "kB", kbytes(model_max));
-	put_linef(rsinfo, "  Working Memory Peak per Worker: " INT64_FORMAT "kB", kbytes(working_max));
-	put_linef(rsinfo, "  Hop Cost: %.3f ms + %.3f ms per MB of model state  (mop.plan_hop_cost, mop.plan_state_cost)",
-			  mop_plan_hop_ms, mop_plan_state_ms_per_mb);
-	remote = remote_share(ds);
-	if (remote > 0)
-		put_linef(rsinfo, "  Segment Cost: %.3f ms per MB of model state on %.0f%% of the hops  (mop.plan_segment_cost)",
-				  mop_plan_segment_ms_per_mb, 100 * remote);
-	put_linef(rsinfo, "  Profiles: %d measured, %d from mop.profiles", measured, cached);
-
-	/* the configurations, in the grid's order; with many, the most expensive */
-	shown = Min(n, EXPLAIN_TEXT_CONFIGS);
-	if (n > shown)
-	{
-		sort_costs = c;
-		qsort(order, n, sizeof(int), cmp_by_cost);
-		for (int k = shown; k < n; k++)
-			rest_work += c[order[k]].epoch_s * epochs;
-		qsort(order, shown, sizeof(int), cmp_int);
-	}
-	for (int k = 0; k < shown; k++)
-	{
-		const ConfigCost *ci = &c[order[k]];
-		char	   *json = JsonbToCString(NULL, &ci->config->root, VARSIZE(ci->config));
-
-		if (ci->epoch_s > 0)
-			put_linef(rsinfo, "  ->  Configuration %d  (total=%.3f s epoch=%.3f s sub-epoch=%.3f s hop=%.3f ms step=%.3f ms)",
-					  order[k] + 1, ci->epoch_s * epochs, ci->epoch_s, ci->sub_epoch_s,
-					  ci->hop_s * 1000, ci->step_ms);
-		else
-			put_linef(rsinfo, "  ->  Configuration %d  (not profiled: over mop.max_model_memory)",
-					  order[k] + 1);
-		put_linef(rsinfo, "        Memory: model=" INT64_FORMAT "kB working=" INT64_FORMAT "kB",
-				  kbytes(ci->mem.params + ci->mem.optimizer), kbytes(ci->mem.total));
-		put_linef(rsinfo, "        Config: %s", json);
-	}
-	if (n > shown)
-		put_linef(rsinfo, "  ->  %d more configurations  (total=%.3f s)", n - shown, rest_work);
-
-	/* the makespan */
-	if (p.simulated > 0)
-	{
-		put_linef(rsinfo, "  Predicted Makespan:  (run start and first checkpoints: %.3f s)", p.overhead);
-		for (int w = 1; w <= max_w; w++)
-			put_linef(rsinfo, "    %d worker%s: %.3f s  (speedup=%.2fx efficiency=%.0f%%)%s",
-					  w, w == 1 ? "" : "s", p.makespan[w], p.makespan[1] / p.makespan[w],
-					  100.0 * p.makespan[1] / p.makespan[w] / w,
-					  w == p.knee ? "  <- knee" : "");
-	}
-
-	/* warnings */
-	for (int i = 0; i < n; i++)
-		if (!c[i].fits)
-			put_linef(rsinfo, "Warning: configuration %d needs " INT64_FORMAT "kB, over mop.max_model_memory (%dMB): a run refuses it",
-					  i + 1, kbytes(c[i].mem.total), mop_max_model_memory_mb);
-	if (ds->partitions < Min(wanted, fitting))
-		put_linef(rsinfo, "Warning: the dataset has %d partition%s, fewer than the %d workers a run would use (%s): a worker owns a partition, so %d would idle",
-				  ds->partitions, ds->partitions == 1 ? "" : "s", Min(wanted, fitting),
-				  PG_ARGISNULL(3) ? "mop.workers" : "max_workers",
-				  Min(wanted, fitting) - ds->partitions);
-	/*
-	 * the longest configuration bounds the makespan at the most workers that
-	 * can train, and takes at least twice the others' mean: more workers do
-	 * not help, splitting it (or fewer epochs for it) would
-	 */
-	if (longest >= 0 && p.simulated > 1 && Min(max_w, ds->partitions) > 1 &&
-		c[longest].epoch_s * epochs >= work / Min(max_w, ds->partitions) &&
-		c[longest].epoch_s * epochs >= 2.0 * (work - c[longest].epoch_s * epochs) / (p.simulated - 1))
-		put_linef(rsinfo, "Warning: configuration %d alone bounds the makespan: it takes %.3f s of the %.3f s of work, so %d workers finish no sooner than it does",
-				  longest + 1, c[longest].epoch_s * epochs, work, Min(max_w, ds->partitions));
-
-	MemoryContextSwitchTo(old);
-	MemoryContextDelete(opcxt);
-	return (Datum) 0;
 }

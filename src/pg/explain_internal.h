@@ -1,0 +1,61 @@
+/*
+ * explain_internal.h -- what the planner's files share: a configuration's
+ * cost, the simulated plan for 1..N workers, and the costing functions of
+ * explain.c that explain_adaptive.c and explain_text.c build on.
+ */
+#ifndef MOP_EXPLAIN_INTERNAL_H
+#define MOP_EXPLAIN_INTERNAL_H
+
+#include "fmgr.h"
+#include "nodes/pg_list.h"
+#include "utils/jsonb.h"
+
+#include "mop.h"
+#include "search/mop_plan.h"
+
+/* workers => 'auto' profiles at most this many networks (the rest: their mean) */
+#define AUTO_MAX_PROFILES 16
+
+typedef struct ConfigCost
+{
+	Jsonb	   *config;
+	nn_memory	mem;
+	bool		fits;			/* within mop.max_model_memory */
+	bool		cached;			/* its profile came from mop.profiles */
+	double		train_rows_s;	/* rows per second, training */
+	double		eval_rows_s;	/* rows per second, forward only */
+	double		step_ms;		/* one training minibatch */
+	double		hop_s;			/* a sub-epoch's cost besides training */
+	double		sub_epoch_s;	/* one partition's training rows, and the hop */
+	double		epoch_s;		/* all partitions, validation, the epoch's end */
+} ConfigCost;
+
+/* what the simulator predicts for 1..max_w workers (arrays of max_w + 1) */
+typedef struct WorkerPlan
+{
+	int			max_w;
+	int			knee;
+	int			simulated;		/* configurations simulated (profiled ones) */
+	double		overhead;		/* the run's own cost, in every makespan */
+	double	   *makespan;
+	double	   *bound;
+} WorkerPlan;
+
+/* profiles the last mop_xp_cost_grid() (or _configs) measured, and found in mop.profiles */
+extern int	mop_xp_cost_measured,
+			mop_xp_cost_cached;
+
+extern void mop_xp_plan_costs(mop_plan_costs *k);
+extern double mop_xp_remote_share(const MopDataset *ds);
+extern double mop_xp_state_bytes(const ConfigCost *c);
+extern int	mop_xp_cost_configs(const MopDataset *ds, List *configs, int epochs, int max_profiles,
+								ConfigCost **out);
+extern int	mop_xp_cost_grid(const MopDataset *ds, Jsonb *space, int epochs, ConfigCost **out);
+extern void mop_xp_explain_args(FunctionCallInfo fcinfo, MopDataset **ds, Jsonb **space, int *epochs);
+extern Datum mop_xp_nullable_float(double v, bool *isnull);
+extern int	mop_xp_explain_max_workers(FunctionCallInfo fcinfo, int argno, const MopDataset *ds);
+extern void mop_xp_simulate_workers(const MopDataset *ds, const ConfigCost *c, int n, int epochs,
+									int max_w, WorkerPlan *p);
+extern double mop_xp_space_mean_epoch(const MopDataset *ds, Jsonb *space, int epochs, double *state);
+
+#endif							/* MOP_EXPLAIN_INTERNAL_H */
