@@ -311,7 +311,12 @@ profile_get(const MopDataset *ds, const char *version, const char *key, ConfigCo
 					rows = DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &n2)),
 					eval = DatumGetFloat8(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &n3));
 
-		if (!n1 && !n2 && !n3 && step > 0 && rows > 0 && eval > 0)
+		/*
+		 * a row its owner edited into nonsense (infinite, or a step of more
+		 * than a day) is measured again rather than planned with
+		 */
+		if (!n1 && !n2 && !n3 && isfinite(step) && isfinite(rows) && isfinite(eval) &&
+			step > 0 && step < 86400e3 && rows >= 1e-3 && eval >= 1e-3)
 		{
 			c->step_ms = step;
 			c->train_rows_s = rows;

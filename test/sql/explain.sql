@@ -128,6 +128,10 @@ SELECT count(DISTINCT rows_per_s) AS speeds FROM (SELECT rows_per_s FROM mop_exp
 UPDATE mop.profiles SET engine_version = 'mop 0.0' WHERE batch_size = 16;
 SELECT line FROM mop_explain_text('xpl', (SELECT s FROM xspace), 1) line WHERE line LIKE '  Profiles:%';
 SELECT count(*) AS old_versions FROM mop.profiles WHERE engine_version = 'mop 0.0';
+-- a profile its owner edited into nonsense is measured again, not planned with
+UPDATE mop.profiles SET rows_per_s = 'Infinity' WHERE batch_size = 16;
+SELECT line FROM mop_explain_text('xpl', (SELECT s FROM xspace), 1) line WHERE line LIKE '  Profiles:%';
+SELECT count(*) AS infinite_left FROM mop.profiles WHERE rows_per_s = 'Infinity';
 -- a read-only transaction plans without keeping profiles
 DELETE FROM mop.profiles WHERE batch_size = 64;
 BEGIN TRANSACTION READ ONLY;
