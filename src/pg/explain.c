@@ -98,16 +98,18 @@ mop_xp_remote_share(const MopDataset *ds)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (SPI_execute_with_args("SELECT count(DISTINCT segment) FILTER (WHERE segment <> 'local')::float8 "
-							  "       / nullif(count(DISTINCT segment), 0) "
-							  "  FROM mop.dataset_segments WHERE dataset_id = $1",
+	if (SPI_execute_with_args("SELECT pg_catalog.count(DISTINCT segment) "
+							  "  FILTER (WHERE segment OPERATOR(pg_catalog.<>) 'local'), "
+							  "  pg_catalog.count(DISTINCT segment) "
+							  "  FROM mop.dataset_segments WHERE dataset_id OPERATOR(pg_catalog.=) $1",
 							  1, types, args, NULL, true, 1) == SPI_OK_SELECT &&
 		SPI_processed == 1)
 	{
 		bool		isnull;
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		int64		remote = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)),
+					all = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 
-		share = isnull ? 0 : DatumGetFloat8(d);
+		share = all > 0 ? (double) remote / (double) all : 0;
 	}
 	SPI_finish();
 	return share;
