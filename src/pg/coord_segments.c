@@ -377,6 +377,7 @@ coord_segments_sched(void)
 	if (s == NULL)
 		elog(ERROR, "could not create the scheduler (%d workers on %d segments, %d partitions)",
 			 coord.n_workers, coord.run->n_segments, coord.n_partitions);
+	coord_cost_hints_forget();
 	return s;
 }
 

@@ -669,6 +669,8 @@ schedule(mop_sched *s)
 		/* a replayed PBT run: the exploits whose member and parent are at their point */
 		if (coord.run->opts.replay_of)
 			coord_pbt_replay_exploits(s);
+		/* longest-first: the profiled cost of models not started yet */
+		coord_cost_hints(s);
 		for (int w = 0; w < coord.n_workers; w++)
 		{
 			MopSlot		copy;
@@ -689,6 +691,7 @@ schedule(mop_sched *s)
 				if (driver != MOP_POLL_ACTION)
 					break;
 				coord_apply_action(s, &a);
+				coord_cost_hints(s);
 			}
 		}
 		if (mop_sched_finished(s))
@@ -773,6 +776,7 @@ new_sched(void)
 	if (s == NULL)
 		elog(ERROR, "could not create the scheduler (%d workers, %d partitions)",
 			 coord.n_workers, coord.n_partitions);
+	coord_cost_hints_forget();
 	return s;
 }
 

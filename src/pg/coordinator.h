@@ -68,6 +68,10 @@ typedef struct MopCoord
 
 extern MopCoord coord;
 
+/* coord_hints.c */
+extern void coord_cost_hints(mop_sched *s);
+extern void coord_cost_hints_forget(void);
+
 /* coordinator.c */
 extern int32 coord_add_model(mop_sched *s, int32 epochs);
 extern bool coord_start_worker(int i);

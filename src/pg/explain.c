@@ -165,17 +165,39 @@ first_buffer(const MopDataset *ds, bytea **x, bytea **y)
 /*
  * The BLAS threads a profile is measured with: one, as a worker of a run
  * whose workers fill the cores, unless mop.threads_per_worker (or its older
- * name) sets a count.  A run with fewer workers than cores gives each more
- * threads when the count is automatic, and may train faster than planned.
+ * name) sets a count.  With the automatic count, a run with fewer workers
+ * than cores gives each more threads: a second profile at all the cores
+ * (auto_threads_n) tells the plan how much faster that trains.
  */
-static int
-profile_threads(void)
+int
+mop_xp_profile_threads(void)
 {
 	return (mop_blas_threads > 0 || mop_threads_per_worker > 0) ? mop_threads_for(0) : 1;
 }
 
+/* the cores, for the second profile: 0 when the count is set, or one core */
+static int
+auto_threads_n(void)
+{
+	int			cores = mop_cores_available();
+
+	if (mop_blas_threads > 0 || mop_threads_per_worker > 0 || cores < 2)
+		return 0;
+	return Min(cores, 64);
+}
+
+/* the threads each of `workers` local workers trains with */
+int
+mop_xp_threads_for_workers(int workers)
+{
+	if (auto_threads_n() == 0)
+		return mop_xp_profile_threads();
+	return mop_plan_threads_per_worker(mop_cores_available(), workers);
+}
+
+/* Profile spec at `threads` BLAS threads: its speeds into c. */
 static void
-profile(const nn_spec *spec, bytea *x, bytea *y, ConfigCost *c)
+profile(const nn_spec *spec, bytea *x, bytea *y, int threads, ConfigCost *c)
 {
 	ModelHandle *h = mop_model_handle(CurrentMemoryContext);
 	nn_error	err;
@@ -186,7 +208,7 @@ profile(const nn_spec *spec, bytea *x, bytea *y, ConfigCost *c)
 	int			reps;
 	nn_result	res;
 
-	mop_blas_set(profile_threads());
+	mop_blas_set(threads);
 	if ((st = nn_model_create(spec, &h->model, &err)) != NN_OK)
 		mop_nn_error(st, &err, "could not create the model to profile");
 	if ((st = nn_buffer_rows(h->model, VARSIZE_ANY_EXHDR(x), VARSIZE_ANY_EXHDR(y), &rows, &err)) != NN_OK)
@@ -270,12 +292,18 @@ profile_version(void)
 					nn_blas_info());
 }
 
-/* the key's text: the hash of the spec that profile_key() left */
+/*
+ * the key's text: the hash of the spec that profile_key() left, and the
+ * BLAS threads when more than one (a network has a row per thread count)
+ */
 static char *
-profile_key_text(const nn_spec *key)
+profile_key_text(const nn_spec *key, int threads)
 {
-	return psprintf("%016" INT64_MODIFIER "x",
-					(uint64) hash_bytes_extended((const unsigned char *) key, sizeof(nn_spec), 0));
+	uint64		h = (uint64) hash_bytes_extended((const unsigned char *) key, sizeof(nn_spec), 0);
+
+	if (threads > 1)
+		return psprintf("%016" INT64_MODIFIER "x@%d", h, threads);
+	return psprintf("%016" INT64_MODIFIER "x", h);
 }
 
 #define PROFILE_GET_SQL \
@@ -362,9 +390,68 @@ int			mop_xp_cost_measured,
 			mop_xp_cost_cached;
 
 /*
+ * The speeds of the network key at `threads` BLAS threads into c: from
+ * mop.profiles, else measured on the dataset's first training buffer
+ * (fetched once, into *x and *y) and kept.  Returns whether it was
+ * measured.
+ */
+static bool
+profile_speeds(const MopDataset *ds, const nn_spec *spec, const nn_spec *key, int threads,
+			   bytea **x, bytea **y, ConfigCost *c)
+{
+	char	   *version,
+			   *text;
+
+	/* the version names the BLAS with these threads */
+	mop_blas_set(threads);
+	version = profile_version();
+	text = profile_key_text(key, threads);
+	if (profile_get(ds, version, text, c))
+		return false;
+	if (*x == NULL)
+		first_buffer(ds, x, y);
+	profile(spec, *x, *y, threads, c);
+	profile_put(ds, version, text, spec->batch_size, c);
+	return true;
+}
+
+/*
+ * What an epoch (and a sub-epoch) of a profiled configuration costs when
+ * `workers` local workers share the cores: with the automatic thread
+ * count, each trains at the speed of its share of the cores (between the
+ * two profiles, mop_plan_rate_at_threads); else at the profile's.  0 when
+ * it was not profiled.  remote: mop_xp_remote_share(ds).
+ */
+double
+mop_xp_epoch_at(const MopDataset *ds, const ConfigCost *c, int workers, double remote,
+				double *sub_epoch_s)
+{
+	mop_plan_costs k;
+	mop_plan_profile pp;
+	mop_plan_cost pc;
+	int			t = mop_xp_threads_for_workers(Max(workers, 1));
+
+	if (sub_epoch_s)
+		*sub_epoch_s = 0;
+	if (!(c->train_rows_s > 0))
+		return 0;
+	mop_xp_plan_costs(&k);
+	pp.train_rows_s = mop_plan_rate_at_threads(c->train_rows_s, c->train_rows_s_n, c->threads_n, t);
+	pp.eval_rows_s = mop_plan_rate_at_threads(c->eval_rows_s, c->eval_rows_s_n, c->threads_n, t);
+	pp.state_bytes = mop_xp_state_bytes(c);
+	mop_plan_config_cost(&k, &pp, ds->partitions, remote, (double) ds->train_rows,
+						 (double) ds->valid_rows, &pc);
+	if (sub_epoch_s)
+		*sub_epoch_s = pc.sub_epoch_s;
+	return pc.epoch_s;
+}
+
+/*
  * Cost every configuration of the list; returns their number.  At most
  * max_profiles networks are profiled (0: all); configurations of the others
- * are left unprofiled (train_rows_s 0).
+ * are left unprofiled (train_rows_s 0).  The costs (hop_s, sub_epoch_s,
+ * epoch_s) are at the profile's threads; mop_xp_epoch_at() gives them for
+ * a number of workers.
  */
 int
 mop_xp_cost_configs(const MopDataset *ds, List *configs, int epochs, int max_profiles, ConfigCost **out)
@@ -374,15 +461,13 @@ mop_xp_cost_configs(const MopDataset *ds, List *configs, int epochs, int max_pro
 	nn_spec   **keys = palloc0(sizeof(nn_spec *) * Max(n, 1));
 	bytea	   *x = NULL,
 			   *y = NULL;
-	int			i = 0;
+	int			i = 0,
+				base_threads = mop_xp_profile_threads(),
+				threads_n = auto_threads_n();
 	ListCell   *lc;
 	mop_plan_costs k;
-	char	   *version;
 	double		remote = mop_xp_remote_share(ds);
 
-	/* the BLAS of the key: with the profiles' threads */
-	mop_blas_set(profile_threads());
-	version = profile_version();
 	mop_xp_plan_costs(&k);
 	mop_xp_cost_measured = mop_xp_cost_cached = 0;
 	foreach(lc, configs)
@@ -417,22 +502,30 @@ mop_xp_cost_configs(const MopDataset *ds, List *configs, int epochs, int max_pro
 			c[i].train_rows_s = c[same].train_rows_s;
 			c[i].eval_rows_s = c[same].eval_rows_s;
 			c[i].step_ms = c[same].step_ms;
+			c[i].threads_n = c[same].threads_n;
+			c[i].train_rows_s_n = c[same].train_rows_s_n;
+			c[i].eval_rows_s_n = c[same].eval_rows_s_n;
 			c[i].cached = c[same].cached;
 		}
 		else if (c[i].fits && (max_profiles <= 0 || mop_xp_cost_measured + mop_xp_cost_cached < max_profiles))
 		{
-			char	   *key = profile_key_text(keys[i]);
+			/* a network counts as measured when one of its profiles was */
+			bool		measured = profile_speeds(ds, &spec, keys[i], base_threads, &x, &y, &c[i]);
 
-			if (profile_get(ds, version, key, &c[i]))
-				mop_xp_cost_cached++;
-			else
+			if (threads_n > 0)
 			{
-				mop_xp_cost_measured++;
-				if (x == NULL)
-					first_buffer(ds, &x, &y);
-				profile(&spec, x, y, &c[i]);
-				profile_put(ds, version, key, spec.batch_size, &c[i]);
+				ConfigCost all = {0};
+
+				measured |= profile_speeds(ds, &spec, keys[i], threads_n, &x, &y, &all);
+				c[i].threads_n = threads_n;
+				c[i].train_rows_s_n = all.train_rows_s;
+				c[i].eval_rows_s_n = all.eval_rows_s;
 			}
+			c[i].cached = !measured;
+			if (measured)
+				mop_xp_cost_measured++;
+			else
+				mop_xp_cost_cached++;
 		}
 		if (c[i].train_rows_s > 0)
 		{
@@ -447,6 +540,8 @@ mop_xp_cost_configs(const MopDataset *ds, List *configs, int epochs, int max_pro
 		}
 		i++;
 	}
+	/* this backend's own BLAS threads again */
+	mop_blas_ensure();
 	*out = c;
 	return n;
 }
@@ -541,34 +636,57 @@ mop_xp_explain_max_workers(FunctionCallInfo fcinfo, int argno, const MopDataset 
 
 /*
  * Run the scheduler's simulator over the profiled configurations: their
- * epochs, and once the run's own cost (plan.c).
+ * epochs, and once the run's own cost (plan.c).  Each worker count has its
+ * own epoch times (mop_xp_epoch_at: the threads a worker gets).
+ * fill_unprofiled: a configuration that fits but was not profiled counts
+ * at the mean of the profiled ones (workers => 'auto', which profiles a
+ * few networks only); else it is left out.
  */
 void
 mop_xp_simulate_workers(const MopDataset *ds, const ConfigCost *c, int n, int epochs,
-				 int max_w, WorkerPlan *p)
+						int max_w, bool fill_unprofiled, WorkerPlan *p)
 {
 	int32	   *ep = palloc(sizeof(int32) * Max(n, 1));
-	double	   *cost = palloc(sizeof(double) * Max(n, 1)),
-			   *bytes = palloc(sizeof(double) * Max(n, 1));
-	int			m = 0;
+	double	   *bytes = palloc(sizeof(double) * Max(n, 1)),
+			   *cost;
+	int		   *which = palloc(sizeof(int) * Max(n, 1));
+	int			m = 0,
+				profiled = 0;
 	mop_plan_costs k;
+	double		remote = mop_xp_remote_share(ds);
 
 	mop_xp_plan_costs(&k);
 	for (int i = 0; i < n; i++)
-		if (c[i].epoch_s > 0)
+		profiled += c[i].train_rows_s > 0;
+	for (int i = 0; i < n; i++)
+		if (c[i].train_rows_s > 0 || (fill_unprofiled && profiled > 0 && c[i].fits))
 		{
+			which[m] = i;
 			ep[m] = epochs;
-			cost[m] = c[i].epoch_s;
 			bytes[m] = mop_xp_state_bytes(&c[i]);
 			m++;
 		}
+	cost = palloc0(sizeof(double) * Max(m, 1) * max_w);
+	for (int w = 1; w <= max_w; w++)
+	{
+		double	   *row = cost + (Size) (w - 1) * Max(m, 1),
+					mean = 0;
+
+		for (int j = 0; j < m; j++)
+			if (c[which[j]].train_rows_s > 0)
+				mean += (row[j] = mop_xp_epoch_at(ds, &c[which[j]], w, remote, NULL));
+		mean /= Max(profiled, 1);
+		for (int j = 0; j < m; j++)
+			if (!(c[which[j]].train_rows_s > 0))
+				row[j] = mean;
+	}
 	p->max_w = max_w;
 	p->simulated = m;
 	p->overhead = mop_plan_run_overhead(&k, m, bytes);
 	p->makespan = palloc0(sizeof(double) * (max_w + 1));
 	p->bound = palloc0(sizeof(double) * (max_w + 1));
 	CHECK_FOR_INTERRUPTS();
-	if (mop_plan_workers(Max(ds->partitions, 1), m, ep, cost, p->overhead,
+	if (mop_plan_workers(Max(ds->partitions, 1), m, ep, cost, Max(m, 1), p->overhead,
 						 (mop_pick) mop_scheduler, max_w, p->makespan, p->bound, &p->knee) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
@@ -599,7 +717,7 @@ mop_explain_workers(PG_FUNCTION_ARGS)
 	opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop_explain_workers", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(opcxt);
 	n = mop_xp_cost_grid(ds, space, epochs, &c);
-	mop_xp_simulate_workers(ds, c, n, epochs, max_w, &p);
+	mop_xp_simulate_workers(ds, c, n, epochs, max_w, false, &p);
 	MemoryContextSwitchTo(old);
 	for (int w = 1; w <= max_w && p.simulated > 0; w++)
 	{
@@ -638,30 +756,15 @@ mop_explain_auto_workers(const char *dataset, List *configs, int epochs, int par
 	ConfigCost *c;
 	WorkerPlan	p;
 	int			n,
-				profiled = 0,
 				cores = mop_cores_available(),
 				max_w,
 				w;
-	double		mean = 0;
 	mop_plan_auto_limit limit;
 	char	   *why;
 
 	n = mop_xp_cost_configs(ds, configs, epochs, AUTO_MAX_PROFILES, &c);
-	for (int i = 0; i < n; i++)
-		if (c[i].epoch_s > 0)
-		{
-			mean += c[i].epoch_s;
-			profiled++;
-		}
-	if (profiled > 0)
-	{
-		mean /= profiled;
-		for (int i = 0; i < n; i++)
-			if (c[i].fits && !(c[i].epoch_s > 0))
-				c[i].epoch_s = mean;
-	}
 	max_w = Max(Min(Min(partitions, MOP_MAX_WORKERS), Max(processes, 1)), 1);
-	mop_xp_simulate_workers(ds, c, n, epochs, max_w, &p);
+	mop_xp_simulate_workers(ds, c, n, epochs, max_w, true, &p);
 	w = mop_plan_auto_workers(p.simulated > 0 ? p.knee : max_w, cores, partitions, n,
 							  processes, &limit);
 	switch (limit)

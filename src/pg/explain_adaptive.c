@@ -41,28 +41,38 @@ PG_FUNCTION_INFO_V1(mop_explain_trials);
 /*
  * The mean epoch (seconds, as mop_explain's epoch_s) of AUTO_MAX_PROFILES
  * configurations drawn from the space (seed 0), profiled as mop_explain
- * profiles them; *state (when not NULL): their mean checkpoint in bytes.
- * 0 when none could be profiled.
+ * profiles them; *state (when not NULL): their mean checkpoint in bytes;
+ * mean_w (when max_w > 0): the mean epoch with w = 1..max_w workers, at
+ * mean_w[w - 1] (the threads each gets, mop_xp_epoch_at).  0 when none
+ * could be profiled.
  */
 double
-mop_xp_space_mean_epoch(const MopDataset *ds, Jsonb *space, int epochs, double *state)
+mop_xp_space_mean_epoch(const MopDataset *ds, Jsonb *space, int epochs, int max_w,
+						double *mean_w, double *state)
 {
 	ConfigCost *c;
 	int			n,
 				profiled = 0;
 	double		mean = 0,
-				bytes = 0;
+				bytes = 0,
+				remote = max_w > 0 ? mop_xp_remote_share(ds) : 0;
 
 	n = mop_xp_cost_configs(ds, mop_space_random(space, AUTO_MAX_PROFILES, 0), epochs, AUTO_MAX_PROFILES, &c);
+	for (int w = 1; w <= max_w; w++)
+		mean_w[w - 1] = 0;
 	for (int i = 0; i < n; i++)
 		if (c[i].epoch_s > 0)
 		{
 			mean += c[i].epoch_s;
 			bytes += mop_xp_state_bytes(&c[i]);
+			for (int w = 1; w <= max_w; w++)
+				mean_w[w - 1] += mop_xp_epoch_at(ds, &c[i], w, remote, NULL);
 			profiled++;
 		}
 	if (state)
 		*state = profiled > 0 ? bytes / profiled : 0;
+	for (int w = 1; w <= max_w && profiled > 0; w++)
+		mean_w[w - 1] /= profiled;
 	return profiled > 0 ? mean / profiled : 0;
 }
 
@@ -99,7 +109,7 @@ mop_explain_hyperband(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop_explain_hyperband", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(opcxt);
-	mean = mop_xp_space_mean_epoch(ds, space, R, NULL);
+	mean = mop_xp_space_mean_epoch(ds, space, R, 0, NULL, NULL);
 	rows_n = mop_hyperband_plan(R, eta, NULL, 0);
 	if (rows_n < 0)
 		elog(ERROR, "could not compute the Hyperband plan (R %d, eta %d)", R, eta);
@@ -170,7 +180,7 @@ mop_explain_asha(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop_explain_asha", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(opcxt);
-	mean = mop_xp_space_mean_epoch(ds, space, R, NULL);
+	mean = mop_xp_space_mean_epoch(ds, space, R, 0, NULL, NULL);
 	rows_n = mop_plan_asha(r_min, R, eta, trials, NULL, 0);
 	if (rows_n < 1)
 		elog(ERROR, "could not compute ASHA's rungs (min_resource %d, R %d, eta %d)", r_min, R, eta);
@@ -215,6 +225,7 @@ mop_explain_trials(PG_FUNCTION_ARGS)
 				knee;
 	double		mean,
 				state,
+			   *mean_w,
 			   *makespan,
 			   *bound;
 	mop_plan_costs k;
@@ -237,13 +248,14 @@ mop_explain_trials(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop_explain_trials", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(opcxt);
-	mean = mop_xp_space_mean_epoch(ds, space, epochs, &state);
+	mean_w = palloc0(sizeof(double) * max_w);
+	mean = mop_xp_space_mean_epoch(ds, space, epochs, max_w, mean_w, &state);
 	makespan = palloc0(sizeof(double) * (max_w + 1));
 	bound = palloc0(sizeof(double) * (max_w + 1));
 	mop_xp_plan_costs(&k);
 	CHECK_FOR_INTERRUPTS();
 	if (mean > 0 &&
-		mop_plan_trials(&k, Max(ds->partitions, 1), trials, epochs, mean, state,
+		mop_plan_trials(&k, Max(ds->partitions, 1), trials, epochs, mean_w, state,
 						(mop_pick) mop_scheduler, max_w, makespan, bound, &knee) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),

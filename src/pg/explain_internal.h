@@ -22,9 +22,12 @@ typedef struct ConfigCost
 	nn_memory	mem;
 	bool		fits;			/* within mop.max_model_memory */
 	bool		cached;			/* its profile came from mop.profiles */
-	double		train_rows_s;	/* rows per second, training */
+	double		train_rows_s;	/* rows per second, training (profile threads) */
 	double		eval_rows_s;	/* rows per second, forward only */
 	double		step_ms;		/* one training minibatch */
+	int			threads_n;		/* with the automatic thread count: the cores */
+	double		train_rows_s_n; /* ... and the speeds at threads_n (0: none) */
+	double		eval_rows_s_n;
 	double		hop_s;			/* a sub-epoch's cost besides training */
 	double		sub_epoch_s;	/* one partition's training rows, and the hop */
 	double		epoch_s;		/* all partitions, validation, the epoch's end */
@@ -54,8 +57,13 @@ extern int	mop_xp_cost_grid(const MopDataset *ds, Jsonb *space, int epochs, Conf
 extern void mop_xp_explain_args(FunctionCallInfo fcinfo, MopDataset **ds, Jsonb **space, int *epochs);
 extern Datum mop_xp_nullable_float(double v, bool *isnull);
 extern int	mop_xp_explain_max_workers(FunctionCallInfo fcinfo, int argno, const MopDataset *ds);
+extern int	mop_xp_profile_threads(void);
+extern int	mop_xp_threads_for_workers(int workers);
+extern double mop_xp_epoch_at(const MopDataset *ds, const ConfigCost *c, int workers, double remote,
+							   double *sub_epoch_s);
 extern void mop_xp_simulate_workers(const MopDataset *ds, const ConfigCost *c, int n, int epochs,
-									int max_w, WorkerPlan *p);
-extern double mop_xp_space_mean_epoch(const MopDataset *ds, Jsonb *space, int epochs, double *state);
+									int max_w, bool fill_unprofiled, WorkerPlan *p);
+extern double mop_xp_space_mean_epoch(const MopDataset *ds, Jsonb *space, int epochs, int max_w,
+									  double *mean_w, double *state);
 
 #endif							/* MOP_EXPLAIN_INTERNAL_H */

@@ -137,7 +137,7 @@ mop_explain_text(PG_FUNCTION_ARGS)
 	opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop_explain_text", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(opcxt);
 	n = mop_xp_cost_grid(ds, space, epochs, &c);
-	mop_xp_simulate_workers(ds, c, n, epochs, max_w, &p);
+	mop_xp_simulate_workers(ds, c, n, epochs, max_w, false, &p);
 
 	order = palloc(sizeof(int) * Max(n, 1));
 	for (int i = 0; i < n; i++)

@@ -98,17 +98,36 @@ double		mop_plan_run_overhead(const mop_plan_costs *k, int n, const double *stat
 /*
  * The run simulated by the scheduler (mop_sim_run, pick policy `pick`)
  * for w = 1..max_w workers over P partitions (a worker owns partitions:
- * min(w, P) of them train): n models, epochs[i] epochs, epoch_s[i] seconds
- * an epoch (spread evenly over its sub-epochs), plus `overhead` once.
- * makespan[w] and bound[w] (arrays of max_w + 1; [0] unused): the
- * predicted time and its lower bound.  *knee: the most workers whose
- * efficiency (makespan[1] / makespan[w] / w) is at least
- * MOP_PLAN_KNEE_EFFICIENCY (1 when n is 0).  Returns 0, or -1 when the
- * simulation failed (bad arguments, out of memory, a deadlock).
+ * min(w, P) of them train): n models, epochs[i] epochs, an epoch of model
+ * i taking epoch_s[(w - 1) * stride + i] seconds with w workers (spread
+ * evenly over its sub-epochs; stride 0: the same for every w, else each
+ * worker count has its own, as when a worker's threads depend on how many
+ * workers share the cores), plus `overhead` once.  The scheduler is told
+ * each model's cost before it starts (a run's profile).  makespan[w] and
+ * bound[w] (arrays of max_w + 1; [0] unused): the predicted time and its
+ * lower bound.  *knee: the most workers whose efficiency (makespan[1] /
+ * makespan[w] / w) is at least MOP_PLAN_KNEE_EFFICIENCY (1 when n is 0).
+ * Returns 0, or -1 when the simulation failed (bad arguments, out of
+ * memory, a deadlock).
  */
 int			mop_plan_workers(int P, int n, const int32_t *epochs, const double *epoch_s,
-							 double overhead, mop_pick pick, int max_w,
+							 size_t stride, double overhead, mop_pick pick, int max_w,
 							 double *makespan, double *bound, int *knee);
+
+/*
+ * The BLAS threads each of `workers` workers gets when the count is
+ * automatic: the cores shared out, at least 1, at most 64
+ * (mop.threads_per_worker = 0).
+ */
+int			mop_plan_threads_per_worker(int cores, int workers);
+
+/*
+ * A speed (rows per second) at t threads, from the speed measured at one
+ * thread (rate_1) and at n threads (rate_n): Amdahl's law through both
+ * (the parallel share f from the two, clamped to 0..1; exact at 1 and n).
+ * rate_n <= 0 or n <= 1: rate_1 at every t.
+ */
+double		mop_plan_rate_at_threads(double rate_1, double rate_n, int n, int t);
 
 /* what bounded workers => 'auto' */
 typedef enum mop_plan_auto_limit
@@ -169,13 +188,14 @@ int32_t		mop_plan_asha(int32_t r_min, int32_t R, int32_t eta, int32_t max_trials
 						  mop_plan_rung *out, int32_t cap);
 
 /*
- * n trials of the same epochs and epoch_s (a search whose configurations
- * are not known before it runs: random search, TPE, PBT's population, at
- * the mean epoch of its space) for w = 1..max_w workers, as
- * mop_plan_workers; overhead: the run's fixed cost and n first checkpoints
- * of state_bytes each.  Returns as mop_plan_workers.
+ * n trials of the same epochs (a search whose configurations are not known
+ * before it runs: random search, TPE, PBT's population, at the mean epoch
+ * of its space) for w = 1..max_w workers, as mop_plan_workers, an epoch
+ * taking epoch_s[w - 1] seconds with w workers; overhead: the run's fixed
+ * cost and n first checkpoints of state_bytes each.  Returns as
+ * mop_plan_workers.
  */
-int			mop_plan_trials(const mop_plan_costs *k, int P, int n, int32_t epochs, double epoch_s,
+int			mop_plan_trials(const mop_plan_costs *k, int P, int n, int32_t epochs, const double *epoch_s,
 							double state_bytes, mop_pick pick, int max_w,
 							double *makespan, double *bound, int *knee);
 

@@ -15,7 +15,9 @@
  *   MOP_PICK_RANDOM   Cerebro's randomized scheduler: uniform at random;
  *   MOP_PICK_LONGEST  the model with the most estimated remaining work first
  *                     (ties at random) -- the classic LPT rule, which keeps
- *                     long models from being left for the end;
+ *                     long models from being left for the end; a model's
+ *                     sub-epoch cost is estimated from its profile (a cost
+ *                     hint) until its own sub-epochs are observed;
  *   MOP_PICK_PRIORITY the highest caller-set priority first (Hermes-style
  *                     convergence-aware scheduling sets these); among equal
  *                     priorities a model already started first, then the
@@ -155,6 +157,14 @@ void		mop_sched_hold(mop_sched *s, int32_t model, int64_t subepochs);
 
 /* Sub-epochs a model has trained in all. */
 int64_t		mop_sched_position(const mop_sched *s, int32_t model);
+
+/*
+ * What one sub-epoch of a model is expected to cost, from a profile
+ * (MOP_PICK_LONGEST ranks by it until the model's first sub-epoch ends;
+ * hints are calibrated against the sub-epochs of hinted models observed so
+ * far, so only their ratios matter).  A cost <= 0 is ignored.
+ */
+void		mop_sched_set_cost_hint(mop_sched *s, int32_t model, double cost);
 
 /* Set a model's priority (MOP_PICK_PRIORITY). */
 void		mop_sched_set_priority(mop_sched *s, int32_t model, double priority);

@@ -38,11 +38,13 @@ typedef struct mop_sim_result
 /*
  * Simulate n_models models with epochs[i] epochs and sub-epoch cost
  * cost[i] * (partition factor) on W workers and P partitions.  part_factor
- * may be NULL (all partitions equal).  Returns 0 on success.
+ * may be NULL (all partitions equal).  hint may be NULL, or what the
+ * scheduler is told each model's sub-epoch costs before it observes one
+ * (mop_sched_set_cost_hint; a profile's estimate).  Returns 0 on success.
  */
 int			mop_sim_run(int W, int P, int n_models, const int32_t *epochs,
 						const double *cost, const double *part_factor,
-						uint64_t seed, int deterministic, mop_pick pick,
+						const double *hint, uint64_t seed, int deterministic, mop_pick pick,
 						int keep_hops, mop_sim_result *res);
 
 /*

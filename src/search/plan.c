@@ -54,7 +54,7 @@ mop_plan_run_overhead(const mop_plan_costs *k, int n, const double *state_bytes)
 }
 
 int
-mop_plan_workers(int P, int n, const int32_t *epochs, const double *epoch_s,
+mop_plan_workers(int P, int n, const int32_t *epochs, const double *epoch_s, size_t stride,
 				 double overhead, mop_pick pick, int max_w,
 				 double *makespan, double *bound, int *knee)
 {
@@ -69,14 +69,19 @@ mop_plan_workers(int P, int n, const int32_t *epochs, const double *epoch_s,
 		return 0;
 	if (!(cost = malloc(sizeof(double) * n)))
 		return -1;
-	for (int i = 0; i < n; i++)
-		cost[i] = epoch_s[i] / P;
 	for (int w = 1; w <= max_w; w++)
 	{
 		mop_sim_result r;
+		const double *es = epoch_s + (size_t) (w - 1) * stride;
 
-		/* a worker owns a partition: more workers than partitions idle */
-		if (mop_sim_run(w < P ? w : P, P, n, epochs, cost, NULL, 0, 0, pick, 0, &r) != 0 ||
+		for (int i = 0; i < n; i++)
+			cost[i] = es[i] / P;
+		/*
+		 * a worker owns a partition: more workers than partitions idle; the
+		 * scheduler is told each model's cost up front, as a run is told
+		 * its profile
+		 */
+		if (mop_sim_run(w < P ? w : P, P, n, epochs, cost, NULL, cost, 0, 0, pick, 0, &r) != 0 ||
 			r.deadlock)
 		{
 			free(cost);
@@ -89,6 +94,37 @@ mop_plan_workers(int P, int n, const int32_t *epochs, const double *epoch_s,
 	}
 	free(cost);
 	return 0;
+}
+
+int
+mop_plan_threads_per_worker(int cores, int workers)
+{
+	int			t;
+
+	if (cores < 1 || workers < 1)
+		return 1;
+	t = cores / workers;
+	return t < 1 ? 1 : (t > 64 ? 64 : t);
+}
+
+double
+mop_plan_rate_at_threads(double rate_1, double rate_n, int n, int t)
+{
+	double		f;
+
+	if (!(rate_1 > 0))
+		return 0;
+	if (t <= 1 || n <= 1 || !(rate_n > 0))
+		return rate_1;
+	if (t >= n)
+		return rate_n;
+	/* Amdahl's law through both measurements: the parallel share f */
+	f = (1.0 - rate_1 / rate_n) / (1.0 - 1.0 / n);
+	if (f < 0)
+		f = 0;
+	if (f > 1)
+		f = 1;
+	return rate_1 / ((1.0 - f) + f / t);
 }
 
 int
@@ -155,7 +191,7 @@ mop_plan_asha(int32_t r_min, int32_t R, int32_t eta, int32_t max_trials,
 }
 
 int
-mop_plan_trials(const mop_plan_costs *k, int P, int n, int32_t epochs, double epoch_s,
+mop_plan_trials(const mop_plan_costs *k, int P, int n, int32_t epochs, const double *epoch_s,
 				double state_bytes, mop_pick pick, int max_w,
 				double *makespan, double *bound, int *knee)
 {
@@ -163,12 +199,13 @@ mop_plan_trials(const mop_plan_costs *k, int P, int n, int32_t epochs, double ep
 	double	   *cost,
 			   *bytes;
 	int			rc;
+	size_t		m = n > 0 ? (size_t) n : 1;
 
-	if (n < 0 || epochs < 1)
+	if (n < 0 || epochs < 1 || max_w < 1)
 		return -1;
-	ep = malloc(sizeof(int32_t) * (n > 0 ? n : 1));
-	cost = malloc(sizeof(double) * (n > 0 ? n : 1));
-	bytes = malloc(sizeof(double) * (n > 0 ? n : 1));
+	ep = malloc(sizeof(int32_t) * m);
+	cost = malloc(sizeof(double) * m * max_w);
+	bytes = malloc(sizeof(double) * m);
 	if (!ep || !cost || !bytes)
 	{
 		free(ep);
@@ -179,10 +216,11 @@ mop_plan_trials(const mop_plan_costs *k, int P, int n, int32_t epochs, double ep
 	for (int i = 0; i < n; i++)
 	{
 		ep[i] = epochs;
-		cost[i] = epoch_s;
 		bytes[i] = state_bytes;
+		for (int w = 1; w <= max_w; w++)
+			cost[(size_t) (w - 1) * m + i] = epoch_s[w - 1];
 	}
-	rc = mop_plan_workers(P, n, ep, cost, mop_plan_run_overhead(k, n, bytes), pick, max_w,
+	rc = mop_plan_workers(P, n, ep, cost, m, mop_plan_run_overhead(k, n, bytes), pick, max_w,
 						  makespan, bound, knee);
 	free(ep);
 	free(cost);

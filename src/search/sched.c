@@ -27,6 +27,7 @@ typedef struct model_state
 	int32_t		started;		/* has been given a task (or restored with progress) */
 	double		cost_sum;		/* observed sub-epoch costs */
 	int64_t		cost_n;
+	double		hint;			/* a sub-epoch's cost from a profile (0: none) */
 	double		priority;
 	uint8_t    *visited;		/* [P] */
 	int32_t    *seq;			/* fixed visiting sequence (replay), or NULL */
@@ -47,6 +48,10 @@ struct mop_sched
 	model_state *m;
 	double		all_cost_sum;
 	int64_t		all_cost_n;
+	double		hint_sum;		/* hints of all models that have one */
+	int32_t		hint_n;
+	double		cal_cost;		/* observed costs of hinted models' sub-epochs, */
+	double		cal_hint;		/* and those models' hints: hints' calibration */
 	int32_t		n_perms;		/* cached per-epoch permutations */
 	int32_t   **perms;
 	uint8_t    *holds;			/* [W * P]: worker w holds a copy of partition p;
@@ -382,6 +387,24 @@ mop_sched_set_priority(mop_sched *s, int32_t model, double priority)
 		s->m[model].priority = priority;
 }
 
+void
+mop_sched_set_cost_hint(mop_sched *s, int32_t model, double cost)
+{
+	model_state *ms;
+
+	if (model < 0 || model >= s->n || !(cost > 0) || !isfinite(cost))
+		return;
+	ms = &s->m[model];
+	if (ms->hint > 0)
+	{
+		s->hint_sum -= ms->hint;
+		s->hint_n--;
+	}
+	ms->hint = cost;
+	s->hint_sum += cost;
+	s->hint_n++;
+}
+
 /* Seeded Fisher-Yates permutation of 0..P-1 for one epoch, into perm. */
 static void
 epoch_perm(uint64_t seed, int32_t epoch, int32_t P, int32_t *perm)
@@ -438,14 +461,24 @@ mop_sched_order(const mop_sched *cs, int32_t model, int32_t epoch, int32_t k)
 	return s->perms[epoch][pos];
 }
 
-/* Estimated cost of one sub-epoch of model i. */
+/*
+ * Estimated cost of one sub-epoch of model i: what its sub-epochs took so
+ * far; before its first, its profiled cost (hint) scaled by how the
+ * hinted models' sub-epochs compared with their hints so far (profiles
+ * measure a few minibatches, a sub-epoch also pays its hop); else the mean
+ * of all sub-epochs so far, or of all hints, or 1.
+ */
 static double
 est_cost(const mop_sched *s, const model_state *ms)
 {
 	if (ms->cost_n > 0)
 		return ms->cost_sum / ms->cost_n;
+	if (ms->hint > 0)
+		return ms->hint * (s->cal_hint > 0 && s->cal_cost > 0 ? s->cal_cost / s->cal_hint : 1.0);
 	if (s->all_cost_n > 0)
 		return s->all_cost_sum / s->all_cost_n;
+	if (s->hint_n > 0)
+		return s->hint_sum / s->hint_n;
 	return 1.0;
 }
 
@@ -680,6 +713,11 @@ mop_sched_complete(mop_sched *s, const mop_task *t, double cost)
 		ms->cost_n++;
 		s->all_cost_sum += cost;
 		s->all_cost_n++;
+		if (ms->hint > 0)
+		{
+			s->cal_cost += cost;
+			s->cal_hint += ms->hint;
+		}
 	}
 	if (ms->n_visited == s->P)
 	{

@@ -10,7 +10,7 @@
 /* Run the simulation. */
 int
 mop_sim_run(int W, int P, int n_models, const int32_t *epochs, const double *cost,
-			const double *part_factor, uint64_t seed, int deterministic,
+			const double *part_factor, const double *hint, uint64_t seed, int deterministic,
 			mop_pick pick, int keep_hops, mop_sim_result *res)
 {
 	mop_sched  *s = mop_sched_new(W, P, seed, deterministic, pick);
@@ -31,6 +31,8 @@ mop_sim_run(int W, int P, int n_models, const int32_t *epochs, const double *cos
 
 		if (mop_sched_add_model(s, epochs[i]) != i)
 			goto fail;
+		if (hint)
+			mop_sched_set_cost_hint(s, i, hint[i]);
 		for (int p = 0; p < P; p++)
 			work += cost[i] * (part_factor ? part_factor[p] : 1.0);
 		work *= epochs[i];

@@ -59,7 +59,7 @@ main(int argc, char **argv)
 			mop_sim_result r;
 			clock_t		t0 = clock();
 
-			if (mop_sim_run(W, W, n, epochs, cost, NULL, 7, det, pick, 0, &r) != 0)
+			if (mop_sim_run(W, W, n, epochs, cost, NULL, NULL, 7, det, pick, 0, &r) != 0)
 			{
 				fprintf(stderr, "simulation failed\n");
 				return 1;

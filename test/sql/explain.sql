@@ -1,6 +1,9 @@
 -- explain: what a grid search would cost before it runs; nothing is trained
 -- (err(q) is defined in install.sql; the tables are its own)
 SET client_min_messages = warning;
+-- profiles at one thread, whatever the machine's cores (the automatic
+-- count, which profiles at all the cores too, is tested at the end)
+SET mop.threads_per_worker = 1;
 CREATE TABLE xpl AS
 SELECT i AS id, (i % 3)::text AS label,
        ARRAY(SELECT ((i % 3) * 0.2 + sin(i * 3 + j))::real FROM generate_series(1, 32) j) AS v
@@ -213,6 +216,36 @@ SET LOCAL mop.plan_segment_cost = 0;
 SELECT bool_and(abs(x.hop_s - x0.hop_s) < 1e-12) AS same_without_it
   FROM mop_explain('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', 1) x JOIN xseg0 x0 USING (config_no);
 ROLLBACK;
+-- a network has a profile per thread count: with a count set, at that
+-- count only (its key and version say it); the automatic count also
+-- profiles at all the cores (none more on a one-core machine)
+DELETE FROM mop.profiles WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name = 'xpl');
+SET mop.threads_per_worker = 2;
+SELECT count(*) AS configs FROM mop_explain('xpl', '{"model": {"layers": [{"type": "dense", "units": 40}, {"type": "dense", "units": 3}]}}', 1);
+SELECT count(*) AS profiles, bool_and(spec_key LIKE '%@2') AS keyed_by_threads, bool_and(engine_version LIKE '%(2 threads)') AS versioned_by_threads
+  FROM mop.profiles WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name = 'xpl');
+RESET mop.threads_per_worker;
+SELECT count(*) AS configs FROM mop_explain_workers('xpl', '{"model": {"layers": [{"type": "dense", "units": 40}, {"type": "dense", "units": 3}]}}', 1, 2);
+SELECT count(*) FILTER (WHERE spec_key NOT LIKE '%@%') AS one_thread,
+       count(*) FILTER (WHERE spec_key LIKE '%@%' AND spec_key NOT LIKE '%@2') <= 1 AS all_cores_at_most_once
+  FROM mop.profiles WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name = 'xpl');
+SET mop.threads_per_worker = 1;
+-- the longest-first scheduler ranks models by their profiles before they
+-- have trained: the widest network of five starts first (one worker; the
+-- coordinator profiles what mop.profiles does not hold)
+SELECT count(*) AS models FROM mop_grid_search('xpl', '{"model": [{"layers": [{"type": "dense", "units": 2}, {"type": "dense", "units": 3}]},
+                                                                  {"layers": [{"type": "dense", "units": 4}, {"type": "dense", "units": 3}]},
+                                                                  {"layers": [{"type": "dense", "units": 512, "activation": "relu"}, {"type": "dense", "units": 512, "activation": "relu"}, {"type": "dense", "units": 3}]},
+                                                                  {"layers": [{"type": "dense", "units": 6}, {"type": "dense", "units": 3}]},
+                                                                  {"layers": [{"type": "dense", "units": 8}, {"type": "dense", "units": 3}]}],
+                                                        "seed": 4}',
+                                               epochs => 1, workers => 1, scheduler => 'longest', seed => 2);
+SELECT max(id) AS longest_run FROM mop.runs \gset
+SELECT jsonb_array_length(m.config->'model'->'layers') AS first_started_layers
+  FROM mop.hops h JOIN mop.models m ON m.id = h.model_id
+ WHERE h.run_id = :longest_run ORDER BY h.started_at, h.id LIMIT 1;
+SELECT count(*) AS profiled_by_the_run
+  FROM mop.profiles WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name = 'xpl') AND spec_key NOT LIKE '%@%';
 -- dropping a dataset drops its profiles
 SELECT count(*) AS xpl_profiles FROM mop.profiles WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name = 'xpl');
 SELECT id AS xpl_id FROM mop.datasets WHERE name = 'xpl' \gset

@@ -77,7 +77,8 @@ RESET ROLE;
 SELECT count(*) FILTER (WHERE b.run_id IN (:a_run, :b_run, :su_run)) AS superuser_sees_best_of_all
   FROM mop.best b;
 -- the planner's profiles (mop.profiles): a tenant sees, changes and
--- deletes those of its own datasets only
+-- deletes those of its own datasets only (one profile each: at one thread)
+SET mop.threads_per_worker = 1;
 SET ROLE regress_mop_alice;
 SELECT count(*) AS configs FROM mop_explain('alice_pts', '{"model": [{"type": "dense", "units": 3}]}', 1);
 SELECT count(*) AS alice_profiles FROM mop.profiles;
@@ -88,6 +89,7 @@ WITH u AS (UPDATE mop.profiles SET rows_per_s = 1 RETURNING 1) SELECT count(*) A
 WITH d AS (DELETE FROM mop.profiles RETURNING 1) SELECT count(*) AS bob_deletes FROM d;
 RESET ROLE;
 SELECT count(*) AS superuser_sees FROM mop.profiles p JOIN mop.datasets d ON d.id = p.dataset_id WHERE d.name = 'alice_pts';
+RESET mop.threads_per_worker;
 -- a run in progress shows in mop.progress for its owner only
 SET ROLE regress_mop_alice;
 SELECT DISTINCT run_id AS live FROM mop_grid_search('alice_pts',

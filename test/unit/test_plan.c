@@ -108,7 +108,7 @@ TEST(plan_workers_even)
 	int			knee = 0;
 
 	/* 4 equal models over 2 partitions: 2 workers halve it, more idle */
-	CHECK(mop_plan_workers(2, 4, ep, es, 0.5, MOP_PICK_RANDOM, 4, mk, lb, &knee) == 0);
+	CHECK(mop_plan_workers(2, 4, ep, es, 0, 0.5, MOP_PICK_RANDOM, 4, mk, lb, &knee) == 0);
 	CHECKF(close_enough(mk[1], 8.5, 1e-9), "1 worker %g", mk[1]);
 	CHECKF(close_enough(mk[2], 4.5, 1e-9), "2 workers %g", mk[2]);
 	CHECK(close_enough(mk[3], mk[2], 1e-9) && close_enough(mk[4], mk[2], 1e-9));
@@ -126,7 +126,7 @@ TEST(plan_workers_one_long_model)
 	int			knee = 0;
 
 	/* the long model bounds 2 workers: 12 s against 10 s is 60 % efficient */
-	CHECK(mop_plan_workers(2, 3, ep, es, 0, MOP_PICK_LONGEST, 2, mk, lb, &knee) == 0);
+	CHECK(mop_plan_workers(2, 3, ep, es, 0, 0, MOP_PICK_LONGEST, 2, mk, lb, &knee) == 0);
 	CHECK(close_enough(mk[1], 12, 1e-9));
 	CHECK(mk[2] >= 10 - 1e-9);
 	CHECKF(knee == 1, "knee %d", knee);
@@ -141,9 +141,9 @@ TEST(plan_workers_run_cost_moves_the_knee)
 	int			knee = 0;
 
 	/* short runs: the run's own second (not parallel) makes 2 workers not worth it */
-	CHECK(mop_plan_workers(2, 4, ep, es, 0, MOP_PICK_RANDOM, 2, mk, lb, &knee) == 0);
+	CHECK(mop_plan_workers(2, 4, ep, es, 0, 0, MOP_PICK_RANDOM, 2, mk, lb, &knee) == 0);
 	CHECK(knee == 2);
-	CHECK(mop_plan_workers(2, 4, ep, es, 1.0, MOP_PICK_RANDOM, 2, mk, lb, &knee) == 0);
+	CHECK(mop_plan_workers(2, 4, ep, es, 0, 1.0, MOP_PICK_RANDOM, 2, mk, lb, &knee) == 0);
 	CHECKF(knee == 1, "knee %d (%g against %g)", knee, mk[1], mk[2]);
 	CHECK(close_enough(mk[1], 1.4, 1e-9) && close_enough(mk[2], 1.2, 1e-9));
 }
@@ -156,11 +156,11 @@ TEST(plan_workers_edges)
 				lb[3];
 	int			knee = 0;
 
-	CHECK(mop_plan_workers(0, 1, ep, es, 0, MOP_PICK_RANDOM, 2, mk, lb, &knee) == -1);
-	CHECK(mop_plan_workers(2, 1, ep, es, 0, MOP_PICK_RANDOM, 0, mk, lb, &knee) == -1);
+	CHECK(mop_plan_workers(0, 1, ep, es, 0, 0, MOP_PICK_RANDOM, 2, mk, lb, &knee) == -1);
+	CHECK(mop_plan_workers(2, 1, ep, es, 0, 0, MOP_PICK_RANDOM, 0, mk, lb, &knee) == -1);
 	/* nothing profiled: no makespan, knee 1 */
 	knee = 0;
-	CHECK(mop_plan_workers(2, 0, ep, es, 0, MOP_PICK_RANDOM, 2, mk, lb, &knee) == 0);
+	CHECK(mop_plan_workers(2, 0, ep, es, 0, 0, MOP_PICK_RANDOM, 2, mk, lb, &knee) == 0);
 	CHECK(knee == 1 && mk[1] == 0 && mk[2] == 0);
 }
 
@@ -284,14 +284,64 @@ TEST(plan_trials)
 	double		mk[3],
 				lb[3];
 	int			knee = 0;
+	double		one[2] = {1.0, 1.0},
+				threads[2] = {0.5, 1.0};
 
 	/* 4 trials of 2 epochs at 1 s over 2 partitions; 50 ms a run, 1 MiB states */
-	CHECK(mop_plan_trials(&costs, 2, 4, 2, 1.0, MiB, MOP_PICK_RANDOM, 2, mk, lb, &knee) == 0);
+	CHECK(mop_plan_trials(&costs, 2, 4, 2, one, MiB, MOP_PICK_RANDOM, 2, mk, lb, &knee) == 0);
 	/* 8 s of epochs, the run's 50 ms and 4 first checkpoints of 5 ms */
 	CHECKF(close_enough(mk[1], 8.07, 1e-9), "1 worker %g", mk[1]);
 	/* 2 workers: half the epochs at best, the scheduler's random picks may idle one sub-epoch */
 	CHECKF(mk[2] >= 4.07 - 1e-9 && mk[2] <= 4.57 + 1e-9 && lb[2] <= mk[2] + 1e-9, "2 workers %g", mk[2]);
 	CHECK(knee == 2);
-	CHECK(mop_plan_trials(&costs, 2, 4, 0, 1.0, MiB, MOP_PICK_RANDOM, 2, mk, lb, &knee) == -1);
-	CHECK(mop_plan_trials(&costs, 2, 0, 2, 1.0, MiB, MOP_PICK_RANDOM, 2, mk, lb, &knee) == 0 && mk[1] == 0);
+	CHECK(mop_plan_trials(&costs, 2, 4, 0, one, MiB, MOP_PICK_RANDOM, 2, mk, lb, &knee) == -1);
+	CHECK(mop_plan_trials(&costs, 2, 0, 2, one, MiB, MOP_PICK_RANDOM, 2, mk, lb, &knee) == 0 && mk[1] == 0);
+	/* one worker with both cores trains an epoch in 0.5 s, two with one each in 1 s */
+	CHECK(mop_plan_trials(&costs, 2, 4, 2, threads, MiB, MOP_PICK_RANDOM, 2, mk, lb, &knee) == 0);
+	CHECKF(close_enough(mk[1], 4.07, 1e-9), "1 worker, 2 threads %g", mk[1]);
+	CHECKF(mk[2] >= 4.07 - 1e-9, "2 workers, 1 thread each %g", mk[2]);
+	CHECKF(knee == 1, "knee %d: a second worker gains nothing", knee);
+}
+
+/* Each worker count its own epoch times (stride): w's row is used for w workers. */
+TEST(plan_workers_per_worker_count)
+{
+	int32_t		ep[2] = {1, 1};
+	/* w = 1: 2 s and 4 s an epoch (all cores); w = 2: 3 s and 6 s (half each) */
+	double		es[4] = {2, 4, 3, 6},
+				mk[3],
+				lb[3];
+	int			knee = 0;
+
+	CHECK(mop_plan_workers(1, 2, ep, es, 2, 0, MOP_PICK_LONGEST, 2, mk, lb, &knee) == 0);
+	CHECKF(close_enough(mk[1], 6, 1e-9), "1 worker %g", mk[1]);
+	/* one partition: the second worker idles, and the models train at w = 2's speed */
+	CHECKF(close_enough(mk[2], 9, 1e-9), "2 workers %g", mk[2]);
+	CHECK(knee == 1);
+}
+
+TEST(plan_threads)
+{
+	/* the cores shared out, at least 1, at most 64 */
+	CHECK(mop_plan_threads_per_worker(8, 1) == 8);
+	CHECK(mop_plan_threads_per_worker(8, 3) == 2);
+	CHECK(mop_plan_threads_per_worker(2, 4) == 1);
+	CHECK(mop_plan_threads_per_worker(256, 1) == 64);
+	CHECK(mop_plan_threads_per_worker(0, 1) == 1 && mop_plan_threads_per_worker(4, 0) == 1);
+	/* exact at the two measurements */
+	CHECK(close_enough(mop_plan_rate_at_threads(100, 300, 4, 1), 100, 1e-12));
+	CHECK(close_enough(mop_plan_rate_at_threads(100, 300, 4, 4), 300, 1e-12));
+	CHECK(close_enough(mop_plan_rate_at_threads(100, 300, 4, 8), 300, 1e-12));
+	/* 1/100 at one thread, 1/300 at four: f = (1 - 1/3) / (3/4) = 8/9; at 2: 1/100 (1/9 + 4/9) */
+	CHECKF(close_enough(mop_plan_rate_at_threads(100, 300, 4, 2), 180, 1e-9), "%g",
+		   mop_plan_rate_at_threads(100, 300, 4, 2));
+	/* no gain measured: the same at every count; slower with more: clamped to no gain */
+	CHECK(close_enough(mop_plan_rate_at_threads(100, 100, 4, 2), 100, 1e-12));
+	CHECK(close_enough(mop_plan_rate_at_threads(100, 80, 4, 2), 100, 1e-12));
+	/* super-linear: clamped to a perfectly parallel share */
+	CHECK(close_enough(mop_plan_rate_at_threads(100, 500, 4, 2), 200, 1e-9));
+	/* nothing at n threads, or one core: the one-thread speed */
+	CHECK(close_enough(mop_plan_rate_at_threads(100, 0, 4, 2), 100, 1e-12));
+	CHECK(close_enough(mop_plan_rate_at_threads(100, 300, 1, 2), 100, 1e-12));
+	CHECK(mop_plan_rate_at_threads(0, 300, 4, 2) == 0);
 }

@@ -2,6 +2,8 @@
  * test_sched.c -- the MOP scheduler core: invariants of the schedules it
  * produces under simulated timing, determinism, dynamic budgets, restore.
  */
+#include <math.h>
+
 #include "harness.h"
 #include "../../src/search/mop_sched.h"
 #include "../../src/search/mop_sim.h"
@@ -68,7 +70,7 @@ run_case(int W, int P, int n, int deterministic, mop_pick pick, uint64_t seed)
 	}
 	for (int p = 0; p < P; p++)
 		pf[p] = 1.0 + 0.1 * (p % 3);
-	CHECK(mop_sim_run(W, P, n, epochs, cost, pf, seed, deterministic, pick, 1, &r) == 0);
+	CHECK(mop_sim_run(W, P, n, epochs, cost, pf, NULL, seed, deterministic, pick, 1, &r) == 0);
 	check_invariants(&r, W, P, n, epochs);
 	CHECK(r.makespan >= r.lower_bound - 1e-9);
 	free(r.hops);
@@ -105,7 +107,7 @@ sequences(int W, int P, int n, const double *cost, uint64_t seed, int32_t *seq)
 
 	for (int i = 0; i < n; i++)
 		epochs[i] = 2;
-	mop_sim_run(W, P, n, epochs, cost, NULL, seed, 1, MOP_PICK_RANDOM, 1, &r);
+	mop_sim_run(W, P, n, epochs, cost, NULL, NULL, seed, 1, MOP_PICK_RANDOM, 1, &r);
 	/* hops are recorded in completion order; per model that is visit order */
 	for (int64_t h = 0; h < r.n_hops; h++)
 	{
@@ -195,6 +197,86 @@ TEST(sched_priority_policy_prefers_high)
 	mop_sched_complete(s, &t, 1);
 	CHECK(mop_sched_next(s, 0, &t) == MOP_ASSIGNED && t.model == 1);
 	mop_sched_free(s);
+}
+
+/* Longest-first ranks unobserved models by their profiled cost (hint). */
+TEST(sched_longest_uses_cost_hints)
+{
+	mop_sched  *s = mop_sched_new(1, 1, 3, 0, MOP_PICK_LONGEST);
+	mop_task	t;
+
+	for (int i = 0; i < 4; i++)
+		mop_sched_add_model(s, 1);
+	mop_sched_set_cost_hint(s, 0, 1.0);
+	mop_sched_set_cost_hint(s, 1, 5.0);
+	mop_sched_set_cost_hint(s, 2, 2.0);
+	mop_sched_set_cost_hint(s, 3, 3.0);
+	/* ignored: not a cost */
+	mop_sched_set_cost_hint(s, 0, -1.0);
+	mop_sched_set_cost_hint(s, 0, NAN);
+	mop_sched_set_cost_hint(s, 9, 100.0);
+	CHECK(mop_sched_next(s, 0, &t) == MOP_ASSIGNED && t.model == 1);
+	/* it took 10 (hint 5): the others are scaled alike, their order stays */
+	mop_sched_complete(s, &t, 10.0);
+	CHECK(mop_sched_next(s, 0, &t) == MOP_ASSIGNED && t.model == 3);
+	mop_sched_complete(s, &t, 6.0);
+	CHECK(mop_sched_next(s, 0, &t) == MOP_ASSIGNED && t.model == 2);
+	mop_sched_complete(s, &t, 4.0);
+	CHECK(mop_sched_next(s, 0, &t) == MOP_ASSIGNED && t.model == 0);
+	mop_sched_free(s);
+}
+
+/*
+ * A model without a hint among hinted ones: before anything is observed
+ * it counts at the hints' mean, then at the mean observed cost.
+ */
+TEST(sched_cost_hints_mixed_with_unhinted)
+{
+	mop_sched  *s = mop_sched_new(1, 1, 3, 0, MOP_PICK_LONGEST);
+	mop_task	t;
+
+	for (int i = 0; i < 3; i++)
+		mop_sched_add_model(s, 1);
+	mop_sched_set_cost_hint(s, 0, 1.0);
+	mop_sched_set_cost_hint(s, 1, 5.0);
+	/* model 2 at the mean hint, 3: model 1 (5) first, then 2 (3), then 0 (1) */
+	CHECK(mop_sched_next(s, 0, &t) == MOP_ASSIGNED && t.model == 1);
+	mop_sched_complete(s, &t, 5.0);
+	CHECK(mop_sched_next(s, 0, &t) == MOP_ASSIGNED && t.model == 2);
+	mop_sched_complete(s, &t, 1.0);
+	CHECK(mop_sched_next(s, 0, &t) == MOP_ASSIGNED && t.model == 0);
+	mop_sched_free(s);
+}
+
+/*
+ * One model ten times longer than ten others, 2 workers: with the profile
+ * it starts at once and the run ends at the bound; without, the scheduler
+ * only learns its cost once it has started it, and it often starts late.
+ */
+TEST(sched_hints_reach_the_bound)
+{
+	int32_t		epochs[11];
+	double		cost[11];
+	int			later = 0;
+
+	for (int i = 0; i < 11; i++)
+	{
+		epochs[i] = 1;
+		cost[i] = i == 7 ? 10.0 : 1.0;
+	}
+	for (uint64_t seed = 1; seed <= 10; seed++)
+	{
+		mop_sim_result with,
+					without;
+
+		CHECK(mop_sim_run(2, 2, 11, epochs, cost, NULL, cost, seed, 0, MOP_PICK_LONGEST, 0, &with) == 0);
+		CHECK(mop_sim_run(2, 2, 11, epochs, cost, NULL, NULL, seed, 0, MOP_PICK_LONGEST, 0, &without) == 0);
+		CHECKF(fabs(with.makespan - with.lower_bound) < 1e-9, "seed %d: %g against bound %g",
+			   (int) seed, with.makespan, with.lower_bound);
+		CHECK(without.makespan >= with.makespan - 1e-9);
+		later += without.makespan > with.makespan + 1e-9;
+	}
+	CHECKF(later >= 5, "without hints only %d of 10 runs were longer", later);
 }
 
 TEST(sched_priority_ties_started_then_most_work)

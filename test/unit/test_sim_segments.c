@@ -194,7 +194,7 @@ TEST(simseg_deterministic_orders)
 	for (int i = 0; i < N; i++)
 		epochs[i] = E;
 	/* the plain simulator, one worker per partition on one server */
-	CHECK(mop_sim_run(P, P, N, epochs, cost, NULL, 21, 1, MOP_PICK_LONGEST, 1, &pr) == 0);
+	CHECK(mop_sim_run(P, P, N, epochs, cost, NULL, NULL, 21, 1, MOP_PICK_LONGEST, 1, &pr) == 0);
 	for (int64_t h = 0, pos[N] = {0}; h < pr.n_hops; h++)
 		plain[pr.hops[h].model * E * P + pos[pr.hops[h].model]++] = pr.hops[h].partition;
 	free(pr.hops);
