@@ -13,7 +13,10 @@
 # PF_EPOCHS (3), PF_HB_R (9: Hyperband's max_resource), PF_THREADS
 # (mop.threads_per_worker for the runs and the profiles; default: unset,
 # automatic), MOPB_DIR, MOPB_PORT, MOPB_COMMIT, PF_KEEP (1: leave the
-# cluster running).  Output: stdout (the machine, then the tables).
+# cluster running), PF_LONG_EPOCHS (set: instead, one long run of the
+# 16-configuration grid with workers => 'auto' and that many epochs,
+# test/bench/plan_long.sql: the planner's share of it).  Output: stdout
+# (the machine, then the tables).
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -52,6 +55,12 @@ if [ -n "${PF_THREADS:-}" ]; then
 	export PGOPTIONS="-c mop.threads_per_worker=$PF_THREADS"
 fi
 echo "mop.threads_per_worker: ${PF_THREADS:-0 (automatic)}"
+if [ -n "${PF_LONG_EPOCHS:-}" ]; then
+	echo "rows: $ROWS of the Fashion-MNIST training set; one grid of ${PF_LONG_EPOCHS} epochs, workers => 'auto'"
+	$PSQL -v epochs="$PF_LONG_EPOCHS" -f test/bench/plan_long.sql
+	echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg); $(date -u '+%H:%M:%S UTC')"
+	exit 0
+fi
 echo "rows: $ROWS of the Fashion-MNIST training set; reps ${PF_REPS:-2}; epochs ${PF_EPOCHS:-3}; Hyperband max_resource ${PF_HB_R:-9}, eta 3"
 $PSQL -v reps="${PF_REPS:-2}" -v epochs="${PF_EPOCHS:-3}" -v hb_r="${PF_HB_R:-9}" -f test/bench/plan_fashion.sql
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg); $(date -u '+%H:%M:%S UTC')"
