@@ -186,6 +186,13 @@ auto_threads_n(void)
 	return Min(cores, 64);
 }
 
+/* whether a plan's worker counts train at different threads (the automatic count) */
+bool
+mop_xp_threads_vary(void)
+{
+	return auto_threads_n() > 0;
+}
+
 /* the threads each of `workers` local workers trains with */
 int
 mop_xp_threads_for_workers(int workers)
@@ -391,13 +398,13 @@ int			mop_xp_cost_measured,
 
 /*
  * The speeds of the network key at `threads` BLAS threads into c: from
- * mop.profiles, else measured on the dataset's first training buffer
- * (fetched once, into *x and *y) and kept.  Returns whether it was
- * measured.
+ * mop.profiles, else (when measure) measured on the dataset's first
+ * training buffer (fetched once, into *x and *y) and kept.  Returns
+ * whether it was measured.
  */
 static bool
 profile_speeds(const MopDataset *ds, const nn_spec *spec, const nn_spec *key, int threads,
-			   bytea **x, bytea **y, ConfigCost *c)
+			   bool measure, bytea **x, bytea **y, ConfigCost *c)
 {
 	char	   *version,
 			   *text;
@@ -406,7 +413,7 @@ profile_speeds(const MopDataset *ds, const nn_spec *spec, const nn_spec *key, in
 	mop_blas_set(threads);
 	version = profile_version();
 	text = profile_key_text(key, threads);
-	if (profile_get(ds, version, text, c))
+	if (profile_get(ds, version, text, c) || !measure)
 		return false;
 	if (*x == NULL)
 		first_buffer(ds, x, y);
@@ -429,7 +436,8 @@ mop_xp_epoch_at(const MopDataset *ds, const ConfigCost *c, int workers, double r
 	mop_plan_costs k;
 	mop_plan_profile pp;
 	mop_plan_cost pc;
-	int			t = mop_xp_threads_for_workers(Max(workers, 1));
+	/* a run has a worker per partition at most */
+	int			t = mop_xp_threads_for_workers(Max(Min(workers, ds->partitions), 1));
 
 	if (sub_epoch_s)
 		*sub_epoch_s = 0;
@@ -449,12 +457,14 @@ mop_xp_epoch_at(const MopDataset *ds, const ConfigCost *c, int workers, double r
 /*
  * Cost every configuration of the list; returns their number.  At most
  * max_profiles networks are profiled (0: all); configurations of the others
- * are left unprofiled (train_rows_s 0).  The costs (hop_s, sub_epoch_s,
+ * are left unprofiled (train_rows_s 0), and so are those whose profiles
+ * are not in mop.profiles unless measure.  The costs (hop_s, sub_epoch_s,
  * epoch_s) are at the profile's threads; mop_xp_epoch_at() gives them for
  * a number of workers.
  */
 int
-mop_xp_cost_configs(const MopDataset *ds, List *configs, int epochs, int max_profiles, ConfigCost **out)
+mop_xp_cost_configs(const MopDataset *ds, List *configs, int epochs, int max_profiles, bool measure,
+					ConfigCost **out)
 {
 	int			n = list_length(configs);
 	ConfigCost *c = palloc0(sizeof(ConfigCost) * Max(n, 1));
@@ -510,21 +520,21 @@ mop_xp_cost_configs(const MopDataset *ds, List *configs, int epochs, int max_pro
 		else if (c[i].fits && (max_profiles <= 0 || mop_xp_cost_measured + mop_xp_cost_cached < max_profiles))
 		{
 			/* a network counts as measured when one of its profiles was */
-			bool		measured = profile_speeds(ds, &spec, keys[i], base_threads, &x, &y, &c[i]);
+			bool		measured = profile_speeds(ds, &spec, keys[i], base_threads, measure, &x, &y, &c[i]);
 
 			if (threads_n > 0)
 			{
 				ConfigCost all = {0};
 
-				measured |= profile_speeds(ds, &spec, keys[i], threads_n, &x, &y, &all);
+				measured |= profile_speeds(ds, &spec, keys[i], threads_n, measure, &x, &y, &all);
 				c[i].threads_n = threads_n;
 				c[i].train_rows_s_n = all.train_rows_s;
 				c[i].eval_rows_s_n = all.eval_rows_s;
 			}
-			c[i].cached = !measured;
+			c[i].cached = !measured && c[i].train_rows_s > 0;
 			if (measured)
 				mop_xp_cost_measured++;
-			else
+			else if (c[i].cached)
 				mop_xp_cost_cached++;
 		}
 		if (c[i].train_rows_s > 0)
@@ -550,7 +560,7 @@ mop_xp_cost_configs(const MopDataset *ds, List *configs, int epochs, int max_pro
 int
 mop_xp_cost_grid(const MopDataset *ds, Jsonb *space, int epochs, ConfigCost **out)
 {
-	return mop_xp_cost_configs(ds, mop_space_grid(space), epochs, 0, out);
+	return mop_xp_cost_configs(ds, mop_space_grid(space), epochs, 0, true, out);
 }
 
 /* dataset, space, epochs: as the search functions read them */
@@ -636,11 +646,15 @@ mop_xp_explain_max_workers(FunctionCallInfo fcinfo, int argno, const MopDataset 
 
 /*
  * Run the scheduler's simulator over the profiled configurations: their
- * epochs, and once the run's own cost (plan.c).  Each worker count has its
- * own epoch times (mop_xp_epoch_at: the threads a worker gets).
- * fill_unprofiled: a configuration that fits but was not profiled counts
- * at the mean of the profiled ones (workers => 'auto', which profiles a
- * few networks only); else it is left out.
+ * epochs, and once the run's own cost (plan.c).  With the automatic thread
+ * count each worker count has its own epoch times (mop_xp_epoch_at: the
+ * threads its workers get): they give the makespans, while the efficiency
+ * and the knee come from the same run at one thread per worker -- every
+ * worker count fills the cores then, so what tells how many workers are
+ * worth it is how well the scheduler keeps them busy, not how the cores
+ * are split.  fill_unprofiled: a configuration that fits but was not
+ * profiled counts at the mean of the profiled ones (workers => 'auto',
+ * which profiles a few networks only); else it is left out.
  */
 void
 mop_xp_simulate_workers(const MopDataset *ds, const ConfigCost *c, int n, int epochs,
@@ -648,16 +662,27 @@ mop_xp_simulate_workers(const MopDataset *ds, const ConfigCost *c, int n, int ep
 {
 	int32	   *ep = palloc(sizeof(int32) * Max(n, 1));
 	double	   *bytes = palloc(sizeof(double) * Max(n, 1)),
-			   *cost;
+			   *cost,
+			   *base,
+			   *mk1,
+			   *lb1;
 	int		   *which = palloc(sizeof(int) * Max(n, 1));
 	int			m = 0,
-				profiled = 0;
+				profiled = 0,
+				knee1;
+	bool		per_w = mop_xp_threads_vary();
 	mop_plan_costs k;
-	double		remote = mop_xp_remote_share(ds);
+	double		remote = mop_xp_remote_share(ds),
+				mean1 = 0;
 
 	mop_xp_plan_costs(&k);
 	for (int i = 0; i < n; i++)
-		profiled += c[i].train_rows_s > 0;
+		if (c[i].train_rows_s > 0)
+		{
+			profiled++;
+			mean1 += c[i].epoch_s;
+		}
+	mean1 /= Max(profiled, 1);
 	for (int i = 0; i < n; i++)
 		if (c[i].train_rows_s > 0 || (fill_unprofiled && profiled > 0 && c[i].fits))
 		{
@@ -666,31 +691,54 @@ mop_xp_simulate_workers(const MopDataset *ds, const ConfigCost *c, int n, int ep
 			bytes[m] = mop_xp_state_bytes(&c[i]);
 			m++;
 		}
-	cost = palloc0(sizeof(double) * Max(m, 1) * max_w);
-	for (int w = 1; w <= max_w; w++)
+	/* at the profile's threads (one with the automatic count) */
+	base = palloc0(sizeof(double) * Max(m, 1));
+	for (int j = 0; j < m; j++)
+		base[j] = c[which[j]].train_rows_s > 0 ? c[which[j]].epoch_s : mean1;
+	/* for each worker count, at its threads */
+	cost = base;
+	if (per_w)
 	{
-		double	   *row = cost + (Size) (w - 1) * Max(m, 1),
-					mean = 0;
+		cost = palloc0(sizeof(double) * Max(m, 1) * max_w);
+		for (int w = 1; w <= max_w; w++)
+		{
+			double	   *row = cost + (Size) (w - 1) * Max(m, 1),
+						mean = 0;
 
-		for (int j = 0; j < m; j++)
-			if (c[which[j]].train_rows_s > 0)
-				mean += (row[j] = mop_xp_epoch_at(ds, &c[which[j]], w, remote, NULL));
-		mean /= Max(profiled, 1);
-		for (int j = 0; j < m; j++)
-			if (!(c[which[j]].train_rows_s > 0))
-				row[j] = mean;
+			for (int j = 0; j < m; j++)
+				if (c[which[j]].train_rows_s > 0)
+					mean += (row[j] = mop_xp_epoch_at(ds, &c[which[j]], w, remote, NULL));
+			mean /= Max(profiled, 1);
+			for (int j = 0; j < m; j++)
+				if (!(c[which[j]].train_rows_s > 0))
+					row[j] = mean;
+		}
 	}
 	p->max_w = max_w;
 	p->simulated = m;
 	p->overhead = mop_plan_run_overhead(&k, m, bytes);
 	p->makespan = palloc0(sizeof(double) * (max_w + 1));
 	p->bound = palloc0(sizeof(double) * (max_w + 1));
+	p->efficiency = palloc0(sizeof(double) * (max_w + 1));
+	mk1 = palloc0(sizeof(double) * (max_w + 1));
+	lb1 = palloc0(sizeof(double) * (max_w + 1));
 	CHECK_FOR_INTERRUPTS();
-	if (mop_plan_workers(Max(ds->partitions, 1), m, ep, cost, Max(m, 1), p->overhead,
-						 (mop_pick) mop_scheduler, max_w, p->makespan, p->bound, &p->knee) != 0)
+	if (mop_plan_workers(Max(ds->partitions, 1), m, ep, cost, per_w ? Max(m, 1) : 0, p->overhead,
+						 (mop_pick) mop_scheduler, max_w, p->makespan, p->bound, &p->knee) != 0 ||
+		(per_w && mop_plan_workers(Max(ds->partitions, 1), m, ep, base, 0, p->overhead,
+								   (mop_pick) mop_scheduler, max_w, mk1, lb1, &knee1) != 0))
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("the scheduler's simulation failed")));
+	if (per_w)
+	{
+		p->knee = knee1;
+		for (int w = 1; w <= max_w; w++)
+			p->efficiency[w] = mk1[w] > 0 ? mk1[1] / mk1[w] / w : 0;
+	}
+	else
+		for (int w = 1; w <= max_w; w++)
+			p->efficiency[w] = p->makespan[w] > 0 ? p->makespan[1] / p->makespan[w] / w : 0;
 }
 
 /*
@@ -728,7 +776,7 @@ mop_explain_workers(PG_FUNCTION_ARGS)
 		v[1] = Float8GetDatum(p.makespan[w]);
 		v[2] = Float8GetDatum(p.bound[w]);
 		v[3] = Float8GetDatum(p.makespan[1] / p.makespan[w]);
-		v[4] = Float8GetDatum(p.makespan[1] / p.makespan[w] / w);
+		v[4] = Float8GetDatum(p.efficiency[w]);
 		v[5] = BoolGetDatum(w == p.knee);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
 	}
@@ -762,7 +810,7 @@ mop_explain_auto_workers(const char *dataset, List *configs, int epochs, int par
 	mop_plan_auto_limit limit;
 	char	   *why;
 
-	n = mop_xp_cost_configs(ds, configs, epochs, AUTO_MAX_PROFILES, &c);
+	n = mop_xp_cost_configs(ds, configs, epochs, AUTO_MAX_PROFILES, true, &c);
 	max_w = Max(Min(Min(partitions, MOP_MAX_WORKERS), Max(processes, 1)), 1);
 	mop_xp_simulate_workers(ds, c, n, epochs, max_w, true, &p);
 	w = mop_plan_auto_workers(p.simulated > 0 ? p.knee : max_w, cores, partitions, n,
@@ -784,9 +832,9 @@ mop_explain_auto_workers(const char *dataset, List *configs, int epochs, int par
 			why = psprintf("the run's %d configuration%s", n, n == 1 ? "" : "s");
 			break;
 		default:
-			if (w < max_w && p.makespan[w + 1] > 0)
+			if (w < max_w && p.efficiency[w + 1] > 0)
 				why = psprintf("the plan's knee: %d workers would be %.0f%% efficient",
-							   w + 1, 100.0 * p.makespan[1] / p.makespan[w + 1] / (w + 1));
+							   w + 1, 100.0 * p.efficiency[w + 1]);
 			else
 				why = pstrdup("the plan's knee");
 			break;

@@ -57,7 +57,7 @@ mop_xp_space_mean_epoch(const MopDataset *ds, Jsonb *space, int epochs, int max_
 				bytes = 0,
 				remote = max_w > 0 ? mop_xp_remote_share(ds) : 0;
 
-	n = mop_xp_cost_configs(ds, mop_space_random(space, AUTO_MAX_PROFILES, 0), epochs, AUTO_MAX_PROFILES, &c);
+	n = mop_xp_cost_configs(ds, mop_space_random(space, AUTO_MAX_PROFILES, 0), epochs, AUTO_MAX_PROFILES, true, &c);
 	for (int w = 1; w <= max_w; w++)
 		mean_w[w - 1] = 0;
 	for (int i = 0; i < n; i++)
@@ -226,6 +226,7 @@ mop_explain_trials(PG_FUNCTION_ARGS)
 	double		mean,
 				state,
 			   *mean_w,
+			   *efficiency,
 			   *makespan,
 			   *bound;
 	mop_plan_costs k;
@@ -260,6 +261,26 @@ mop_explain_trials(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("the scheduler's simulation failed")));
+	/* efficiency and knee at one thread per worker (mop_xp_simulate_workers) */
+	efficiency = palloc0(sizeof(double) * (max_w + 1));
+	for (int w = 1; w <= max_w; w++)
+		efficiency[w] = makespan[w] > 0 ? makespan[1] / makespan[w] / w : 0;
+	if (mean > 0 && mop_xp_threads_vary())
+	{
+		double	   *one = palloc(sizeof(double) * max_w),
+				   *mk1 = palloc0(sizeof(double) * (max_w + 1)),
+				   *lb1 = palloc0(sizeof(double) * (max_w + 1));
+
+		for (int w = 1; w <= max_w; w++)
+			one[w - 1] = mean;
+		if (mop_plan_trials(&k, Max(ds->partitions, 1), trials, epochs, one, state,
+							(mop_pick) mop_scheduler, max_w, mk1, lb1, &knee) != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INTERNAL_ERROR),
+					 errmsg("the scheduler's simulation failed")));
+		for (int w = 1; w <= max_w; w++)
+			efficiency[w] = mk1[w] > 0 ? mk1[1] / mk1[w] / w : 0;
+	}
 	MemoryContextSwitchTo(old);
 	for (int w = 1; w <= max_w && mean > 0; w++)
 	{
@@ -270,7 +291,7 @@ mop_explain_trials(PG_FUNCTION_ARGS)
 		v[1] = Float8GetDatum(makespan[w]);
 		v[2] = Float8GetDatum(bound[w]);
 		v[3] = Float8GetDatum(makespan[1] / makespan[w]);
-		v[4] = Float8GetDatum(makespan[1] / makespan[w] / w);
+		v[4] = Float8GetDatum(efficiency[w]);
 		v[5] = BoolGetDatum(w == knee);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, nulls);
 	}

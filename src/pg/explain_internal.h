@@ -42,6 +42,8 @@ typedef struct WorkerPlan
 	double		overhead;		/* the run's own cost, in every makespan */
 	double	   *makespan;
 	double	   *bound;
+	double	   *efficiency;		/* at one thread per worker with the automatic
+								 * count: how well w workers are kept busy */
 } WorkerPlan;
 
 /* profiles the last mop_xp_cost_grid() (or _configs) measured, and found in mop.profiles */
@@ -52,12 +54,13 @@ extern void mop_xp_plan_costs(mop_plan_costs *k);
 extern double mop_xp_remote_share(const MopDataset *ds);
 extern double mop_xp_state_bytes(const ConfigCost *c);
 extern int	mop_xp_cost_configs(const MopDataset *ds, List *configs, int epochs, int max_profiles,
-								ConfigCost **out);
+								bool measure, ConfigCost **out);
 extern int	mop_xp_cost_grid(const MopDataset *ds, Jsonb *space, int epochs, ConfigCost **out);
 extern void mop_xp_explain_args(FunctionCallInfo fcinfo, MopDataset **ds, Jsonb **space, int *epochs);
 extern Datum mop_xp_nullable_float(double v, bool *isnull);
 extern int	mop_xp_explain_max_workers(FunctionCallInfo fcinfo, int argno, const MopDataset *ds);
 extern int	mop_xp_profile_threads(void);
+extern bool mop_xp_threads_vary(void);
 extern int	mop_xp_threads_for_workers(int workers);
 extern double mop_xp_epoch_at(const MopDataset *ds, const ConfigCost *c, int workers, double remote,
 							   double *sub_epoch_s);

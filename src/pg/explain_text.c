@@ -206,7 +206,7 @@ mop_explain_text(PG_FUNCTION_ARGS)
 		for (int w = 1; w <= max_w; w++)
 			put_linef(rsinfo, "    %d worker%s: %.3f s  (speedup=%.2fx efficiency=%.0f%%)%s",
 					  w, w == 1 ? "" : "s", p.makespan[w], p.makespan[1] / p.makespan[w],
-					  100.0 * p.makespan[1] / p.makespan[w] / w,
+					  100.0 * p.efficiency[w],
 					  w == p.knee ? "  <- knee" : "");
 	}
 

@@ -224,12 +224,25 @@ SET mop.threads_per_worker = 2;
 SELECT count(*) AS configs FROM mop_explain('xpl', '{"model": {"layers": [{"type": "dense", "units": 40}, {"type": "dense", "units": 3}]}}', 1);
 SELECT count(*) AS profiles, bool_and(spec_key LIKE '%@2') AS keyed_by_threads, bool_and(engine_version LIKE '%(2 threads)') AS versioned_by_threads
   FROM mop.profiles WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name = 'xpl');
+DELETE FROM mop.profiles WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name = 'xpl');
 RESET mop.threads_per_worker;
-SELECT count(*) AS configs FROM mop_explain_workers('xpl', '{"model": {"layers": [{"type": "dense", "units": 40}, {"type": "dense", "units": 3}]}}', 1, 2);
+\set cores `nproc`
+CREATE TEMP TABLE xauto AS SELECT * FROM mop_explain_workers('xpl', '{"model": {"layers": [{"type": "dense", "units": 40}, {"type": "dense", "units": 3}]},
+                                                                "learning_rate": [0.1, 0.03, 0.01, 0.003, 0.001]}', 1, 2);
 SELECT count(*) FILTER (WHERE spec_key NOT LIKE '%@%') AS one_thread,
-       count(*) FILTER (WHERE spec_key LIKE '%@%' AND spec_key NOT LIKE '%@2') <= 1 AS all_cores_at_most_once
+       count(*) FILTER (WHERE spec_key = (SELECT spec_key FROM mop.profiles WHERE spec_key NOT LIKE '%@%' LIMIT 1) || '@' || least(:cores, 64))
+         = CASE WHEN :cores > 1 THEN 1 ELSE 0 END AS all_cores_when_several,
+       count(*) = CASE WHEN :cores > 1 THEN 2 ELSE 1 END AS no_other
   FROM mop.profiles WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name = 'xpl');
+-- every worker count fills the cores then: the efficiency and the knee
+-- are those of one thread per worker (the same profile), the makespans
+-- those of each count's threads
 SET mop.threads_per_worker = 1;
+CREATE TEMP TABLE xone AS SELECT * FROM mop_explain_workers('xpl', '{"model": {"layers": [{"type": "dense", "units": 40}, {"type": "dense", "units": 3}]},
+                                                              "learning_rate": [0.1, 0.03, 0.01, 0.003, 0.001]}', 1, 2);
+SELECT bool_and(abs(a.efficiency - o.efficiency) < 1e-9) AS same_efficiency, bool_and(a.knee = o.knee) AS same_knee,
+       bool_and(a.makespan_s >= a.lower_bound_s - 1e-9) AS bounded
+  FROM xauto a JOIN xone o USING (workers);
 -- the longest-first scheduler ranks models by their profiles before they
 -- have trained: the widest network of five starts first (one worker; the
 -- coordinator profiles what mop.profiles does not hold)
@@ -247,7 +260,7 @@ SELECT jsonb_array_length(m.config->'model'->'layers') AS first_started_layers
 SELECT count(*) AS profiled_by_the_run
   FROM mop.profiles WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name = 'xpl') AND spec_key NOT LIKE '%@%';
 -- dropping a dataset drops its profiles
-SELECT count(*) AS xpl_profiles FROM mop.profiles WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name = 'xpl');
+SELECT count(*) FILTER (WHERE spec_key NOT LIKE '%@%') AS xpl_profiles FROM mop.profiles WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name = 'xpl');
 SELECT id AS xpl_id FROM mop.datasets WHERE name = 'xpl' \gset
 SELECT mop_drop_dataset('xpl');
 SELECT count(*) AS left_after_drop FROM mop.profiles WHERE dataset_id = :xpl_id;

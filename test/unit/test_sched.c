@@ -227,6 +227,31 @@ TEST(sched_longest_uses_cost_hints)
 }
 
 /*
+ * Calibration: a hinted model observed at 10 times its hint scales every
+ * unobserved hint alike, so a model hinted at 2 (20 once scaled) goes
+ * before an unhinted one observed at 15; unscaled it would not.
+ */
+TEST(sched_cost_hints_are_calibrated)
+{
+	mop_sched  *s = mop_sched_new(1, 2, 3, 0, MOP_PICK_LONGEST);
+	mop_task	t0 = {0, 0, 0, 0},
+				t2 = {2, 0, 0, 0},
+				t;
+
+	for (int i = 0; i < 3; i++)
+		mop_sched_add_model(s, 1);
+	mop_sched_set_cost_hint(s, 0, 1.0);
+	mop_sched_set_cost_hint(s, 1, 2.0);
+	/* models 0 and 2 trained one sub-epoch each: 10 s (hint 1) and 15 s */
+	mop_sched_complete(s, &t0, 10.0);
+	mop_sched_complete(s, &t2, 15.0);
+	/* left: model 0 1 x 10, model 1 2 x 2 x 10 = 40, model 2 1 x 15 */
+	CHECK(mop_sched_next(s, 0, &t) == MOP_ASSIGNED);
+	CHECKF(t.model == 1, "picked model %d", t.model);
+	mop_sched_free(s);
+}
+
+/*
  * A model without a hint among hinted ones: before anything is observed
  * it counts at the hints' mean, then at the mean observed cost.
  */
