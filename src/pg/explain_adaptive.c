@@ -109,7 +109,8 @@ mop_explain_hyperband(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop_explain_hyperband", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(opcxt);
-	mean = mop_xp_space_mean_epoch(ds, space, R, 0, NULL, NULL);
+	/* on one worker: with the automatic thread count, at all the cores */
+	(void) mop_xp_space_mean_epoch(ds, space, R, 1, &mean, NULL);
 	rows_n = mop_hyperband_plan(R, eta, NULL, 0);
 	if (rows_n < 0)
 		elog(ERROR, "could not compute the Hyperband plan (R %d, eta %d)", R, eta);
@@ -180,7 +181,8 @@ mop_explain_asha(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	opcxt = AllocSetContextCreate(CurrentMemoryContext, "mop_explain_asha", ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(opcxt);
-	mean = mop_xp_space_mean_epoch(ds, space, R, 0, NULL, NULL);
+	/* on one worker: with the automatic thread count, at all the cores */
+	(void) mop_xp_space_mean_epoch(ds, space, R, 1, &mean, NULL);
 	rows_n = mop_plan_asha(r_min, R, eta, trials, NULL, 0);
 	if (rows_n < 1)
 		elog(ERROR, "could not compute ASHA's rungs (min_resource %d, R %d, eta %d)", r_min, R, eta);
