@@ -366,9 +366,13 @@ profile_get(const MopDataset *ds, const char *version, const char *key, ConfigCo
 	return found;
 }
 
+/* false while workers => 'auto' plans a search (see mop_explain_auto_workers) */
+static bool keep_profiles = true;
+
 /*
  * Keep a measured profile.  Not in a read-only transaction (a standby, or
- * SET transaction_read_only): the plan is made all the same.
+ * SET transaction_read_only), nor while keep_profiles is off: the plan is
+ * made all the same.
  */
 static void
 profile_put(const MopDataset *ds, const char *version, const char *key, int batch_size,
@@ -377,7 +381,7 @@ profile_put(const MopDataset *ds, const char *version, const char *key, int batc
 	Oid			t[7] = {INT8OID, TEXTOID, TEXTOID, INT4OID, FLOAT8OID, FLOAT8OID, FLOAT8OID};
 	Datum		v[7];
 
-	if (XactReadOnly || !(c->train_rows_s > 0) || !(c->eval_rows_s > 0))
+	if (XactReadOnly || !keep_profiles || !(c->train_rows_s > 0) || !(c->eval_rows_s > 0))
 		return;
 	v[0] = Int64GetDatum(ds->id);
 	v[1] = CStringGetTextDatum(version);
@@ -810,7 +814,23 @@ mop_explain_auto_workers(const char *dataset, List *configs, int epochs, int par
 	mop_plan_auto_limit limit;
 	char	   *why;
 
-	n = mop_xp_cost_configs(ds, configs, epochs, AUTO_MAX_PROFILES, true, &c);
+	/*
+	 * Read mop.profiles, but keep nothing new unless the caller's
+	 * transaction has written already: a write would give it a transaction
+	 * id, and a blocking search waits in that transaction for the whole
+	 * run, during which its id would keep VACUUM from reclaiming every
+	 * checkpoint the run supersedes (reclaim.c).
+	 */
+	keep_profiles = TransactionIdIsValid(GetTopTransactionIdIfAny());
+	PG_TRY();
+	{
+		n = mop_xp_cost_configs(ds, configs, epochs, AUTO_MAX_PROFILES, true, &c);
+	}
+	PG_FINALLY();
+	{
+		keep_profiles = true;
+	}
+	PG_END_TRY();
 	max_w = Max(Min(Min(partitions, MOP_MAX_WORKERS), Max(processes, 1)), 1);
 	mop_xp_simulate_workers(ds, c, n, epochs, max_w, true, &p);
 	w = mop_plan_auto_workers(p.simulated > 0 ? p.knee : max_w, cores, partitions, n,

@@ -168,6 +168,16 @@ SELECT err($$SELECT * FROM mop_grid_search('xpl', '{"model": {"layers": [{"type"
 SELECT err($$SELECT * FROM mop_grid_search('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 1, workers => -1)$$);
 SELECT err($$SELECT * FROM mop_grid_search('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 1, workers => '{2}'::int[])$$);
 SELECT err($$SELECT * FROM mop_grid_search('xpl', '{"model": {"layers": [{"type": "dense", "units": 3}]}}', epochs => 1, workers => 100::bigint)$$);
+-- workers => 'auto' reads mop.profiles but keeps nothing new: a write
+-- would give the waiting call a transaction id, which keeps VACUUM from
+-- reclaiming the checkpoints the run supersedes for the whole run
+SELECT count(*) AS xpl1_profiles FROM mop.profiles WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name = 'xpl1');
+BEGIN;
+SELECT count(*) AS models FROM mop_grid_search('xpl1', '{"model": {"layers": [{"type": "dense", "units": 5, "activation": "relu"}, {"type": "dense", "units": 3}]}, "learning_rate": [0.1, 0.01]}',
+                                               epochs => 1, workers => 'auto');
+SELECT pg_current_xact_id_if_assigned() IS NULL AS no_transaction_id;
+COMMIT;
+SELECT count(*) AS xpl1_profiles FROM mop.profiles WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name = 'xpl1');
 SELECT mop_drop_dataset('xpl1');
 -- Hyperband in seconds: the plan's rows, the epochs each round adds (all of
 -- them: mop_hyperband's 1581 for 81 and 3), at one mean epoch time
