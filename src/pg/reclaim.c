@@ -17,7 +17,13 @@
  *    2 MB) since the last time, and once more when the run's workers have
  *    stopped.  Each VACUUM reads only the pages written
  *    since the last one (the rest are all-visible) and the TOAST index, so
- *    its cost follows the states written, however often it runs.  It
+ *    its cost follows the states written, however often it runs -- as
+ *    long as it can remove them.  While something holds the horizon back
+ *    (point 2), the dead states stay, their pages are read again by every
+ *    VACUUM, and frequent VACUUMs would cost ever more: when a VACUUM
+ *    leaves more dead TOAST chunks than a superseded state per model, the
+ *    interval doubles (up to MAX_BACKOFF times), and it comes back to
+ *    normal after a VACUUM that could remove them.  It
  *    does not truncate the table (that needs a lock every worker's read
  *    conflicts with): freed pages are reused by the next states, so the
  *    table's size stays at its high-water mark, about the run's live states
@@ -43,6 +49,7 @@
 
 #include <math.h>
 
+#include "access/heaptoast.h"
 #include "access/htup_details.h"
 #include "access/transam.h"
 #include "access/xact.h"
@@ -54,6 +61,7 @@
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_node.h"
+#include "pgstat.h"
 #include "storage/proc.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -67,9 +75,15 @@
 /* superseded bytes worth a VACUUM, however few states they are */
 #define MIN_RECLAIM_BYTES (2.0 * 1024 * 1024)
 
+/* the interval grows at most this many times while VACUUM frees nothing */
+#define MAX_BACKOFF 256
+
 /* the coordinator's bookkeeping (one run per process) */
 static int64 last_hops = 0;			/* sub-epochs done at the last VACUUM */
 static double state_bytes = -1;		/* mean size of the run's states, -1: unknown */
+static int	backoff = 1;			/* the interval's multiplier */
+static int64 dead_left = -1;		/* dead TOAST chunks the last VACUUM left */
+static Oid	toast_relid = InvalidOid;	/* mop.models' TOAST table, once seen */
 
 /*
  * VACUUM mop.models (with its TOAST table) now, as its owner, without
@@ -106,6 +120,7 @@ vacuum_models(void)
 			if (HeapTupleIsValid(tup))
 			{
 				owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+				toast_relid = ((Form_pg_class) GETSTRUCT(tup))->reltoastrelid;
 				ReleaseSysCache(tup);
 			}
 		}
@@ -153,6 +168,66 @@ vacuum_models(void)
 	PG_END_TRY();
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);
+}
+
+/*
+ * The dead tuples of mop.models' TOAST table that the last VACUUM could
+ * not remove (its report to the statistics), -1 when unknown.
+ */
+static int64
+toast_dead_tuples(void)
+{
+	int64		dead = -1;
+
+	if (!OidIsValid(toast_relid))
+		return -1;
+	PG_TRY();
+	{
+		PgStat_StatTabEntry *e;
+
+		StartTransactionCommand();
+		pgstat_clear_snapshot();
+		e = pgstat_fetch_stat_tabentry(toast_relid);
+		if (e != NULL)
+			dead = (int64) e->n_dead_tuples;
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		FlushErrorState();
+		AbortCurrentTransaction();
+		dead = -1;
+	}
+	PG_END_TRY();
+	return dead;
+}
+
+/*
+ * After a VACUUM: when it left more dead chunks than a superseded state per
+ * model and more than the one before (something holds the horizon back),
+ * the interval doubles; once a VACUUM removes them, it is back to normal.
+ */
+static void
+adjust_backoff(int n_models)
+{
+	int64		dead = toast_dead_tuples();
+	double		chunks = state_bytes > 0 ? state_bytes / TOAST_MAX_CHUNK_SIZE : 1;
+
+	if (dead < 0)
+		return;
+	if (dead > (double) Max(n_models, 1) * chunks && dead > dead_left && dead_left >= 0)
+	{
+		if (backoff < MAX_BACKOFF)
+			backoff *= 2;
+		if (backoff == 2)
+			ereport(LOG,
+					(errmsg("mop: VACUUM could not remove the checkpoints this run superseded (%lld dead TOAST chunks left); it runs less often until it can",
+							(long long) dead),
+					 errhint("A transaction that stays open holds them: see pg_stat_activity's backend_xmin and backend_xid.")));
+	}
+	else if (dead <= (double) Max(n_models, 1) * chunks)
+		backoff = 1;
+	dead_left = dead;
 }
 
 /*
@@ -225,7 +300,7 @@ mop_reclaim_checkpoints(int64 run_id, int64 hops_done, int n_models, bool force)
 			measure_states(run_id);
 		if (state_bytes > 0)
 			every = Max(every, (int64) ceil(MIN_RECLAIM_BYTES / state_bytes));
-		if (hops_done - last_hops < every)
+		if (hops_done - last_hops < every * backoff)
 			return;
 	}
 	t0 = GetCurrentTimestamp();
@@ -234,7 +309,10 @@ mop_reclaim_checkpoints(int64 run_id, int64 hops_done, int n_models, bool force)
 	elog(DEBUG1, "mop: vacuumed mop.models after %lld sub-epochs in %.1f ms",
 		 (long long) hops_done, (double) (GetCurrentTimestamp() - t0) / 1000.0);
 	if (!force)
+	{
 		measure_states(run_id);
+		adjust_backoff(n_models);
+	}
 }
 
 /*

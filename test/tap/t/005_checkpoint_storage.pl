@@ -13,7 +13,12 @@
 #   2. the same with wait => false and another session blocked in mop_wait
 #      for the whole run: the same bound;
 #   3. mop_train over 30 epochs (one transaction) stores two states (the
-#      first and the last) and the best when it is not the last, not 31.
+#      first and the last) and the best when it is not the last, not 31;
+#   4. another session holds the horizon back (a transaction with an id,
+#      open for the whole run): nothing can be reclaimed, and the
+#      coordinator's VACUUMs, which would read the dead states again every
+#      time, back off (far fewer than one per sub-epoch, said in the log);
+#      the run still finishes.
 # autovacuum is off in this server: the bound must come from mop itself.
 # The checks print the measured numbers.  MOP_STORAGE_EPOCHS (default 40)
 # sets the epochs of the searches.
@@ -40,8 +45,8 @@ $node->start;
 
 # one database per measurement, so that each starts from an empty mop.models
 $node->safe_psql('postgres',
-	'CREATE ROLE trainer LOGIN; CREATE DATABASE st1; CREATE DATABASE st2; CREATE DATABASE st3;');
-for my $db ('st1', 'st2', 'st3')
+	'CREATE ROLE trainer LOGIN; CREATE DATABASE st1; CREATE DATABASE st2; CREATE DATABASE st3; CREATE DATABASE st4;');
+for my $db ('st1', 'st2', 'st3', 'st4')
 {
 	$node->safe_psql($db, q{
 CREATE EXTENSION mop;
@@ -181,6 +186,38 @@ SELECT (SELECT count(*) FROM mop.hops WHERE run_id = $run),
 	cmp_ok($grew, '<=', (2.5 + $has_best) * $st,
 		sprintf('mop_train, 30 epochs: mop.models grew by %s = %.2f states of %s (the first, the last%s; bound: %.1f states)',
 			mb($grew), $grew / $st, mb($st), $has_best ? ' and the best' : '', 2.5 + $has_best));
+}
+
+# 4. the horizon held by another session for the whole run
+{
+	my $ep = 10;
+	my $hold = $node->basedir . '/hold.out';
+	my $holder = bg_psql('st4', $hold,
+		"SET application_name = 'horizon_holder'; BEGIN; SELECT pg_current_xact_id(); SELECT pg_sleep(3600); COMMIT;");
+	$node->poll_query_until('st4',
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = 'horizon_holder' AND backend_xid IS NOT NULL")
+	  or die 'the horizon holder did not start';
+	my $v0 = $node->safe_psql('st4', "SELECT vacuum_count FROM pg_stat_all_tables WHERE relid = 'mop.models'::regclass");
+	my $log0 = -s $node->logfile;
+	my $t0 = time;
+	my $out = $node->basedir . '/run4.out';
+	my $pid = bg_psql('st4', $out,
+		"SELECT count(*) FROM mop_grid_search('t', '$space', epochs => $ep, workers => 2)");
+	waitpid($pid, 0);
+	is($?, 0, 'horizon held: mop_grid_search succeeded') or diag(slurp_file($out));
+	my $secs = sprintf('%.1f', time - $t0);
+	my ($hops, $vac, $dead) = split /\|/, $node->safe_psql('st4', qq{
+SELECT (SELECT count(*) FROM mop.hops WHERE run_id = (SELECT max(id) FROM mop.runs)),
+       (SELECT vacuum_count FROM pg_stat_all_tables WHERE relid = 'mop.models'::regclass) - $v0,
+       (SELECT n_dead_tup FROM pg_stat_all_tables WHERE relid = (SELECT reltoastrelid FROM pg_class WHERE oid = 'mop.models'::regclass))});
+	is($hops, $ep * 16, "horizon held: every sub-epoch trained ($hops in $secs s)");
+	cmp_ok($dead, '>', 0, "horizon held: $dead dead TOAST chunks could not be reclaimed");
+	cmp_ok($vac, '<=', $hops / 8,
+		"horizon held: $vac VACUUMs of mop.models for $hops sub-epochs (one per sub-epoch when nothing holds the horizon; bound: 1 per 8)");
+	like(slurp_file($node->logfile, $log0), qr/VACUUM could not remove the checkpoints this run superseded/,
+		'horizon held: the server log says why the checkpoints stay');
+	$node->safe_psql('st4', "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'horizon_holder'");
+	waitpid($holder, 0);
 }
 
 $node->stop;
