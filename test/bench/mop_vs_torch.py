@@ -40,6 +40,8 @@ ap.add_argument("--reps", type=int, default=1)
 ap.add_argument("--loader", choices=LOADERS, default=default_loader(),
                 help="how the PyTorch script reads the table (default: psycopg3-raw where psycopg 3 is installed, else psycopg2)")
 ap.add_argument("--sides", default="mop,torch_seq,torch_2p", help="which of mop, torch_seq, torch_2p to run")
+ap.add_argument("--compare-loaders", action="store_true",
+                help="only time the loaders this Python can run (read + preprocess), --reps times each, alternating")
 args = ap.parse_args()
 torch.set_num_threads(1)
 SPACE = {"model": [MLP_A, MLP_B], "optimizer": "adam", "learning_rate": [1e-3, 1e-4],
@@ -133,8 +135,27 @@ def run_mop():
     return dict(wall=wall, load=tp, acc=acc)
 
 
+def compare_loaders():
+    avail = [l for l in LOADERS if (l == "psycopg2") == PG_DRIVER.startswith("psycopg2")]
+    print(f"loaders: {', '.join(avail)} ({PG_DRIVER}); {args.reps} repetitions; {utcnow()}; load {loadavg()}")
+    T = {l: [] for l in avail}
+    for rep in range(1, args.reps + 1):
+        for l in (avail if rep % 2 else avail[::-1]):
+            wait_quiet()
+            la = loadavg()
+            t0 = time.time()
+            load_numpy(l)
+            T[l].append(time.time() - t0)
+            print(f"  rep {rep} {l}: read + preprocess {T[l][-1]:.2f}s; load before {la}", flush=True)
+    for l in avail:
+        print(f"RESULT loader {l}: median {median(T[l]):.2f}s ({', '.join(f'{x:.2f}' for x in T[l])})")
+
+
 if __name__ == "__main__":
     print(torch_env()[:400])
+    if args.compare_loaders:
+        compare_loaders()
+        raise SystemExit(0)
     print(f"loader: {args.loader} ({PG_DRIVER}); {args.reps} repetitions; {utcnow()}; load {loadavg()}")
     sides = args.sides.split(",")
     R = {k: [] for k in sides}
