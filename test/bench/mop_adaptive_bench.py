@@ -418,6 +418,10 @@ def run_raytune(n_trials, rep):
     logpath = os.path.join(OUT, f"raytune_rep{rep}.jsonl")
     if os.path.exists(logpath):
         os.remove(logpath)
+    # Ray starts its worker processes at nice 15 by default; on a machine
+    # shared with other work that would slow the trials down against the
+    # other sides (nice 0), so they run at the same priority here
+    os.environ.setdefault("RAY_worker_niceness", "0")
     t0 = time.time()
     ray.init(num_cpus=2, include_dashboard=False, _temp_dir="/tmp/ray-mopb", log_to_driver=False,
              logging_level=logging.WARNING)
