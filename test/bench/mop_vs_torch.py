@@ -32,7 +32,7 @@ import numpy as np
 import torch
 import torch.nn as tnn
 
-from mop_bench_common import (LOADERS, MLP_A, MLP_B, PG_DRIVER, arch_name, connect, default_loader,
+from mop_bench_common import (COPY_Q, LOADERS, MLP_A, MLP_B, PG_DRIVER, arch_name, connect, default_loader,
                               load_numpy, loadavg, median, save, torch_env, utcnow, wait_quiet)
 
 ap = argparse.ArgumentParser()
@@ -138,13 +138,23 @@ def run_mop():
 def compare_loaders():
     avail = [l for l in LOADERS if (l == "psycopg2") == PG_DRIVER.startswith("psycopg2")]
     print(f"loaders: {', '.join(avail)} ({PG_DRIVER}); {args.reps} repetitions; {utcnow()}; load {loadavg()}")
+    if not PG_DRIVER.startswith("psycopg2"):
+        avail.append("copy_only")       # the binary COPY alone, its blocks discarded: the server's and the wire's share
     T = {l: [] for l in avail}
     for rep in range(1, args.reps + 1):
         for l in (avail if rep % 2 else avail[::-1]):
             wait_quiet()
             la = loadavg()
             t0 = time.time()
-            load_numpy(l)
+            if l == "copy_only":
+                c = connect()
+                with c.cursor() as k:
+                    with k.copy(COPY_Q) as cp:
+                        for _ in cp:
+                            pass
+                c.close()
+            else:
+                load_numpy(l)
             T[l].append(time.time() - t0)
             print(f"  rep {rep} {l}: read + preprocess {T[l][-1]:.2f}s; load before {la}", flush=True)
     for l in avail:
