@@ -492,7 +492,11 @@ def phase_optuna(args):
             quiet()
             la = loadavg()
             if who.startswith("mop"):
-                if who == "mop_tpe":
+                if who == "mop_asha":
+                    # ASHA (Ray Tune's scheduler), the same R / eta, 17 trials
+                    d = run_mop(k, "SELECT * FROM mop_asha('fashion', %s::jsonb, max_resource => %s, eta => 3, min_resource => 1, "
+                                "max_trials => %s, workers => 2, seed => %s)", (sp, MAXR, args.trials, 10 + rep))
+                elif who == "mop_tpe":
                     # TPE with the median stopping rule: Optuna's setup (TPE + a pruner), 17 trials, 9 epochs
                     d = run_mop(k, "SELECT * FROM mop_tpe('fashion', %s::jsonb, trials => 17, epochs => 9, n_startup => 10, "
                                 "early_stopping => 'median', workers => 2, seed => %s)", (sp, 10 + rep))
@@ -593,7 +597,8 @@ if __name__ == "__main__":
     ap.add_argument("--methods", default="", help="compare: only these methods (comma-separated)")
     ap.add_argument("--scheduler", default="", help="compare: mop.scheduler for every method")
     ap.add_argument("--mop-schedulers", default="random,convergence",
-                    help="optuna: mop sides: random / convergence (mop_hyperband with that scheduler), tpe (mop_tpe with median stopping)")
+                    help="optuna: mop sides: random / convergence (mop_hyperband with that scheduler), tpe (mop_tpe with median stopping), "
+                         "asha (mop_asha, --trials trials)")
     ap.add_argument("--baselines", default="", help="optuna: baselines in the alternation: optuna, raytune (default: the phase's name)")
     ap.add_argument("--loader", choices=LOADERS, default=LOADER, help="optuna, raytune: how the baselines read the table")
     ap.add_argument("--trials", type=int, default=17, help="optuna, raytune: the baselines' trials (17 = mop_hyperband's with R = 9, eta = 3)")
