@@ -30,8 +30,8 @@ def best(curve):
     return b, first(curve, b)
 
 
-def f(x):
-    return "not reached" if x == INF else f"{x:.1f}"
+def f(x, unit=""):
+    return "not reached" if x == INF else f"{x:.1f}{unit}"
 
 
 R = {}
@@ -85,7 +85,7 @@ for who in mops:
 
             def rl(xs):   # a side that never reached the target counts as infinitely late
                 return ", ".join("mop never" if x == 0 else "inf" if x == INF else f"{x:.2f}" for x in xs)
-            print(f"| {name} | {f(median(mw))} s | {f(median(bw))} s | **{ratio:.2f}x** | " + rl(pr)
-                  + f" | {sum(x >= 4 for x in pr)} / {n} | {f(median(mt))} / {f(median(bt))} s | {median(bt) / median(mt):.2f}x | "
+            print(f"| {name} | {f(median(mw), ' s')} | {f(median(bw), ' s')} | **{ratio:.2f}x** | " + rl(pr)
+                  + f" | {sum(x >= 4 for x in pr)} / {n} | {f(median(mt))} / {f(median(bt), ' s')} | {median(bt) / median(mt):.2f}x | "
                   + rl(pt) + " |")
         print()
