@@ -8,9 +8,15 @@
             'random' (Cerebro's, mop's default) on a grid with few good
             configurations (2 of 10 learning rates; --hard: 2 of 16),
             interleaved repetitions; time to a target validation accuracy.
-  optuna    mop_hyperband vs Optuna 3.1 (TPESampler + HyperbandPruner) driving
+  optuna    mop_hyperband vs Optuna (TPESampler + HyperbandPruner) driving
             PyTorch on CPU in 2 processes (1 thread each), same space, same
             R/eta, same trial count; time to common accuracy targets.
+            --baselines optuna,raytune adds Ray Tune in the same alternation.
+  raytune   the same against Ray Tune (ASHAScheduler, random search, 2 trials
+            at a time with 1 CPU and 1 thread each; the data put once in Ray's
+            object store with tune.with_parameters).
+The baselines' script reads the table with --loader (mop_bench_common.load_numpy:
+psycopg2 under Debian's python3; psycopg 3 binary COPY under a venv).
 
 Times of a mop run are measured from mop.runs.started_at to
 mop.epochs.finished_at (the validation of that epoch included); the
@@ -29,8 +35,8 @@ import threading
 
 import numpy as np
 
-from mop_bench_common import (MLP_A, MLP_B, arch_name, connect, loadavg, median,
-                              save, utcnow, wait_quiet)
+from mop_bench_common import (LOADERS, MLP_A, MLP_B, PG_DRIVER, arch_name, connect, default_loader,
+                              load_numpy, loadavg, median, save, torch_env, utcnow, wait_quiet)
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".cache", "adaptive")
 os.makedirs(OUT, exist_ok=True)
@@ -39,6 +45,9 @@ SPACE = {"model": [MLP_A, MLP_B], "optimizer": "adam",
          "learning_rate": {"loguniform": [1e-4, 1e-1]}, "batch_size": [32, 128, 512], "seed": 1}
 GRID = dict(SPACE, learning_rate=[1e-4, 1e-3, 1e-2, 1e-1])          # 24 configurations
 TARGETS = (0.85, 0.87, 0.88)
+OPT_TARGETS = (0.85, 0.87, 0.88, 0.885, 0.89)      # optuna / raytune phases
+LOADER = default_loader()
+MAXR = 9            # optuna / raytune phases: epochs of a full trial (Hyperband's / ASHA's R); --max-resource
 
 
 OTHERS = "run_mop_bench|run_engine_bench|bench_engine|bench_torch|xcheck"
@@ -251,24 +260,7 @@ def phase_converge(args):
 def load_torch():
     """What the user's script does before training: read + preprocess."""
     import torch
-    c = connect()
-    k = c.cursor()
-    k.execute("SELECT label, pixels FROM fashion_train")
-    rows = k.fetchall()
-    c.close()
-    labels = sorted(set(r[0] for r in rows))
-    idx = {l: i for i, l in enumerate(labels)}
-    x = np.asarray([r[1] for r in rows], dtype=np.float32)
-    y = np.asarray([idx[r[0]] for r in rows], dtype=np.int64)
-    perm = np.random.default_rng(1).permutation(len(y))
-    nv = int(round(0.1 * len(y)))
-    vx, vy, tx, ty = x[perm[:nv]], y[perm[:nv]], x[perm[nv:]], y[perm[nv:]]
-    mean = tx.mean(0)
-    std = tx.std(0)
-    std[std == 0] = 1
-    tx = (tx - mean) / std
-    vx = (vx - mean) / std
-    return torch.from_numpy(tx), torch.from_numpy(ty), torch.from_numpy(vx), torch.from_numpy(vy)
+    return tuple(torch.from_numpy(a) for a in load_numpy(LOADER))
 
 
 DATA = None
@@ -284,7 +276,7 @@ def optuna_worker(storage, study_name, n_trials, t0, logpath, seed):
     study = optuna.load_study(study_name=study_name,
                               storage=optuna.storages.RDBStorage(storage, engine_kwargs={"connect_args": {"timeout": 60}}),
                               sampler=optuna.samplers.TPESampler(seed=seed),
-                              pruner=optuna.pruners.HyperbandPruner(min_resource=1, max_resource=9, reduction_factor=3))
+                              pruner=optuna.pruners.HyperbandPruner(min_resource=1, max_resource=MAXR, reduction_factor=3))
     log = open(logpath, "a")
 
     def objective(trial):
@@ -304,7 +296,7 @@ def optuna_worker(storage, study_name, n_trials, t0, logpath, seed):
         lossf = tnn.CrossEntropyLoss()
         g = torch.Generator().manual_seed(trial.number)
         acc = 0.0
-        for epoch in range(1, 10):
+        for epoch in range(1, MAXR + 1):
             perm = torch.randperm(len(ty), generator=g)
             net.train()
             for off in range(0, len(ty), bs):
@@ -367,11 +359,119 @@ def run_optuna(n_trials, rep):
     return dict(wall=wall, load=t_load, curve=curve, epochs=len(curve), trials=ntrials, states=states, contended=cn.frac)
 
 
-def phase_optuna(args):
-    import optuna
+def ray_trainable(config, data=None, t0=0.0, logpath="", max_t=9):
+    """One Ray Tune trial: the same model, optimizer and epoch loop as the
+    Optuna objective; tune.report after each epoch (ASHA decides)."""
+    import warnings
+    import zlib
+
     import torch
-    print(f"optuna {optuna.__version__}; torch {torch.__version__} (" +
-          "; ".join(l.strip() for l in torch.__config__.show().splitlines() if "BLAS_INFO" in l or "CPU capability" in l)[:160] + ")")
+    import torch.nn as tnn
+    from ray import tune
+    torch.set_num_threads(1)
+    warnings.filterwarnings("ignore", message=".*not writable.*")  # the object store's read-only arrays
+    tx, ty, vx, vy = (torch.from_numpy(a) for a in data)
+    arch, lr, bs = config["model"], config["learning_rate"], config["batch_size"]
+    torch.manual_seed(1)
+    units = [256, 128, 10] if arch == "784-256-128-10" else [512, 10]
+    layers, d = [], 784
+    for i, u in enumerate(units):
+        layers.append(tnn.Linear(d, u))
+        d = u
+        if i < len(units) - 1:
+            layers.append(tnn.ReLU())
+    net = tnn.Sequential(*layers)
+    opt = torch.optim.Adam(net.parameters(), lr=lr, foreach=True)
+    lossf = tnn.CrossEntropyLoss()
+    tid = tune.get_context().get_trial_id()
+    g = torch.Generator().manual_seed(zlib.crc32(tid.encode()))
+    log = open(logpath, "a")
+    for epoch in range(1, max_t + 1):
+        perm = torch.randperm(len(ty), generator=g)
+        net.train()
+        for off in range(0, len(ty), bs):
+            i = perm[off:off + bs]
+            opt.zero_grad(set_to_none=True)
+            loss = lossf(net(tx[i]), ty[i])
+            loss.backward()
+            opt.step()
+        net.eval()
+        with torch.no_grad():
+            acc = (net(vx).argmax(1) == vy).float().mean().item()
+        if acc != acc:
+            acc = 0.0
+        log.write(json.dumps([time.time() - t0, acc, tid, epoch, arch, lr, bs]) + "\n")
+        log.flush()
+        tune.report({"acc": acc})
+
+
+def run_raytune(n_trials, rep):
+    """A Ray Tune script: ray.init on the 2 cores, read + preprocess, the data
+    put once in the object store, 17 trials of random search under ASHA
+    (R = 9, eta = 3, grace period 1), 2 at a time."""
+    import logging
+
+    import ray
+    from ray import tune
+    from ray.tune.schedulers import ASHAScheduler
+    from ray.tune.search.basic_variant import BasicVariantGenerator
+    logpath = os.path.join(OUT, f"raytune_rep{rep}.jsonl")
+    if os.path.exists(logpath):
+        os.remove(logpath)
+    # Ray starts its worker processes at nice 15 by default; on a machine
+    # shared with other work that would slow the trials down against the
+    # other sides (nice 0), so they run at the same priority here
+    os.environ.setdefault("RAY_worker_niceness", "0")
+    t0 = time.time()
+    ray.init(num_cpus=2, include_dashboard=False, _temp_dir="/tmp/ray-mopb", log_to_driver=False,
+             logging_level=logging.WARNING)
+    t_init = time.time() - t0
+    data = load_numpy(LOADER)
+    t_load = time.time() - t0 - t_init
+    trainable = tune.with_resources(tune.with_parameters(ray_trainable, data=data, t0=t0, logpath=logpath, max_t=MAXR), {"cpu": 1})
+    del data
+    t_setup = time.time() - t0
+    space = {"model": tune.choice(["784-256-128-10", "784-512-10"]),
+             "learning_rate": tune.loguniform(1e-4, 1e-1),
+             "batch_size": tune.choice([32, 128, 512])}
+    tuner = tune.Tuner(
+        trainable, param_space=space,
+        tune_config=tune.TuneConfig(metric="acc", mode="max", num_samples=n_trials,
+                                    search_alg=BasicVariantGenerator(max_concurrent=2, random_state=100 * rep),
+                                    scheduler=ASHAScheduler(time_attr="training_iteration", max_t=MAXR, grace_period=1,
+                                                            reduction_factor=3)),
+        run_config=tune.RunConfig(name=f"mopb_rep{rep}_{os.getpid()}", storage_path="/tmp/ray-mopb-results", verbose=0))
+    with Contention() as cn:
+        res = tuner.fit()
+    wall = time.time() - t0
+    states = {}
+    for r in res:
+        st = "ERROR" if r.error else "DONE"
+        states[st] = states.get(st, 0) + 1
+    errors = [str(r.error)[:300] for r in res if r.error]
+    ray.shutdown()
+    curve = []
+    if os.path.exists(logpath):
+        with open(logpath) as f:
+            for line in f:
+                curve.append(tuple(json.loads(line)))
+    curve.sort()
+    return dict(wall=wall, load=t_load, init=t_init, setup=t_setup, curve=curve, epochs=len(curve), trials=len(res),
+                states=states, errors=errors, contended=cn.frac)
+
+
+def phase_optuna(args):
+    import torch
+    bases = args.baselines.split(",")
+    vers = {}
+    if "optuna" in bases:
+        import optuna
+        vers["optuna"] = optuna.__version__
+    if "raytune" in bases:
+        import ray
+        vers["ray"] = ray.__version__
+    print(", ".join(f"{k} {v}" for k, v in vers.items()) + f"; {torch_env()[:400]}")
+    print(f"baselines read the table with: {LOADER} ({PG_DRIVER})")
     c = connect()
     k = c.cursor()
     sp = json.dumps(SPACE)
@@ -385,62 +485,101 @@ def phase_optuna(args):
     k.execute("SELECT mop_drop_dataset('e2e')")
     print(f"  mop_prepare (60000 rows, 2 partitions, 10% validation, standardised): {t_prep:.1f}s")
     mops = ["mop_" + x for x in args.mop_schedulers.split(",")]
-    R = {w: [] for w in mops + ["optuna"]}
+    R = {w: [] for w in mops + bases}
     for rep in range(args.start, args.start + args.reps):
-        order = mops + ["optuna"] if rep % 2 else ["optuna"] + mops[::-1]
+        order = mops + bases if rep % 2 else bases[::-1] + mops[::-1]
         for who in order:
             quiet()
             la = loadavg()
             if who.startswith("mop"):
-                if who == "mop_tpe":
+                if who == "mop_asha":
+                    # ASHA (Ray Tune's scheduler), the same R / eta, 17 trials
+                    d = run_mop(k, "SELECT * FROM mop_asha('fashion', %s::jsonb, max_resource => %s, eta => 3, min_resource => 1, "
+                                "max_trials => %s, workers => 2, seed => %s)", (sp, MAXR, args.trials, 10 + rep))
+                elif who == "mop_tpe":
                     # TPE with the median stopping rule: Optuna's setup (TPE + a pruner), 17 trials, 9 epochs
                     d = run_mop(k, "SELECT * FROM mop_tpe('fashion', %s::jsonb, trials => 17, epochs => 9, n_startup => 10, "
                                 "early_stopping => 'median', workers => 2, seed => %s)", (sp, 10 + rep))
                 else:
-                    d = run_mop(k, "SELECT * FROM mop_hyperband('fashion', %s::jsonb, max_resource => 9, eta => 3, workers => 2, seed => %s, scheduler => %s)",
-                                (sp, 10 + rep, who[4:]))
+                    d = run_mop(k, "SELECT * FROM mop_hyperband('fashion', %s::jsonb, max_resource => %s, eta => 3, workers => 2, seed => %s, scheduler => %s)",
+                                (sp, MAXR, 10 + rep, who[4:]))
                 d["prepare"] = t_prep
+            elif who == "optuna":
+                d = run_optuna(args.trials, rep)
             else:
-                d = run_optuna(17, rep)
+                d = run_raytune(args.trials, rep)
             d["load_before"] = la
+            d["load_after"] = loadavg()
             R[who].append(d)
-            b, tb, tt = summarize(d["curve"])
-            extra = (f"run {d['run_s']:.1f}s, {d['epochs']:.0f} epochs, {d['models']} configs" if who != "optuna" else
-                     f"wall {d['wall']:.1f}s incl. read+preprocess {d['load']:.1f}s, {d['epochs']} epochs, {d['trials']} trials {d['states']}")
-            print(f"  rep {rep} {who}: best {b:.4f} at {tb:.1f}s; " + ", ".join(f"to {t}: {fmt_t(v)}s" for t, v in tt.items())
-                  + f"; {extra}; load before {la}; other benchmark running {100 * d['contended']:.0f}% of the time", flush=True)
+            if not d["curve"]:
+                print(f"  rep {rep} {who}: NO EPOCH FINISHED: {d}", flush=True)
+                continue
+            b, tb, tt = summarize(d["curve"], OPT_TARGETS)
+            if who.startswith("mop"):
+                extra = f"run {d['run_s']:.1f}s, {d['epochs']:.0f} epochs, {d['models']} configs"
+            else:
+                extra = (f"wall {d['wall']:.1f}s incl. read+preprocess {d['load']:.1f}s"
+                         + (f", ray.init {d['init']:.1f}s, ready to train at {d['setup']:.1f}s" if who == "raytune" else "")
+                         + f", {d['epochs']} epochs, {d['trials']} trials {d['states']}")
+                if d.get("errors"):
+                    extra += f"; errors: {d['errors'][:2]}"
+            print(f"  rep {rep} {who}: best {b:.4f} at {tb:.1f}s; " + ", ".join(f"to {t}: {fmt_t(v)}{'s' * (v is not None)}" for t, v in tt.items())
+                  + f"; {extra}; load before {la}, after {d['load_after']}; other benchmark running {100 * d['contended']:.0f}% of the time", flush=True)
     print()
-    allt = sorted(set(TARGETS))
+    allt = OPT_TARGETS
+
+    def start(who, d):
+        """seconds of a baseline's clock spent before training: read + preprocess (+ ray.init, object store)"""
+        return d.get("setup", d["load"]) if not who.startswith("mop") else 0.0
+
     print("| side | rep | what the clock includes | epochs trained | best valid acc | time to best (s) | "
           + " | ".join(f"time to {t} (s)" for t in allt) + " | total (s) |")
     print("|---|---|---|---|---|---|" + "---|" * len(allt) + "---|")
     for who in R:
         for i, d in enumerate(R[who]):
-            b, tb, tt = summarize(d["curve"], allt)
-            inc = ("mop_hyperband from mop.runs.started_at (data already prepared; mop_prepare %.1fs not included)" % d["prepare"]
-                   if who != "optuna" else "script start: psycopg2 read + numpy preprocess (%.1fs) + 2 forked processes" % d["load"])
-            tot = d["run_s"] if who != "optuna" else d["wall"]
-            print(f"| {who} | {i + 1} | {inc} | {d['epochs']:.0f} | {b:.4f} | {tb:.1f} | "
-                  + " | ".join(fmt_t(tt[t]) for t in allt) + f" | {tot:.1f} |")
-    # speedups on medians, mop both without and with mop_prepare; optuna both with and without its load
-    for who in mops:
-        for t in allt:
-            mm = [summarize(d["curve"], allt)[2][t] for d in R[who]]
-            oo = [summarize(d["curve"], allt)[2][t] for d in R["optuna"]]
-            if None in mm or None in oo:
-                print(f"RESULT {who} target {t}: mop {mm}, optuna {oo} (not reached by every run)")
+            if not d["curve"]:
                 continue
-            m, o = median(mm), median(oo)
-            ol = median([x - d["load"] for x, d in zip(oo, R["optuna"])])
-            print(f"RESULT {who} target {t}: mop {m:.1f}s (+ mop_prepare {t_prep:.1f}s = {m + t_prep:.1f}s), "
-                  f"optuna {o:.1f}s (training only {ol:.1f}s): "
-                  f"training only {ol:.1f}/{m:.1f} = {ol / m:.2f}x, with loading {(o) / (m + t_prep):.2f}x")
-        # mop's own best as the target
-        mb = median([summarize(d["curve"])[0] for d in R[who]])
-        print(f"{who} best (median) {mb:.4f}; optuna reached it: "
-              + ", ".join(fmt_t(summarize(d["curve"], (mb,))[2][mb]) for d in R["optuna"]))
+            b, tb, tt = summarize(d["curve"], allt)
+            if who.startswith("mop"):
+                inc = "mop_hyperband from mop.runs.started_at (data already prepared; mop_prepare %.1fs not included)" % d["prepare"]
+            elif who == "optuna":
+                inc = f"script start: {LOADER} read + numpy preprocess ({d['load']:.1f}s) + 2 forked processes"
+            else:
+                inc = (f"script start: ray.init ({d['init']:.1f}s) + {LOADER} read + numpy preprocess ({d['load']:.1f}s) "
+                       f"+ object store; training from {d['setup']:.1f}s")
+            tot = d["run_s"] if who.startswith("mop") else d["wall"]
+            print(f"| {who} | {args.start + i} | {inc} | {d['epochs']:.0f} | {b:.4f} | {tb:.1f} | "
+                  + " | ".join(fmt_t(tt[t]) for t in allt) + f" | {tot:.1f} |")
+    # speedups: medians and per-pair ratios; mop with mop_prepare against the
+    # baseline from its script start, and training only on both sides
+    INF = float("inf")
+    for who in mops:
+        for base in bases:
+            for t in allt:
+                mm = [summarize(d["curve"], allt)[2][t] if d["curve"] else None for d in R[who]]
+                oo = [summarize(d["curve"], allt)[2][t] if d["curve"] else None for d in R[base]]
+                mmi = [x if x is not None else INF for x in mm]
+                ooi = [x if x is not None else INF for x in oo]
+                otr = [x - start(base, d) for x, d in zip(ooi, R[base])]
+                pair = [o / (m + t_prep) for m, o in zip(mmi, ooi)]
+                pair_tr = [o / m for m, o in zip(mmi, otr)]
+                m, o, ol = median(mmi), median(ooi), median(otr)
+                print(f"RESULT {who} vs {base} target {t}: mop {m:.1f}s (+ mop_prepare {t_prep:.1f}s = {m + t_prep:.1f}s), "
+                      f"{base} {o:.1f}s (training only {ol:.1f}s): with loading {o / (m + t_prep):.2f}x, training only {ol / m:.2f}x; "
+                      f"per pair with loading {', '.join(f'{x:.2f}' for x in pair)}; training only {', '.join(f'{x:.2f}' for x in pair_tr)}")
+            # each baseline run's own best as the target, for the mop run of the same repetition
+            line = []
+            for dm, db in zip(R[who], R[base]):
+                if not dm["curve"] or not db["curve"]:
+                    continue
+                bb, tbb, _ = summarize(db["curve"], ())
+                tm = summarize(dm["curve"], (bb,))[2][bb]
+                line.append(f"{base} best {bb:.4f} at {tbb:.1f}s (training only {tbb - start(base, db):.1f}s), mop "
+                            + ("never" if tm is None else f"{tm:.1f}s + {t_prep:.1f}s = {tm + t_prep:.1f}s: {tbb / (tm + t_prep):.2f}x, "
+                               f"training only {(tbb - start(base, db)) / tm:.2f}x"))
+            print(f"RESULT {who} vs {base}, to the baseline's own best: " + "; ".join(line))
     print(f"finished {utcnow()}; load {loadavg()}")
-    save_json(f"optuna{args.tag}.json", R)
+    save_json(f"{'_'.join(bases)}{args.tag}.json", R)
 
 
 def save_json(name, obj):
@@ -450,7 +589,7 @@ def save_json(name, obj):
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
-    ap.add_argument("phase", choices=["compare", "converge", "optuna"])
+    ap.add_argument("phase", choices=["compare", "converge", "optuna", "raytune"])
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--epochs", type=int, default=6)
     ap.add_argument("--hard", action="store_true")
@@ -458,9 +597,18 @@ if __name__ == "__main__":
     ap.add_argument("--methods", default="", help="compare: only these methods (comma-separated)")
     ap.add_argument("--scheduler", default="", help="compare: mop.scheduler for every method")
     ap.add_argument("--mop-schedulers", default="random,convergence",
-                    help="optuna: mop sides: random / convergence (mop_hyperband with that scheduler), tpe (mop_tpe with median stopping)")
+                    help="optuna: mop sides: random / convergence (mop_hyperband with that scheduler), tpe (mop_tpe with median stopping), "
+                         "asha (mop_asha, --trials trials)")
+    ap.add_argument("--baselines", default="", help="optuna: baselines in the alternation: optuna, raytune (default: the phase's name)")
+    ap.add_argument("--loader", choices=LOADERS, default=LOADER, help="optuna, raytune: how the baselines read the table")
+    ap.add_argument("--trials", type=int, default=17, help="optuna, raytune: the baselines' trials (17 = mop_hyperband's with R = 9, eta = 3)")
+    ap.add_argument("--max-resource", type=int, default=9, help="optuna, raytune: R (epochs of a full trial) on every side; small for a dry run")
     ap.add_argument("--start", type=int, default=1, help="compare, optuna: first repetition (seed)")
     ap.add_argument("--tag", default="", help="compare, optuna: suffix of the .json file")
     a = ap.parse_args()
+    LOADER = a.loader
+    MAXR = a.max_resource
+    if a.phase in ("optuna", "raytune") and not a.baselines:
+        a.baselines = a.phase
     print(f"{a.phase}: {utcnow()}; load {loadavg()}", flush=True)
-    {"compare": phase_compare, "converge": phase_converge, "optuna": phase_optuna}[a.phase](a)
+    {"compare": phase_compare, "converge": phase_converge, "optuna": phase_optuna, "raytune": phase_optuna}[a.phase](a)

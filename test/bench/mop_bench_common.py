@@ -5,7 +5,12 @@ import os
 import subprocess
 import time
 
-import psycopg2
+try:                       # Debian's python3-psycopg2 (the system interpreter)
+    import psycopg2 as _pg
+    PG_DRIVER = "psycopg2 " + _pg.__version__.split()[0]
+except ImportError:        # a venv with psycopg 3 from PyPI
+    import psycopg as _pg
+    PG_DRIVER = "psycopg " + _pg.__version__
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 OUTD = os.path.join(ROOT, "test", "bench", ".cache", "mop_bench")
@@ -24,9 +29,9 @@ def arch_name(model):
 
 
 def connect():
-    c = psycopg2.connect(host=os.environ.get("PGHOST", "/tmp/mopbench"),
-                         port=int(os.environ.get("PGPORT", "55432")),
-                         user="postgres", dbname="postgres")
+    c = _pg.connect(host=os.environ.get("PGHOST", "/tmp/mopbench"),
+                    port=int(os.environ.get("PGPORT", "55432")),
+                    user="postgres", dbname="postgres")
     c.autocommit = True
     cur = c.cursor()
     cur.execute("SET client_min_messages = warning")
@@ -90,3 +95,120 @@ def median(xs):
 def save(name, obj):
     with open(os.path.join(OUTD, name), "w") as f:
         json.dump(obj, f, indent=1, default=str)
+
+
+# ------------------------------------------------------------------ loaders
+# What a user's script does before training: read fashion_train out of
+# PostgreSQL into numpy, then shuffle (seed 1), split 10 % for validation and
+# standardise with the training mean/std (as mop_prepare does).
+#   psycopg2       SELECT label, pixels; the real[] arrive as Python lists
+#   psycopg3       psycopg 3, COPY (SELECT label, pixels ...) TO STDOUT (FORMAT
+#                  BINARY) with typed reads (set_types text, real[]): rows as
+#                  Python lists, no text parsing
+#   psycopg3-raw   psycopg 3, the same binary COPY stream read in blocks and
+#                  decoded with numpy (no Python float per pixel)
+LOADERS = ("psycopg2", "psycopg3", "psycopg3-raw")
+COPY_Q = "COPY (SELECT label, pixels FROM fashion_train) TO STDOUT (FORMAT BINARY)"
+
+
+def _rows_psycopg2():
+    c = connect()
+    k = c.cursor()
+    k.execute("SELECT label, pixels FROM fashion_train")
+    rows = k.fetchall()
+    c.close()
+    labels = [r[0] for r in rows]
+    import numpy as np
+    return labels, np.asarray([r[1] for r in rows], dtype=np.float32)
+
+
+def _rows_psycopg3():
+    import numpy as np
+    c = connect()
+    labels, px = [], []
+    with c.cursor() as k:
+        with k.copy(COPY_Q) as cp:
+            cp.set_types(["text", "real[]"])
+            for lab, pix in cp.rows():
+                labels.append(lab)
+                px.append(pix)
+    c.close()
+    return labels, np.asarray(px, dtype=np.float32)
+
+
+def _rows_psycopg3_raw():
+    import struct
+
+    import numpy as np
+    c = connect()
+    with c.cursor() as k:
+        with k.copy(COPY_Q) as cp:
+            buf = b"".join(bytes(b) for b in cp)
+    c.close()
+    assert buf[:11] == b"PGCOPY\n\xff\r\n\x00"
+    ext, = struct.unpack_from(">i", buf, 15)
+    off = 19 + ext
+    labels, offs = [], []
+    n = None
+    u16, u32 = struct.Struct(">h"), struct.Struct(">i")
+    while True:
+        nf, = u16.unpack_from(buf, off)
+        if nf == -1:
+            break
+        ll, = u32.unpack_from(buf, off + 2)
+        labels.append(buf[off + 6:off + 6 + ll].decode())
+        off += 6 + ll
+        al, = u32.unpack_from(buf, off)
+        ndim, = u32.unpack_from(buf, off + 4)
+        assert ndim == 1
+        dim, = u32.unpack_from(buf, off + 16)
+        if n is None:
+            n = dim
+        assert dim == n
+        offs.append(off + 4 + 20 + 4)       # first float (after its int32 length)
+        off += 4 + al
+    x = np.empty((len(offs), n), dtype=np.float32)
+    for i, o in enumerate(offs):
+        x[i] = np.ndarray((n,), dtype=">f4", buffer=buf, offset=o, strides=(8,))
+    return labels, x
+
+
+def load_numpy(loader):
+    """(train x, train y, valid x, valid y) as numpy arrays, after the
+    preprocessing mop_prepare does."""
+    import numpy as np
+    labels, x = {"psycopg2": _rows_psycopg2, "psycopg3": _rows_psycopg3,
+                 "psycopg3-raw": _rows_psycopg3_raw}[loader]()
+    classes = sorted(set(labels))
+    idx = {l: i for i, l in enumerate(classes)}
+    y = np.asarray([idx[l] for l in labels], dtype=np.int64)
+    perm = np.random.default_rng(1).permutation(len(y))
+    nv = int(round(0.1 * len(y)))
+    vx, vy, tx, ty = x[perm[:nv]], y[perm[:nv]], x[perm[nv:]], y[perm[nv:]]
+    mean = tx.mean(0)
+    std = tx.std(0)
+    std[std == 0] = 1
+    tx = (tx - mean) / std
+    vx = (vx - mean) / std
+    return tx, ty, vx, vy
+
+
+def default_loader():
+    """psycopg 3's fastest loader where psycopg 3 is installed, else psycopg2."""
+    return "psycopg2" if PG_DRIVER.startswith("psycopg2") else "psycopg3-raw"
+
+
+def torch_env():
+    """One line: torch version, BLAS, oneDNN, OpenMP, CPU capability, threads."""
+    import re
+
+    import torch
+    cfg = torch.__config__.show()
+    keep = []
+    for what, pat in (("BLAS", r"BLAS_INFO=(\w+)"), ("MKL", r"Math Kernel Library Version (\S+)"),
+                      ("oneDNN", r"MKL-DNN (v[\d.]+)"), ("OpenMP", r"OpenMP (\d+)"),
+                      ("CPU capability", r"CPU capability usage: (\w+)")):
+        m = re.search(pat, cfg)
+        if m:
+            keep.append(f"{what} {m.group(1)}")
+    return f"torch {torch.__version__} ({'; '.join(keep)}); torch threads {torch.get_num_threads()}"

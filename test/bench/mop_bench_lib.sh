@@ -7,7 +7,7 @@ MOPB_PORT=${MOPB_PORT:-55432}
 PGBIN=$(pg_config --bindir)
 export PGHOST=$MOPB_DIR PGPORT=$MOPB_PORT PGUSER=postgres PGDATABASE=postgres
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 PYTHONDONTWRITEBYTECODE=1
-PY=/usr/bin/python3
+PY=${PY:-/usr/bin/python3}   # PY=/opt/mop-bench-venv/bin/python: a venv with PyPI packages
 PSQL="psql -X -q -v ON_ERROR_STOP=1"
 AS_PG="runuser -u postgres --"
 

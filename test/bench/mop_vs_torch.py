@@ -7,8 +7,10 @@ alternating per repetition:
               validation, standardised, shuffled) + mop_grid_search(workers 2,
               1 epoch, validation included); the scratch dataset is dropped
               afterwards (not timed)
-  torch_seq   a Python script: SELECT label, pixels FROM fashion_train with
-              psycopg2, to numpy float32, shuffle (seed 1), 10% validation
+  torch_seq   a Python script: reads fashion_train with the --loader
+              (psycopg2: SELECT label, pixels; psycopg3: binary COPY with
+              typed reads; psycopg3-raw: the binary COPY stream decoded with
+              numpy -- see mop_bench_common.load_numpy), to numpy float32, shuffle (seed 1), 10% validation
               split, standardise with the training mean/std, then train the 16
               configurations one after the other with PyTorch on CPU
               (torch.set_num_threads(1)), each 1 epoch + validation accuracy
@@ -17,6 +19,8 @@ alternating per repetition:
 PyTorch setup matching mop: nn.Linear + ReLU, cross-entropy, Adam(lr), l2
 added to the kernel gradients only (Adam weight_decay on the weight tensors;
 biases without), per-epoch shuffle, the last partial batch trained.
+Runs under Debian's python3 (psycopg2, PyTorch 1.13) and under a venv with
+PyPI packages (psycopg 3, PyTorch 2.x): run_mop_bench.sh's PY.
 """
 import argparse
 import json
@@ -25,15 +29,19 @@ import os
 import time
 
 import numpy as np
-import psycopg2
 import torch
 import torch.nn as tnn
 
-from mop_bench_common import (MLP_A, MLP_B, arch_name, connect, loadavg, median,
-                              save, utcnow, wait_quiet)
+from mop_bench_common import (COPY_Q, LOADERS, MLP_A, MLP_B, PG_DRIVER, arch_name, connect, default_loader,
+                              load_numpy, loadavg, median, save, torch_env, utcnow, wait_quiet)
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--reps", type=int, default=1)
+ap.add_argument("--loader", choices=LOADERS, default=default_loader(),
+                help="how the PyTorch script reads the table (default: psycopg3-raw where psycopg 3 is installed, else psycopg2)")
+ap.add_argument("--sides", default="mop,torch_seq,torch_2p", help="which of mop, torch_seq, torch_2p to run")
+ap.add_argument("--compare-loaders", action="store_true",
+                help="only time the loaders this Python can run (read + preprocess), --reps times each, alternating")
 args = ap.parse_args()
 torch.set_num_threads(1)
 SPACE = {"model": [MLP_A, MLP_B], "optimizer": "adam", "learning_rate": [1e-3, 1e-4],
@@ -49,24 +57,7 @@ def key(c):
 
 def load():
     """What the user's script does before training: read + preprocess."""
-    c = connect()
-    k = c.cursor()
-    k.execute("SELECT label, pixels FROM fashion_train")
-    rows = k.fetchall()
-    c.close()
-    labels = sorted(set(r[0] for r in rows))
-    idx = {l: i for i, l in enumerate(labels)}
-    x = np.asarray([r[1] for r in rows], dtype=np.float32)
-    y = np.asarray([idx[r[0]] for r in rows], dtype=np.int64)
-    perm = np.random.default_rng(1).permutation(len(y))
-    nv = int(round(0.1 * len(y)))
-    vx, vy, tx, ty = x[perm[:nv]], y[perm[:nv]], x[perm[nv:]], y[perm[nv:]]
-    mean = tx.mean(0)
-    std = tx.std(0)
-    std[std == 0] = 1
-    tx = (tx - mean) / std
-    vx = (vx - mean) / std
-    return torch.from_numpy(tx), torch.from_numpy(ty), torch.from_numpy(vx), torch.from_numpy(vy)
+    return tuple(torch.from_numpy(a) for a in load_numpy(args.loader))
 
 
 DATA = None
@@ -144,33 +135,73 @@ def run_mop():
     return dict(wall=wall, load=tp, acc=acc)
 
 
+def compare_loaders():
+    avail = [l for l in LOADERS if (l == "psycopg2") == PG_DRIVER.startswith("psycopg2")]
+    print(f"loaders: {', '.join(avail)} ({PG_DRIVER}); {args.reps} repetitions; {utcnow()}; load {loadavg()}")
+    if not PG_DRIVER.startswith("psycopg2"):
+        avail.append("copy_only")       # the binary COPY alone, its blocks discarded: the server's and the wire's share
+    T = {l: [] for l in avail}
+    for rep in range(1, args.reps + 1):
+        for l in (avail if rep % 2 else avail[::-1]):
+            wait_quiet()
+            la = loadavg()
+            t0 = time.time()
+            if l == "copy_only":
+                c = connect()
+                with c.cursor() as k:
+                    with k.copy(COPY_Q) as cp:
+                        for _ in cp:
+                            pass
+                c.close()
+            else:
+                load_numpy(l)
+            T[l].append(time.time() - t0)
+            print(f"  rep {rep} {l}: read + preprocess {T[l][-1]:.2f}s; load before {la}", flush=True)
+    for l in avail:
+        print(f"RESULT loader {l}: median {median(T[l]):.2f}s ({', '.join(f'{x:.2f}' for x in T[l])})")
+
+
 if __name__ == "__main__":
-    print(f"torch {torch.__version__}; {torch.__config__.show().count('BLAS')} BLAS lines: " +
-          "; ".join(l.strip() for l in torch.__config__.show().splitlines() if "BLAS_INFO" in l or "CPU capability" in l)[:200])
-    print(f"{args.reps} repetitions; {utcnow()}; load {loadavg()}")
-    R = {"mop": [], "torch_seq": [], "torch_2p": []}
+    print(torch_env()[:400])
+    if args.compare_loaders:
+        compare_loaders()
+        raise SystemExit(0)
+    print(f"loader: {args.loader} ({PG_DRIVER}); {args.reps} repetitions; {utcnow()}; load {loadavg()}")
+    sides = args.sides.split(",")
+    R = {k: [] for k in sides}
     for rep in range(1, args.reps + 1):
         order = list(R) if rep % 2 else list(reversed(list(R)))
         for who in order:
             wait_quiet()
+            la = loadavg()
             d = run_mop() if who == "mop" else run_torch(1 if who == "torch_seq" else 2)
+            d["load_before"] = la
             R[who].append(d)
-            print(f"  rep {rep} {who}: wall {d['wall']:.2f}s (read+preprocess / mop_prepare {d['load']:.2f}s)", flush=True)
+            print(f"  rep {rep} {who}: wall {d['wall']:.2f}s (read+preprocess / mop_prepare {d['load']:.2f}s); load before {la}", flush=True)
     m = {k: median([d["wall"] for d in v]) for k, v in R.items()}
     for k in ("torch_seq", "torch_2p"):
-        print(f"RESULT {k} / mop end-to-end time: {m[k]:.2f}s / {m['mop']:.2f}s = {m[k] / m['mop']:.2f}x")
-    print(f"RESULT medians: mop {m['mop']:.2f}s (mop_prepare {median([d['load'] for d in R['mop']]):.2f}s); torch_seq {m['torch_seq']:.2f}s "
-          f"(read+preprocess {median([d['load'] for d in R['torch_seq']]):.2f}s); torch_2p {m['torch_2p']:.2f}s "
-          f"(read+preprocess {median([d['load'] for d in R['torch_2p']]):.2f}s)")
+        if k in R and "mop" in R:
+            pr = [t["wall"] / o["wall"] for t, o in zip(R[k], R["mop"])]
+            tr = [(t["wall"] - t["load"]) / (o["wall"] - o["load"]) for t, o in zip(R[k], R["mop"])]
+            print(f"RESULT {k} / mop end-to-end time: {m[k]:.2f}s / {m['mop']:.2f}s = {m[k] / m['mop']:.2f}x; "
+                  f"per pair {', '.join(f'{x:.2f}' for x in pr)}")
+            print(f"RESULT {k} / mop without reading + preparing the data: "
+                  f"{median([d['wall'] - d['load'] for d in R[k]]):.2f}s / {median([d['wall'] - d['load'] for d in R['mop']]):.2f}s; "
+                  f"per pair {', '.join(f'{x:.2f}' for x in tr)}")
+    print("RESULT medians: " + "; ".join(f"{k} {m[k]:.2f}s ({'mop_prepare' if k == 'mop' else 'read+preprocess'} "
+                                         f"{median([d['load'] for d in R[k]]):.2f}s)" for k in R))
     print()
-    print("| config | mop valid acc | PyTorch valid acc (sequential run) | PyTorch valid acc (2 processes) | mop - PyTorch (points) |")
-    print("|---|---|---|---|---|")
-    diffs = []
-    for c in CONFIGS:
-        kk = key(c)
-        a, b, b2 = R["mop"][0]["acc"][kk], R["torch_seq"][0]["acc"][kk], R["torch_2p"][0]["acc"][kk]
-        diffs.append(a - b)
-        print(f"| {kk} | {a:.4f} | {b:.4f} | {b2:.4f} | {100 * (a - b):+.2f} |")
-    print(f"RESULT accuracy mop - PyTorch: mean {100 * sum(diffs) / len(diffs):+.2f} points, min {100 * min(diffs):+.2f}, max {100 * max(diffs):+.2f}")
+    if "mop" in R and len(R) > 1:
+        others = [k for k in R if k != "mop"]
+        print("| config | mop valid acc | " + " | ".join(f"PyTorch valid acc ({k})" for k in others) + " | mop - PyTorch (points) |")
+        print("|---|---|" + "---|" * len(others) + "---|")
+        diffs = []
+        for c in CONFIGS:
+            kk = key(c)
+            a = R["mop"][0]["acc"][kk]
+            bs = [R[k][0]["acc"][kk] for k in others]
+            diffs.append(a - bs[0])
+            print(f"| {kk} | {a:.4f} | " + " | ".join(f"{b:.4f}" for b in bs) + f" | {100 * (a - bs[0]):+.2f} |")
+        print(f"RESULT accuracy mop - PyTorch: mean {100 * sum(diffs) / len(diffs):+.2f} points, min {100 * min(diffs):+.2f}, max {100 * max(diffs):+.2f}")
     print(f"finished {utcnow()}; load {loadavg()}")
-    save("torch.json", R)
+    save("torch.json" if args.loader == "psycopg2" else f"torch_{args.loader}.json", R)

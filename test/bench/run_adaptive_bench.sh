@@ -17,9 +17,16 @@
 #            configurations, interleaved repetitions (CONV_REPS, default 2)
 #   converge_hard  the same on a harder space: 16 learning rates, 2 good, 8 epochs,
 #            targets 0.88/0.885/0.89 (CONV_REPS, default 2)
-#   optuna   mop_hyperband vs Optuna 3.1 (TPE + HyperbandPruner) driving
+#   optuna   mop_hyperband vs Optuna (TPE + HyperbandPruner) driving
 #            PyTorch CPU on 2 processes (OPT_REPS, default 1); mop with the
-#            random and the convergence scheduler (OPT_MOP_SCHEDULERS)
+#            random and the convergence scheduler (OPT_MOP_SCHEDULERS);
+#            OPT_BASELINES=optuna,raytune runs Ray Tune in the same alternation
+#   raytune  (not in the default list) the same against Ray Tune (ASHAScheduler,
+#            2 trials at a time); needs PY with ray[tune]
+#   With PY=/opt/mop-bench-venv/bin/python (a venv with torch, optuna, ray[tune],
+#   psycopg[binary] from PyPI) the baselines are those versions and read the table
+#   with psycopg 3's binary COPY; OPT_LOADER overrides (psycopg2, psycopg3,
+#   psycopg3-raw).  OPT_TRIALS (17) and OPT_MAXR (9) shrink a dry run.
 # Output: stdout and test/bench/.cache/adaptive/<phase>.log (+ .json).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -55,7 +62,9 @@ run_phase() {
 		compare) $PY test/bench/mop_adaptive_bench.py compare --reps "${CMP_REPS:-1}" ${CMP_METHODS:+--methods "$CMP_METHODS"} ${CMP_SCHEDULER:+--scheduler "$CMP_SCHEDULER"} ;;
 		converge) $PY test/bench/mop_adaptive_bench.py converge --reps "${CONV_REPS:-2}" ;;
 		converge_hard) $PY test/bench/mop_adaptive_bench.py converge --hard --epochs 8 --reps "${CONV_REPS:-2}" ;;
-		optuna) $PY test/bench/mop_adaptive_bench.py optuna --reps "${OPT_REPS:-1}" --mop-schedulers "${OPT_MOP_SCHEDULERS:-random,convergence}" ${OPT_START:+--start "$OPT_START" --tag "_from$OPT_START"} ;;
+		optuna|raytune) $PY test/bench/mop_adaptive_bench.py "$p" --reps "${OPT_REPS:-1}" --mop-schedulers "${OPT_MOP_SCHEDULERS:-random,convergence}" \
+			${OPT_BASELINES:+--baselines "$OPT_BASELINES"} ${OPT_LOADER:+--loader "$OPT_LOADER"} ${OPT_TRIALS:+--trials "$OPT_TRIALS"} \
+			${OPT_MAXR:+--max-resource "$OPT_MAXR"} ${OPT_START:+--start "$OPT_START" --tag "_from$OPT_START"} ;;
 		*) echo "unknown phase $p"; return 2 ;;
 	esac
 }

@@ -12,9 +12,13 @@
 #   converge   MOP vs sequential vs model averaging, 8 configs x 6 epochs
 #   converge4  (optional, not in the default list) the same with 4 partitions, W=2
 #   throughput 16-config grid, 1 epoch, W=1 vs W=2, random / longest
-#   torch      mop end to end vs psycopg2 + PyTorch, sequential and 2 procs
+#   torch      mop end to end vs psycopg2 + PyTorch, sequential and 2 procs; with
+#              PY=/opt/mop-bench-venv/bin/python (a venv with torch, numpy, psycopg[binary]
+#              from PyPI) vs psycopg 3 (binary COPY) + that PyTorch
 #   sim        scheduler simulation (sim_sched.c; sim_segments.c: segments, copies, outages)
-# Knobs: OVH_REPS (5), PREP_REPS (3), TP_REPS (3), TORCH_REPS (3), MOPB_DIR, MOPB_PORT,
+# Knobs: OVH_REPS (5), PREP_REPS (3), TP_REPS (3), TORCH_REPS (3), TORCH_LOADER (psycopg2,
+# psycopg3, psycopg3-raw; default: psycopg3-raw under a PY with psycopg 3), TORCH_SIDES
+# (mop,torch_seq,torch_2p), PY (/usr/bin/python3), MOPB_DIR, MOPB_PORT,
 # MOPB_COMMIT (HEAD), MOPB_WAIT_MAX (240: seconds to wait for a quiet machine
 # before each measurement; other processes using > 0.3 cores count as busy).
 # Output: stdout and test/bench/.cache/mop_bench/<phase>.log (+ .json results).
@@ -71,7 +75,7 @@ run_phase() {
 			fi
 			$PY test/bench/mop_converge.py --dataset fashion4 ;;
 		throughput) mopb_wait_quiet; $PY test/bench/mop_throughput.py --reps "$TP_REPS" ;;
-		torch) mopb_wait_quiet; $PY test/bench/mop_vs_torch.py --reps "$TORCH_REPS" ;;
+		torch) mopb_wait_quiet; $PY test/bench/mop_vs_torch.py --reps "$TORCH_REPS" ${TORCH_LOADER:+--loader "$TORCH_LOADER"} ${TORCH_SIDES:+--sides "$TORCH_SIDES"} ;;
 		sim) (cd "$MOPB_SRC" && gcc -O2 -Isrc/search "$ROOT/test/bench/sim_sched.c" src/search/sched.c src/search/sim.c -o "$ROOT/$OUTD/sim_sched" -lm \
 		        && gcc -O2 -Isrc/search "$ROOT/test/bench/sim_segments.c" src/search/sched.c src/search/sim.c -o "$ROOT/$OUTD/sim_segments" -lm) \
 		     && "$OUTD/sim_sched" && "$OUTD/sim_segments" ;;
