@@ -87,11 +87,12 @@ model_configs(int from, int to)
 }
 
 /*
- * Model i's expected sub-epoch (0: none), in a subtransaction; measures a
- * missing profile when measure.
+ * Model i's expected sub-epoch (0: none), in a subtransaction; measures
+ * (and keeps) a missing profile when measure.  remote: the share of hops
+ * on segments (mop_xp_remote_share).
  */
 static double
-model_hint(int i, Jsonb *config, bool measure, MemoryContext cxt)
+model_hint(int i, Jsonb *config, bool measure, double remote, MemoryContext cxt)
 {
 	ResourceOwner owner = CurrentResourceOwner;
 	double		sub = 0;
@@ -103,9 +104,8 @@ model_hint(int i, Jsonb *config, bool measure, MemoryContext cxt)
 		ConfigCost *c;
 
 		if (mop_xp_cost_configs(coord.ds, list_make1(config), Max(coord.run->opts.epochs, 1), 0,
-								measure, &c) == 1)
-			(void) mop_xp_epoch_at(coord.ds, &c[0], coord.n_workers, mop_xp_remote_share(coord.ds),
-								   &sub);
+								measure ? XP_PROFILE_KEEP : XP_PROFILE_CACHED, &c) == 1)
+			(void) mop_xp_epoch_at(coord.ds, &c[0], coord.n_workers, remote, &sub);
 		n_measured += mop_xp_cost_measured;
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
@@ -142,6 +142,7 @@ profile_models(const mop_sched *s, int from, int to)
 											  ALLOCSET_DEFAULT_SIZES),
 				old = MemoryContextSwitchTo(cxt);
 	Jsonb	  **configs = model_configs(from, to);
+	double		remote = mop_xp_remote_share(coord.ds);
 
 	for (int i = from; i < to; i++)
 	{
@@ -150,7 +151,7 @@ profile_models(const mop_sched *s, int from, int to)
 			continue;
 		CHECK_FOR_INTERRUPTS();
 		hints[i] = model_hint(i, configs[i - from],
-							  !measuring_over && n_measured < HINT_MAX_MEASURED, cxt);
+							  !measuring_over && n_measured < HINT_MAX_MEASURED, remote, cxt);
 	}
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);

@@ -366,13 +366,9 @@ profile_get(const MopDataset *ds, const char *version, const char *key, ConfigCo
 	return found;
 }
 
-/* false while workers => 'auto' plans a search (see mop_explain_auto_workers) */
-static bool keep_profiles = true;
-
 /*
  * Keep a measured profile.  Not in a read-only transaction (a standby, or
- * SET transaction_read_only), nor while keep_profiles is off: the plan is
- * made all the same.
+ * SET transaction_read_only): the plan is made all the same.
  */
 static void
 profile_put(const MopDataset *ds, const char *version, const char *key, int batch_size,
@@ -381,7 +377,7 @@ profile_put(const MopDataset *ds, const char *version, const char *key, int batc
 	Oid			t[7] = {INT8OID, TEXTOID, TEXTOID, INT4OID, FLOAT8OID, FLOAT8OID, FLOAT8OID};
 	Datum		v[7];
 
-	if (XactReadOnly || !keep_profiles || !(c->train_rows_s > 0) || !(c->eval_rows_s > 0))
+	if (XactReadOnly || !(c->train_rows_s > 0) || !(c->eval_rows_s > 0))
 		return;
 	v[0] = Int64GetDatum(ds->id);
 	v[1] = CStringGetTextDatum(version);
@@ -402,13 +398,13 @@ int			mop_xp_cost_measured,
 
 /*
  * The speeds of the network key at `threads` BLAS threads into c: from
- * mop.profiles, else (when measure) measured on the dataset's first
- * training buffer (fetched once, into *x and *y) and kept.  Returns
- * whether it was measured.
+ * mop.profiles, else (unless mode is XP_PROFILE_CACHED) measured on the
+ * dataset's first training buffer (fetched once, into *x and *y) and, with
+ * XP_PROFILE_KEEP, kept.  Returns whether it was measured.
  */
 static bool
 profile_speeds(const MopDataset *ds, const nn_spec *spec, const nn_spec *key, int threads,
-			   bool measure, bytea **x, bytea **y, ConfigCost *c)
+			   XpProfileMode mode, bytea **x, bytea **y, ConfigCost *c)
 {
 	char	   *version,
 			   *text;
@@ -417,12 +413,13 @@ profile_speeds(const MopDataset *ds, const nn_spec *spec, const nn_spec *key, in
 	mop_blas_set(threads);
 	version = profile_version();
 	text = profile_key_text(key, threads);
-	if (profile_get(ds, version, text, c) || !measure)
+	if (profile_get(ds, version, text, c) || mode == XP_PROFILE_CACHED)
 		return false;
 	if (*x == NULL)
 		first_buffer(ds, x, y);
 	profile(spec, *x, *y, threads, c);
-	profile_put(ds, version, text, spec->batch_size, c);
+	if (mode == XP_PROFILE_KEEP)
+		profile_put(ds, version, text, spec->batch_size, c);
 	return true;
 }
 
@@ -462,13 +459,13 @@ mop_xp_epoch_at(const MopDataset *ds, const ConfigCost *c, int workers, double r
  * Cost every configuration of the list; returns their number.  At most
  * max_profiles networks are profiled (0: all); configurations of the others
  * are left unprofiled (train_rows_s 0), and so are those whose profiles
- * are not in mop.profiles unless measure.  The costs (hop_s, sub_epoch_s,
+ * are not in mop.profiles with XP_PROFILE_CACHED.  The costs (hop_s, sub_epoch_s,
  * epoch_s) are at the profile's threads; mop_xp_epoch_at() gives them for
  * a number of workers.
  */
 int
-mop_xp_cost_configs(const MopDataset *ds, List *configs, int epochs, int max_profiles, bool measure,
-					ConfigCost **out)
+mop_xp_cost_configs(const MopDataset *ds, List *configs, int epochs, int max_profiles,
+					XpProfileMode mode, ConfigCost **out)
 {
 	int			n = list_length(configs);
 	ConfigCost *c = palloc0(sizeof(ConfigCost) * Max(n, 1));
@@ -524,13 +521,13 @@ mop_xp_cost_configs(const MopDataset *ds, List *configs, int epochs, int max_pro
 		else if (c[i].fits && (max_profiles <= 0 || mop_xp_cost_measured + mop_xp_cost_cached < max_profiles))
 		{
 			/* a network counts as measured when one of its profiles was */
-			bool		measured = profile_speeds(ds, &spec, keys[i], base_threads, measure, &x, &y, &c[i]);
+			bool		measured = profile_speeds(ds, &spec, keys[i], base_threads, mode, &x, &y, &c[i]);
 
 			if (threads_n > 0)
 			{
 				ConfigCost all = {0};
 
-				measured |= profile_speeds(ds, &spec, keys[i], threads_n, measure, &x, &y, &all);
+				measured |= profile_speeds(ds, &spec, keys[i], threads_n, mode, &x, &y, &all);
 				c[i].threads_n = threads_n;
 				c[i].train_rows_s_n = all.train_rows_s;
 				c[i].eval_rows_s_n = all.eval_rows_s;
@@ -564,7 +561,7 @@ mop_xp_cost_configs(const MopDataset *ds, List *configs, int epochs, int max_pro
 int
 mop_xp_cost_grid(const MopDataset *ds, Jsonb *space, int epochs, ConfigCost **out)
 {
-	return mop_xp_cost_configs(ds, mop_space_grid(space), epochs, 0, true, out);
+	return mop_xp_cost_configs(ds, mop_space_grid(space), epochs, 0, XP_PROFILE_KEEP, out);
 }
 
 /* dataset, space, epochs: as the search functions read them */
@@ -821,16 +818,9 @@ mop_explain_auto_workers(const char *dataset, List *configs, int epochs, int par
 	 * run, during which its id would keep VACUUM from reclaiming every
 	 * checkpoint the run supersedes (reclaim.c).
 	 */
-	keep_profiles = TransactionIdIsValid(GetTopTransactionIdIfAny());
-	PG_TRY();
-	{
-		n = mop_xp_cost_configs(ds, configs, epochs, AUTO_MAX_PROFILES, true, &c);
-	}
-	PG_FINALLY();
-	{
-		keep_profiles = true;
-	}
-	PG_END_TRY();
+	n = mop_xp_cost_configs(ds, configs, epochs, AUTO_MAX_PROFILES,
+							TransactionIdIsValid(GetTopTransactionIdIfAny()) ?
+							XP_PROFILE_KEEP : XP_PROFILE_DISCARD, &c);
 	max_w = Max(Min(Min(partitions, MOP_MAX_WORKERS), Max(processes, 1)), 1);
 	mop_xp_simulate_workers(ds, c, n, epochs, max_w, true, &p);
 	w = mop_plan_auto_workers(p.simulated > 0 ? p.knee : max_w, cores, partitions, n,

@@ -57,7 +57,7 @@ mop_xp_space_mean_epoch(const MopDataset *ds, Jsonb *space, int epochs, int max_
 				bytes = 0,
 				remote = max_w > 0 ? mop_xp_remote_share(ds) : 0;
 
-	n = mop_xp_cost_configs(ds, mop_space_random(space, AUTO_MAX_PROFILES, 0), epochs, AUTO_MAX_PROFILES, true, &c);
+	n = mop_xp_cost_configs(ds, mop_space_random(space, AUTO_MAX_PROFILES, 0), epochs, AUTO_MAX_PROFILES, XP_PROFILE_KEEP, &c);
 	for (int w = 1; w <= max_w; w++)
 		mean_w[w - 1] = 0;
 	for (int i = 0; i < n; i++)

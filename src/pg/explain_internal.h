@@ -53,8 +53,17 @@ extern int	mop_xp_cost_measured,
 extern void mop_xp_plan_costs(mop_plan_costs *k);
 extern double mop_xp_remote_share(const MopDataset *ds);
 extern double mop_xp_state_bytes(const ConfigCost *c);
+/* what mop_xp_cost_configs does with a profile mop.profiles does not hold */
+typedef enum XpProfileMode
+{
+	XP_PROFILE_KEEP,			/* measure it and keep it (not in a read-only
+								 * transaction) */
+	XP_PROFILE_DISCARD,			/* measure it, keep nothing */
+	XP_PROFILE_CACHED			/* leave the configuration unprofiled */
+} XpProfileMode;
+
 extern int	mop_xp_cost_configs(const MopDataset *ds, List *configs, int epochs, int max_profiles,
-								bool measure, ConfigCost **out);
+								XpProfileMode mode, ConfigCost **out);
 extern int	mop_xp_cost_grid(const MopDataset *ds, Jsonb *space, int epochs, ConfigCost **out);
 extern void mop_xp_explain_args(FunctionCallInfo fcinfo, MopDataset **ds, Jsonb **space, int *epochs);
 extern Datum mop_xp_nullable_float(double v, bool *isnull);
