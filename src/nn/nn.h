@@ -439,6 +439,14 @@ nn_status	nn_model_serialize(const nn_model *m, void *buf, size_t cap,
 nn_status	nn_model_deserialize(const void *blob, size_t len, nn_model **out,
 								 nn_error *err);
 
+/*
+ * As nn_model_deserialize, less the checksum: only for a blob whose bytes
+ * nn_blob_spec() has just accepted (a pass over the whole blob saved; every
+ * other check is made).
+ */
+nn_status	nn_model_deserialize_verified(const void *blob, size_t len,
+										  nn_model **out, nn_error *err);
+
 /* Read only the spec out of a blob (validated), without building a model. */
 nn_status	nn_blob_spec(const void *blob, size_t len, nn_spec *spec,
 						 nn_error *err);
@@ -450,6 +458,14 @@ nn_status	nn_blob_spec(const void *blob, size_t len, nn_spec *spec,
  */
 nn_status	nn_blob_set_epochs(void *blob, size_t len, int64_t epochs,
 							   nn_error *err);
+
+/*
+ * The completed-epoch counter inside a blob, read without computing the
+ * checksum (header and spec checked, reads bounded): to decide whether
+ * nn_blob_set_epochs is needed at all.
+ */
+nn_status	nn_blob_epochs(const void *blob, size_t len, int64_t *epochs,
+						   nn_error *err);
 
 #define NN_BLOB_MAGIC "MOPMODEL"
 /*

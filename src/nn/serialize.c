@@ -37,6 +37,7 @@
  * weights are as many as the model's classes, finite and > 0.  Only
  * then is memory allocated.  test/unit/test_fuzz.c fuzzes all of this.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -308,11 +309,11 @@ nn_model_serialize(const nn_model *m, void *buf, size_t cap, size_t *len,
 }
 
 /*
- * Check the header and checksum; on success the payload is [32, len) and
- * *version_out its format version.
+ * Check the header and (when verify) the checksum; on success the payload
+ * is [32, len) and *version_out its format version.
  */
 static nn_status
-check_header(const unsigned char *b, size_t len, uint32_t *version_out,
+check_header(const unsigned char *b, size_t len, bool verify, uint32_t *version_out,
 			 nn_error *err)
 {
 	uint32_t	version,
@@ -344,7 +345,7 @@ check_header(const unsigned char *b, size_t len, uint32_t *version_out,
 	if (plen < len - HEADER_SIZE)
 		return nn_fail(err, NN_ERR_CORRUPT, "blob has %zu trailing bytes after its payload",
 					   (size_t) (len - HEADER_SIZE - plen));
-	if (nn_blob_checksum(b + HEADER_SIZE, plen) != sum)
+	if (verify && nn_blob_checksum(b + HEADER_SIZE, plen) != sum)
 		return nn_fail(err, NN_ERR_CHECKSUM, "blob checksum mismatch: the model is corrupted");
 	*version_out = version;
 	return NN_OK;
@@ -352,17 +353,18 @@ check_header(const unsigned char *b, size_t len, uint32_t *version_out,
 
 /*
  * Decode header and spec, leaving the cursor after the spec; *version_out
- * (if not NULL) receives the blob's format version.
+ * (if not NULL) receives the blob's format version.  Without verify the
+ * checksum is not computed (the reads stay bounds-checked).
  */
 static nn_status
-decode_spec(const void *blob, size_t len, cursor *c, nn_spec *spec, nn_plan *plan,
-			uint32_t *version_out, nn_error *err)
+decode_spec(const void *blob, size_t len, bool verify, cursor *c, nn_spec *spec,
+			nn_plan *plan, uint32_t *version_out, nn_error *err)
 {
 	nn_status	s;
 	nn_error	inner;
 	uint32_t	version = 0;
 
-	if ((s = check_header(blob, len, &version, err)) != NN_OK)
+	if ((s = check_header(blob, len, verify, &version, err)) != NN_OK)
 		return s;
 	if (version_out)
 		*version_out = version;
@@ -387,14 +389,14 @@ nn_blob_spec(const void *blob, size_t len, nn_spec *spec, nn_error *err)
 
 	if (!plan)
 		return nn_fail(err, NN_ERR_NOMEM, "out of memory");
-	s = decode_spec(blob, len, &c, spec, plan, NULL, err);
+	s = decode_spec(blob, len, true, &c, spec, plan, NULL, err);
 	free(plan);
 	return s;
 }
 
-/* Decode a blob into a new model. */
-nn_status
-nn_model_deserialize(const void *blob, size_t len, nn_model **out, nn_error *err)
+/* Decode a blob into a new model; verify: compute its checksum. */
+static nn_status
+deserialize(const void *blob, size_t len, bool verify, nn_model **out, nn_error *err)
 {
 	cursor		c;
 	nn_spec		spec;
@@ -418,7 +420,7 @@ nn_model_deserialize(const void *blob, size_t len, nn_model **out, nn_error *err
 	*out = NULL;
 	if (!plan)
 		return nn_fail(err, NN_ERR_NOMEM, "out of memory");
-	s = decode_spec(blob, len, &c, &spec, plan, &version, err);
+	s = decode_spec(blob, len, verify, &c, &spec, plan, &version, err);
 	if (s != NN_OK)
 	{
 		free(plan);
@@ -518,6 +520,41 @@ nn_model_deserialize(const void *blob, size_t len, nn_model **out, nn_error *err
 	return NN_OK;
 }
 
+nn_status
+nn_model_deserialize(const void *blob, size_t len, nn_model **out, nn_error *err)
+{
+	return deserialize(blob, len, true, out, err);
+}
+
+nn_status
+nn_model_deserialize_verified(const void *blob, size_t len, nn_model **out, nn_error *err)
+{
+	return deserialize(blob, len, false, out, err);
+}
+
+/* The completed-epoch counter of a blob, its checksum not computed. */
+nn_status
+nn_blob_epochs(const void *blob, size_t len, int64_t *epochs, nn_error *err)
+{
+	cursor		c;
+	nn_spec		spec;
+	nn_plan    *plan = malloc(sizeof(nn_plan));
+	nn_status	s;
+
+	if (!plan)
+		return nn_fail(err, NN_ERR_NOMEM, "out of memory");
+	s = decode_spec(blob, len, false, &c, &spec, plan, NULL, err);
+	free(plan);
+	if (s != NN_OK)
+		return s;
+	/* the counters follow the spec: steps, rows trained, epochs */
+	c.pos += 2 * sizeof(int64_t);
+	GET(&c, *epochs);
+	if (c.overflow)
+		return nn_fail(err, NN_ERR_CORRUPT, "blob ends inside its counters");
+	return NN_OK;
+}
+
 /* Set the completed-epoch counter of a blob in place and renew its checksum. */
 nn_status
 nn_blob_set_epochs(void *blob, size_t len, int64_t epochs, nn_error *err)
@@ -531,7 +568,7 @@ nn_blob_set_epochs(void *blob, size_t len, int64_t epochs, nn_error *err)
 
 	if (!plan)
 		return nn_fail(err, NN_ERR_NOMEM, "out of memory");
-	s = decode_spec(blob, len, &c, &spec, plan, NULL, err);
+	s = decode_spec(blob, len, true, &c, &spec, plan, NULL, err);
 	free(plan);
 	if (s != NN_OK)
 		return s;

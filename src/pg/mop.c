@@ -242,13 +242,19 @@ mop_model_from_blob(bytea *blob, MemoryContext cxt)
 	nn_status	st;
 	nn_spec		spec;
 
-	/* the blob's spec says how much the model will take: check before building it */
-	if (nn_blob_spec(VARDATA_ANY(blob), VARSIZE_ANY_EXHDR(blob), &spec, &err) == NN_OK)
-		mop_check_model_memory(&spec);
+	/*
+	 * the blob's spec says how much the model will take: check before
+	 * building it (nn_blob_spec verifies the checksum, so the decoding need
+	 * not compute it again)
+	 */
+	st = nn_blob_spec(VARDATA_ANY(blob), VARSIZE_ANY_EXHDR(blob), &spec, &err);
+	if (st != NN_OK)
+		mop_nn_error(st, &err, "invalid model state");
+	mop_check_model_memory(&spec);
 	mop_blas_ensure();
 	h = mop_model_handle(cxt);
-	st = nn_model_deserialize(VARDATA_ANY(blob), VARSIZE_ANY_EXHDR(blob),
-							  &h->model, &err);
+	st = nn_model_deserialize_verified(VARDATA_ANY(blob), VARSIZE_ANY_EXHDR(blob),
+									   &h->model, &err);
 	if (st != NN_OK)
 		mop_nn_error(st, &err, "invalid model state");
 	return h;

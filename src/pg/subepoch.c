@@ -65,6 +65,21 @@
 	"UPDATE mop.models SET state = $2, updated_at = pg_catalog.clock_timestamp() " \
 	"WHERE id OPERATOR(pg_catalog.=) $1"
 
+/*
+ * Each checkpoint is written once.  While the latest checkpoint is the best
+ * one (best_epoch = epochs_done), best_state is NULL, meaning "the latest":
+ * the epoch's end then wrote no copy of it.  The first sub-epoch that
+ * replaces that checkpoint keeps it as best_state, in the same UPDATE (so
+ * readers see either the old pair or the new one).
+ */
+#define KEEP_BEST \
+	"best_state = CASE WHEN m.best_state IS NULL AND " \
+	"  m.best_epoch OPERATOR(pg_catalog.=) m.epochs_done THEN m.state ELSE m.best_state END, "
+
+#define SAVE_KEEP_BEST_SQL \
+	"UPDATE mop.models m SET state = $2, " KEEP_BEST \
+	"  updated_at = pg_catalog.clock_timestamp() WHERE m.id OPERATOR(pg_catalog.=) $1"
+
 /* $3: the state to keep instead of the stored one (NULL: the stored one) */
 #define DIVERGED_SQL \
 	"UPDATE mop.models SET status = 'diverged', error = $2, state = COALESCE($3, state), " \
@@ -74,10 +89,12 @@
  * Record an epoch: training means from this epoch's hops (or, when $7, the
  * caller's exact sums $8..$11), validation from the evaluation, and the
  * model's best so far: an epoch is better when its validation metric is
- * better in the metric's direction, or equal with a lower validation loss;
- * then its state ($12) becomes the model's best checkpoint (with a carry,
- * $7, the caller keeps it and writes it once at the end).  Returns whether
- * the epoch was better.
+ * better in the metric's direction, or equal with a lower validation loss.
+ * Without a carry the epoch's state ($12) becomes the latest checkpoint
+ * here, and, when the epoch is better, the best one too (best_state NULL:
+ * the latest; see KEEP_BEST); with a carry ($7) the caller keeps the state
+ * and the best and writes them once at the end.  Returns whether the epoch
+ * was better.
  */
 #define EPOCH_SQL(best_state) \
 	"WITH h AS (SELECT pg_catalog.sum(loss OPERATOR(pg_catalog.*) rows) " \
@@ -98,6 +115,7 @@
 	"    ($4 OPERATOR(pg_catalog.=) m.best_valid_metric AND $3 OPERATOR(pg_catalog.<) m.best_valid_loss))) " \
 	"  AS better FROM mop.models m WHERE m.id OPERATOR(pg_catalog.=) $1) " \
 	"UPDATE mop.models m SET epochs_done = $2, " \
+	"  state = CASE WHEN $7 THEN m.state ELSE $12 END, " \
 	"  best_epoch = CASE WHEN b.better THEN $2 ELSE m.best_epoch END, " \
 	"  best_valid_loss = CASE WHEN b.better THEN $3 ELSE m.best_valid_loss END, " \
 	"  best_valid_metric = CASE WHEN b.better THEN $4 ELSE m.best_valid_metric END, " \
@@ -108,7 +126,9 @@
 
 /* with the 0.1 catalog (before ALTER EXTENSION mop UPDATE) there is none */
 #define EPOCH_SQL_BEST_STATE \
-	"  best_state = CASE WHEN b.better AND NOT $7 THEN $12 ELSE m.best_state END, "
+	"  best_state = CASE WHEN $7 THEN m.best_state WHEN b.better THEN NULL " \
+	"    WHEN m.best_state IS NULL AND m.best_epoch OPERATOR(pg_catalog.=) m.epochs_done " \
+	"    THEN m.state ELSE m.best_state END, "
 
 /* What the waist returned for the sub-epoch. */
 typedef struct Trained
@@ -131,15 +151,53 @@ mean_datum(double sum, int64 rows, char *null)
 }
 
 /*
- * SPI_execute_with_args or ERROR; leaves the current memory context as it
- * found it (SPI returns to its procedure context).
+ * The statements of this file, each prepared once per backend as a generic
+ * plan: a model's state goes in as a parameter, and a custom plan would copy
+ * it into the plan as a constant (tens of megabytes for a large model, on
+ * every sub-epoch).  Keyed by the address of the statement's text, which is
+ * always one of the string literals above.  The plan cache re-plans a
+ * statement when what it refers to changes (ALTER EXTENSION mop UPDATE,
+ * another role's row-level security).
+ */
+#define N_PLANS 16
+static struct
+{
+	const char *sql;
+	SPIPlanPtr	plan;
+}			plans[N_PLANS];
+
+static SPIPlanPtr
+prepared(const char *sql, int nargs, Oid *types)
+{
+	SPIPlanPtr	plan;
+	int			i;
+
+	for (i = 0; i < N_PLANS && plans[i].sql != NULL; i++)
+		if (plans[i].sql == sql)
+			return plans[i].plan;
+	plan = SPI_prepare_cursor(sql, nargs, types, CURSOR_OPT_GENERIC_PLAN);
+	if (plan == NULL)
+		elog(ERROR, "mop sub-epoch: could not prepare (%s): %s",
+			 SPI_result_code_string(SPI_result), sql);
+	if (i == N_PLANS)
+		return plan;			/* not kept: freed with the SPI procedure context */
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "mop sub-epoch: could not keep the plan of: %s", sql);
+	plans[i].sql = sql;
+	plans[i].plan = plan;
+	return plan;
+}
+
+/*
+ * Run one of this file's statements or ERROR; leaves the current memory
+ * context as it found it (SPI returns to its procedure context).
  */
 static void
 exec_sql(const char *sql, int nargs, Oid *types, Datum *vals, const char *nulls,
 		 int expect)
 {
 	MemoryContext cxt = CurrentMemoryContext;
-	int			rc = SPI_execute_with_args(sql, nargs, types, vals, nulls, false, 0);
+	int			rc = SPI_execute_plan(prepared(sql, nargs, types), vals, nulls, false, 0);
 
 	MemoryContextSwitchTo(cxt);
 	if (rc != expect)
@@ -238,10 +296,21 @@ exec_waist(const MopSubepochTask *task, const char *sql, int nargs, Oid *types,
 static bytea *
 state_at_epoch(bytea *state, int32 epochs, bool writable)
 {
-	bytea	   *s = writable ? state : (bytea *) pg_detoast_datum_copy((struct varlena *) state);
+	bytea	   *s;
 	nn_error	err;
 	nn_status	st;
+	int64_t		has;
 
+	/*
+	 * most sub-epochs continue an epoch whose counter the state already
+	 * holds: then neither a copy nor a new checksum (the waist verifies the
+	 * blob in any case)
+	 */
+	if (!VARATT_IS_EXTENDED(state) &&
+		nn_blob_epochs(VARDATA(state), VARSIZE(state) - VARHDRSZ, &has, &err) == NN_OK &&
+		has == epochs)
+		return state;
+	s = writable ? state : (bytea *) pg_detoast_datum_copy((struct varlena *) state);
 	st = nn_blob_set_epochs(VARDATA(s), VARSIZE(s) - VARHDRSZ, epochs, &err);
 	if (st != NN_OK)
 		mop_nn_error(st, &err, "invalid model state");
@@ -400,14 +469,18 @@ mark_diverged(const MopSubepochTask *task)
 	exec_sql(DIVERGED_SQL, 3, t, v, n, SPI_OK_UPDATE);
 }
 
-/* Store state as the model's checkpoint. */
+/*
+ * Store state as the model's checkpoint (keep_best: keeping the one it
+ * replaces as the best when that one is; an epoch's last sub-epoch stores
+ * its state in end_epoch instead).
+ */
 static void
-save_checkpoint(int64 model_id, bytea *state)
+save_checkpoint(int64 model_id, bytea *state, bool keep_best)
 {
 	Oid			t[2] = {INT8OID, BYTEAOID};
 	Datum		v[2] = {Int64GetDatum(model_id), PointerGetDatum(state)};
 
-	exec_sql(SAVE_SQL, 2, t, v, NULL, SPI_OK_UPDATE);
+	exec_sql(keep_best ? SAVE_KEEP_BEST_SQL : SAVE_SQL, 2, t, v, NULL, SPI_OK_UPDATE);
 }
 
 /* What the evaluation of an epoch's state on the validation split returned. */
@@ -654,8 +727,8 @@ mop_subepoch(const MopSubepochTask *task, MopSubepochResult *res)
 			state = carry->state;
 		}
 	}
-	if (!carry || (task->last_of_epoch && task->final_epoch))
-		save_checkpoint(task->model_id, state);
+	if (carry ? task->last_of_epoch && task->final_epoch : !task->last_of_epoch)
+		save_checkpoint(task->model_id, state, !carry && mop_catalog_is_02());
 
 	/* 7. the end of an epoch */
 	if (task->last_of_epoch)
@@ -689,7 +762,7 @@ mop_subepoch_carry_stop(MopSubepochCarry *carry, int64 model_id, int32 epoch)
 	task.model_id = model_id;
 	task.epoch = epoch;
 	task.carry = carry;
-	save_checkpoint(model_id, carry->state);
+	save_checkpoint(model_id, carry->state, false);
 	carry_save_best(&task, epoch);
 }
 

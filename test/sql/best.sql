@@ -64,6 +64,27 @@ SELECT mop_export(:m)->>'checkpoint' AS default_export,
        mop_export(:m)->'weights' = mop_export(:m, checkpoint => 'best')->'weights' AS export_uses_best,
        mop_export(:m)->'weights' <> mop_export(:m, checkpoint => 'last')->'weights' AS last_differs;
 
+-- model hopper parallelism writes each checkpoint once: while the latest
+-- checkpoint is the best, best_state is NULL (the latest serves as the
+-- best), and the sub-epoch that replaces it keeps it as best_state.  Every
+-- model's best, evaluated through the narrow waist, scores exactly
+-- best_valid_metric, whether its best epoch is its last or an earlier one.
+SELECT DISTINCT run_id AS gr FROM mop_grid_search('bst_pts',
+  '{"model": {"layers": [{"type": "dense", "units": 128, "activation": "relu"},
+                         {"type": "dense", "units": 128, "activation": "relu"},
+                         {"type": "dense", "units": 2}]},
+    "optimizer": "adam", "learning_rate": [0.01, 0.0003, 0.00001], "batch_size": 8, "seed": 1}',
+  epochs => 30, workers => 1) \gset
+SELECT m.config->>'learning_rate' AS lr, m.best_epoch < m.epochs_done AS best_before_last,
+       (m.best_state IS NULL) = (m.best_epoch = m.epochs_done) AS null_iff_latest_is_best,
+       (r).metric_sum / (r).rows = m.best_valid_metric AS best_scores_best,
+       (mop_export(m.id)->'weights' = mop_export(m.id, checkpoint => 'last')->'weights')
+         = (m.best_epoch = m.epochs_done) AS served_is_latest_iff_best
+  FROM mop.models m,
+       LATERAL (SELECT mop.eval_agg(coalesce(m.best_state, m.state), b.x, b.y ORDER BY b.partition, b.buffer_no) AS r
+                  FROM mop.buffers b WHERE b.dataset_id = m.dataset_id AND b.split = 'valid') v
+ WHERE m.run_id = :gr ORDER BY lr;
+
 -- a model with no validation split keeps no best: its latest serves
 SELECT count(*) > 0 AS prepared FROM mop_prepare('bst_pts', 'label', ARRAY['a', 'b', 'c'], 'bst_noval', validation => 0, seed => 1);
 SELECT mop_train('bst_noval', '{"model": {"layers": [{"type": "dense", "units": 2}]}, "seed": 1}', 2) AS mn \gset

@@ -197,9 +197,23 @@ TEST(blob_set_epochs)
 	CHECK(c.epochs == 7 && c.steps == 0);
 	CHECK(nn_model_spec(m2)->lr_schedule == NN_SCHED_EXPONENTIAL);
 	CHECK(nn_blob_set_epochs(b, len, -1, &err) == NN_ERR_INVALID);
-	b[len - 1] ^= 1;
+	{
+		int64_t		e = -1;
+
+		CHECK_OK(nn_blob_epochs(b, len, &e, &err));
+		CHECK(e == 7);
+		CHECK(nn_blob_epochs(b, 40, &e, &err) != NN_OK);	/* truncated: refused, no read past it */
+	}
+	b[len - 12] ^= 1;			/* the lowest bit of the last optimizer value */
 	CHECK(nn_blob_set_epochs(b, len, 2, &err) == NN_ERR_CHECKSUM);
-	nn_model_free(m);
 	nn_model_free(m2);
+	/* the checksum is what the verified decoding leaves out, and only that */
+	CHECK(nn_model_deserialize(b, len, &m2, &err) == NN_ERR_CHECKSUM);
+	CHECK_OK(nn_model_deserialize_verified(b, len, &m2, &err));
+	nn_model_free(m2);
+	CHECK(nn_model_deserialize_verified(b, len - 1, &m2, &err) != NN_OK);
+	b[8] ^= 0x7f;				/* the format version */
+	CHECK(nn_model_deserialize_verified(b, len, &m2, &err) == NN_ERR_VERSION);
+	nn_model_free(m);
 	free(b);
 }
