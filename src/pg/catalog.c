@@ -257,18 +257,30 @@ mop_catalog_has_run_names(void)
 	return OidIsValid(rel) && get_attnum(rel, "time_used") != InvalidAttrNumber;
 }
 
+/*
+ * Has the mop schema the table relname?  The tables added after 0.1
+ * (mop.dataset_segments, mop.profiles) are missing from a catalog that
+ * ALTER EXTENSION mop UPDATE has not reached yet.
+ */
+bool
+mop_catalog_has_table(const char *relname)
+{
+	Oid			nsp = get_namespace_oid("mop", true);
+
+	return OidIsValid(nsp) && OidIsValid(get_relname_relid(relname, nsp));
+}
+
 /* See mop.h. */
 int32
 mop_dataset_remote_partition(int64 dataset_id)
 {
-	Oid			nsp = get_namespace_oid("mop", true);
 	Oid			t[1] = {INT8OID};
 	Datum		v[1] = {Int64GetDatum(dataset_id)};
 	int32		p = -1;
 	bool		isnull;
 
 	/* a catalog before segments (0.1, or a 0.2 of before them) places nothing */
-	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("dataset_segments", nsp)))
+	if (!mop_catalog_has_table("dataset_segments"))
 		return -1;
 	SPI_connect();
 	if (SPI_execute_with_args("SELECT s.partition FROM mop.dataset_segments s "

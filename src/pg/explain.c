@@ -96,6 +96,8 @@ mop_xp_remote_share(const MopDataset *ds)
 	Datum		args[1] = {Int64GetDatum(ds->id)};
 	double		share = 0;
 
+	if (!mop_catalog_has_table("dataset_segments"))
+		return 0;				/* a catalog not yet updated: no segments */
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (SPI_execute_with_args("SELECT pg_catalog.count(DISTINCT segment) "
@@ -334,6 +336,8 @@ profile_get(const MopDataset *ds, const char *version, const char *key, ConfigCo
 	Datum		v[3];
 	bool		found = false;
 
+	if (!mop_catalog_has_table("profiles"))
+		return false;			/* a catalog not yet updated keeps none */
 	v[0] = Int64GetDatum(ds->id);
 	v[1] = CStringGetTextDatum(version);
 	v[2] = CStringGetTextDatum(key);
@@ -377,7 +381,8 @@ profile_put(const MopDataset *ds, const char *version, const char *key, int batc
 	Oid			t[7] = {INT8OID, TEXTOID, TEXTOID, INT4OID, FLOAT8OID, FLOAT8OID, FLOAT8OID};
 	Datum		v[7];
 
-	if (XactReadOnly || !(c->train_rows_s > 0) || !(c->eval_rows_s > 0))
+	if (XactReadOnly || !(c->train_rows_s > 0) || !(c->eval_rows_s > 0) ||
+		!mop_catalog_has_table("profiles"))
 		return;
 	v[0] = Int64GetDatum(ds->id);
 	v[1] = CStringGetTextDatum(version);

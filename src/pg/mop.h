@@ -118,6 +118,7 @@ typedef enum MopCheckpoint
 
 extern MopDataset *mop_dataset_of_model(int64 model_id, MopCheckpoint which, bytea **state);
 extern bool mop_catalog_is_02(void);
+extern bool mop_catalog_has_table(const char *relname);
 extern bool mop_datasets_have_categories(void);
 extern bool mop_catalog_has_run_names(void);
 

@@ -3,19 +3,22 @@
 # Fashion-MNIST MLP (784-256-128-10), a LeNet-like CNN and a ~5M-parameter
 # MLP (784-2048-1536-256-10), all Adam (state = weights + two moments).
 # For each: the checkpoint's bytes; the WAL of a grid search of that one
-# model on 1 worker (every sub-epoch a committed checkpoint, every epoch's
-# best one too) and of mop_train of the same model (one checkpoint at the
+# model on 1 worker (every sub-epoch a committed checkpoint, the best one
+# kept beside it once the latest replaces it) and of mop_train of the same
+# model (one checkpoint at the
 # end), from pg_current_wal_lsn around each; and both calls' wall times,
 # whose difference is what committing every sub-epoch (and starting a run)
 # costs.  Alternating, REPS times.  In a throwaway cluster, after make install:
 #
-#   pg_virtualenv -t -v 15 bash test/bench/hop_bytes.sh     # ROWS=40000 REPS=2 EPOCHS=2 THREADS=1
+#   pg_virtualenv -t -v 15 bash test/bench/hop_bytes.sh   # ROWS=40000 REPS=2 EPOCHS=2 THREADS=1 MODELS="mlp cnn big"
+# (pg_virtualenv runs the server with fsync=off; add -o fsync=on to flush as a
+# production server does)
 set -eu
 ROWS=${ROWS:-40000}
 REPS=${REPS:-2}
 THREADS=${THREADS:-1}
 P="psql -X -q -At -v ON_ERROR_STOP=1"
-echo "# hop_bytes $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p')); load $(cut -d' ' -f1-3 /proc/loadavg); $($P -c 'SHOW server_version'); ROWS=$ROWS REPS=$REPS THREADS=$THREADS"
+echo "# hop_bytes $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p')); load $(cut -d' ' -f1-3 /proc/loadavg); $($P -c 'SHOW server_version'); ROWS=$ROWS REPS=$REPS EPOCHS=${EPOCHS:-2} THREADS=$THREADS; fsync=$($P -c "SHOW fsync")"
 $P <<SQL >/dev/null
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS mop;
@@ -34,7 +37,7 @@ CFG[big]='{"model": [{"type": "dense", "units": 2048, "activation": "relu"}, {"t
 lsn() { $P -c "SELECT pg_current_wal_lsn()"; }
 walbytes() { $P -c "SELECT pg_wal_lsn_diff('$2', '$1')::bigint"; }
 EPOCHS=${EPOCHS:-2}
-for m in mlp cnn big; do
+for m in ${MODELS:-mlp cnn big}; do
 	cfg=${CFG[$m]}
 	space=$(echo "$cfg" | python3 -c 'import json,sys; c=json.load(sys.stdin); c["model"]={"layers": c["model"]}; print(json.dumps(c))')
 	for r in $(seq 1 "$REPS"); do
@@ -53,7 +56,14 @@ for m in mlp cnn big; do
 			b=$(lsn)
 			state=$($P -c "SELECT octet_length(state) FROM mop.models WHERE id = $id")
 			hops=$($P -c "SELECT count(*) || ' ' || round(avg(extract(epoch FROM finished_at - started_at))::numeric, 3) FROM mop.hops WHERE model_id = $id")
-			echo "RESULT model=$m rep=$r how=$how wall_s=$(python3 -c "print(round($t1 - $t0, 3))") wal_bytes=$(walbytes "$a" "$b") state_bytes=$state hops_and_mean_s=${hops// /,}"
+			# the gap after each hop not followed by a validation (the
+			# checkpoint written and committed, the next task handed out),
+			# as a share of the mean hop: the per-hop overhead
+			gap=$($P -c "SELECT coalesce(round((100 * avg(g) / (SELECT avg(extract(epoch FROM finished_at - started_at)) FROM mop.hops WHERE model_id = $id))::numeric, 2)::text, '-')
+			               FROM (SELECT extract(epoch FROM lead(started_at) OVER (ORDER BY started_at) - finished_at) AS g, partition,
+			                            max(partition) OVER () AS last FROM mop.hops WHERE model_id = $id) h
+			              WHERE g IS NOT NULL AND partition < last")
+			echo "RESULT model=$m rep=$r how=$how wall_s=$(python3 -c "print(round($t1 - $t0, 3))") wal_bytes=$(walbytes "$a" "$b") state_bytes=$state hops_and_mean_s=${hops// /,} gap_pct=$gap"
 		done
 	done
 done

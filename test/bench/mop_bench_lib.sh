@@ -72,8 +72,11 @@ mopb_pinned_up() {
 	fi
 	mopb_cluster_up || return 1
 	if [ "$($PSQL -tAc "select count(*) from pg_namespace where nspname = 'mop'")" != 1 ]; then
+		# the catalog of the default version (what CREATE EXTENSION mop makes)
+		local v
+		v=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$MOPB_DIR/build/mop.control")
 		sed -e '/^\\echo/d' -e '/pg_extension_config_dump/d' -e 's/@extschema@/public/g' \
-			-e "s/'MODULE_PATHNAME'/'mop'/g" "$MOPB_DIR/build/sql/mop--0.1.sql" | $PSQL -f - >/dev/null || return 1
+			-e "s/'MODULE_PATHNAME'/'mop'/g" "$MOPB_DIR/build/sql/mop--$v.sql" | $PSQL -v ON_ERROR_STOP=1 -f - >/dev/null || return 1
 	fi
 	echo "mop: commit $sha, built in $MOPB_DIR/build, loaded from $($PSQL -tAc "show dynamic_library_path")"
 }
