@@ -11,6 +11,9 @@
 # costs.  Alternating, REPS times.  In a throwaway cluster, after make install:
 #
 #   pg_virtualenv -t -v 15 bash test/bench/hop_bytes.sh   # ROWS=40000 REPS=2 EPOCHS=2 THREADS=1 MODELS="mlp cnn big"
+#
+# or against a pinned server of run_mop_bench.sh (PGHOST=$MOPB_DIR PGPORT=...),
+# e.g. two commits side by side (test/bench/hop_bytes_ab.sh).
 # (pg_virtualenv runs the server with fsync=off; add -o fsync=on to flush as a
 # production server does)
 set -eu
@@ -21,7 +24,13 @@ P="psql -X -q -At -v ON_ERROR_STOP=1"
 echo "# hop_bytes $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores ($(lscpu | sed -n 's/^Model name: *//p')); load $(cut -d' ' -f1-3 /proc/loadavg); $($P -c 'SHOW server_version'); ROWS=$ROWS REPS=$REPS EPOCHS=${EPOCHS:-2} THREADS=$THREADS; fsync=$($P -c "SHOW fsync")"
 $P <<SQL >/dev/null
 SET client_min_messages = warning;
-CREATE EXTENSION IF NOT EXISTS mop;
+-- (a server of run_mop_bench.sh has mop's catalog without the extension)
+SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = 'mop') AS has_mop \gset
+\if :has_mop
+\else
+CREATE EXTENSION mop;
+\endif
+SELECT mop_drop_dataset('hb') FROM mop.datasets WHERE name = 'hb';
 DROP TABLE IF EXISTS hb;
 CREATE TABLE hb AS
 SELECT (i % 10)::text AS label,

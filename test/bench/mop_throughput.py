@@ -30,12 +30,18 @@ from mop_bench_common import (MLP_A, MLP_B, connect, loadavg, median, save,
 ap = argparse.ArgumentParser()
 ap.add_argument("--reps", type=int, default=3)
 ap.add_argument("--dataset", default="fashion")
+ap.add_argument("--threads", default="1",
+                help="mop.threads_per_worker for the runs (default 1: W=1 against W=2 measures "
+                     "model hopper parallelism, not BLAS threads; 'auto' for the server's default)")
 args = ap.parse_args()
 SPACE = {"model": [MLP_A, MLP_B], "optimizer": "adam", "learning_rate": [1e-3, 1e-4],
          "batch_size": [32, 256], "l2": [1e-4, 1e-6], "seed": 1}
 conn = connect()
 cur = conn.cursor()
-print(f"space: {json.dumps(SPACE)}; 1 epoch; {args.reps} repetitions; {utcnow()}; load {loadavg()}")
+if args.threads != "auto":
+    cur.execute("SET mop.threads_per_worker = %s", (int(args.threads),))
+print(f"space: {json.dumps(SPACE)}; 1 epoch; {args.reps} repetitions; threads per worker {args.threads}; "
+      f"{utcnow()}; load {loadavg()}")
 
 
 def one(workers, sched):
