@@ -27,6 +27,9 @@ max_worker_processes = 16
 shared_buffers = 1GB
 max_wal_size = 4GB
 dynamic_library_path = '$MOPB_DIR/lib:\$libdir'
+# one BLAS thread per worker unless a benchmark sets it (the server's
+# default would give a 1-worker run every core)
+mop.threads_per_worker = 1
 CONF
 	fi
 	$AS_PG "$PGBIN/pg_ctl" -D "$MOPB_DIR/data" -l "$MOPB_DIR/server.log" -w -t 60 start >/dev/null
@@ -48,7 +51,7 @@ mopb_wait_quiet() {
 mopb_env_line() {
 	echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC'); host: $(lscpu | sed -n 's/^Model name: *//p'), $(getconf _NPROCESSORS_ONLN) cpus; $(uname -sr)"
 	echo "PostgreSQL: $($PSQL -tAc 'select version()' 2>/dev/null | cut -d, -f1); mop commit $(cut -c1-10 "$MOPB_DIR/commit" 2>/dev/null) (pinned build in $MOPB_DIR)"
-	echo "BLAS: $(readlink -f /usr/lib/x86_64-linux-gnu/libopenblas.so.0 2>/dev/null) ($(dpkg-query -W -f='${Package} ${Version}' 'libopenblas0-pthread' 2>/dev/null || dpkg -l | awk '/libopenblas0/{print $2, $3; exit}')); mop.blas_threads=1"
+	echo "BLAS: $(readlink -f /usr/lib/x86_64-linux-gnu/libopenblas.so.0 2>/dev/null) ($(dpkg-query -W -f='${Package} ${Version}' 'libopenblas0-pthread' 2>/dev/null || dpkg -l | awk '/libopenblas0/{print $2, $3; exit}')); mop.threads_per_worker=$($PSQL -tAc 'SHOW mop.threads_per_worker' 2>/dev/null)"
 	echo "extension CFLAGS: $(pg_config --cflags | sed 's/ -f[a-z-]*prefix-map=[^ ]*//g') + PG_CFLAGS $(sed -n 's/^PG_CFLAGS *= *//p' "$(dirname "${BASH_SOURCE[0]}")/../../Makefile")"
 	echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 }
