@@ -73,3 +73,50 @@ SELECT a.state = b.state AS cache_hit_same, a.state = c.state AS no_cache_same
   FROM mop.models a, mop.models b, mop.models c
  WHERE a.id = :cached_a AND b.id = :cached_b AND c.id = :uncached;
 SELECT mop.buffer_cache_reset() > 0 AS had_cached_buffers;
+
+-- a buffer read out of TOAST trains on a helper thread while the next one
+-- is read (mop.overlap_reads): the same minibatches in the same order, so
+-- the result is bit-identical with it on or off, with or without the
+-- buffer cache (whose hits train in the backend)
+CREATE TABLE ovl_pts AS
+SELECT (i % 3)::text AS label, ARRAY(SELECT (sin(i * j) + (i % 3))::real FROM generate_series(1, 16) j) AS v
+  FROM generate_series(1, 3000) i;
+SELECT count(*) > 0 AS prepared FROM mop_prepare('ovl_pts', 'label', ARRAY['v'], 'ovl', partitions => 2, validation => 0.1, seed => 1);
+SELECT bool_and(octet_length(x) > 4000) AS buffers_stored_out_of_line
+  FROM mop.buffers WHERE dataset_id = (SELECT id FROM mop.datasets WHERE name = 'ovl');
+\set ocfg '{"model": {"layers": [{"type": "dense", "units": 32, "activation": "relu"}, {"type": "dense", "units": 3}]}, "optimizer": "adam", "learning_rate": 0.01, "batch_size": 32, "seed": 3}'
+SELECT mop.init_model('ovl', :'ocfg') AS ostate \gset
+-- the helper starts (said at DEBUG2) only for buffers read out of TOAST
+SET mop.buffer_cache_mb = 0;
+SET client_min_messages = debug2;
+SELECT md5((r).state) AS s_on, (r).rows FROM (SELECT mop.train_agg(:'ostate'::bytea, b.x, b.y ORDER BY b.buffer_no) AS r
+  FROM mop.buffers b WHERE b.dataset_id = (SELECT id FROM mop.datasets WHERE name = 'ovl') AND b.split = 'train' AND b.partition = 0) s \gset
+SET mop.overlap_reads = off;
+SELECT md5((r).state) AS s_off FROM (SELECT mop.train_agg(:'ostate'::bytea, b.x, b.y ORDER BY b.buffer_no) AS r
+  FROM mop.buffers b WHERE b.dataset_id = (SELECT id FROM mop.datasets WHERE name = 'ovl') AND b.split = 'train' AND b.partition = 0) s \gset
+SET client_min_messages = warning;
+SELECT :'s_on' = :'s_off' AS sub_epoch_identical;
+-- whole runs: every buffer read each epoch (no cache), overlapped or not,
+-- and the cache (the first epoch overlapped, the rest served)
+SELECT mop_train('ovl', :'ocfg', 3) AS m_off \gset
+RESET mop.overlap_reads;
+SELECT mop_train('ovl', :'ocfg', 3) AS m_on \gset
+RESET mop.buffer_cache_mb;
+SELECT mop.buffer_cache_reset();
+SELECT mop_train('ovl', :'ocfg', 3) AS m_cached \gset
+SELECT md5(a.state) = md5(b.state) AS on_equals_off, md5(a.state) = md5(c.state) AS cached_equals_off,
+       (SELECT array_agg(train_loss ORDER BY epoch) FROM mop.epochs WHERE model_id = a.id) =
+       (SELECT array_agg(train_loss ORDER BY epoch) FROM mop.epochs WHERE model_id = b.id) AS same_losses
+  FROM mop.models a, mop.models b, mop.models c WHERE a.id = :m_off AND b.id = :m_on AND c.id = :m_cached;
+-- a cancel while the helper trains: the helper is stopped, the backend goes on
+SET mop.buffer_cache_mb = 0;
+SET statement_timeout = '300ms';
+\set VERBOSITY terse
+SELECT mop_train('ovl', :'ocfg', 1000);
+\set VERBOSITY default
+RESET statement_timeout;
+RESET mop.buffer_cache_mb;
+SELECT md5((r).state) = :'s_on' AS trains_after_cancel FROM (SELECT mop.train_agg(:'ostate'::bytea, b.x, b.y ORDER BY b.buffer_no) AS r
+  FROM mop.buffers b WHERE b.dataset_id = (SELECT id FROM mop.datasets WHERE name = 'ovl') AND b.split = 'train' AND b.partition = 0) s;
+SELECT mop_drop_dataset('ovl');
+DROP TABLE ovl_pts;
