@@ -1160,7 +1160,7 @@ COMMENT ON FUNCTION @extschema@.mop_export(bigint, text, boolean, text)
 ALTER TABLE mop.models ADD COLUMN best_state bytea;
 ALTER TABLE mop.models ALTER COLUMN best_state SET STORAGE EXTERNAL;
 COMMENT ON COLUMN mop.models.best_state
-	IS 'checkpoint of the best epoch (best_epoch); NULL: none yet, the latest (state) serves';
+	IS 'checkpoint of the best epoch (best_epoch); NULL: the latest (state) serves, being the best or there being none';
 GRANT INSERT (best_state), UPDATE (best_state) ON mop.models TO PUBLIC;
 
 CREATE FUNCTION @extschema@.mop_predict(model_id bigint, features float8[], checkpoint text)

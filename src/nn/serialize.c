@@ -548,10 +548,9 @@ nn_blob_epochs(const void *blob, size_t len, int64_t *epochs, nn_error *err)
 	if (s != NN_OK)
 		return s;
 	/* the counters follow the spec: steps, rows trained, epochs */
-	c.pos += 2 * sizeof(int64_t);
-	GET(&c, *epochs);
-	if (c.overflow)
+	if (c.pos > len || len - c.pos < 3 * sizeof(int64_t))
 		return nn_fail(err, NN_ERR_CORRUPT, "blob ends inside its counters");
+	memcpy(epochs, (const unsigned char *) blob + c.pos + 2 * sizeof(int64_t), sizeof(int64_t));
 	return NN_OK;
 }
 

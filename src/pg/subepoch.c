@@ -15,9 +15,10 @@
  *      of lockorder.h, the model's status read again;
  *   5. the mop.hops row;
  *   6. a NaN or infinite loss marks the model diverged (keeping its last
- *      finite checkpoint); otherwise the new checkpoint is stored;
- *   7. at the end of an epoch: the mop.epochs row and the model's best so
- *      far.
+ *      finite checkpoint); otherwise the new checkpoint is stored, the one
+ *      it replaces kept as best_state if that was the best (KEEP_BEST);
+ *   7. at the end of an epoch, instead: the mop.epochs row, the new
+ *      checkpoint and the model's best so far, in one UPDATE (EPOCH_SQL).
  * The progress callback hears of each step as the sub-epoch moves on to
  * it (validating, committing), so the executor shows progress in every
  * step; between step 4 and its caller's commit the sub-epoch holds its
@@ -66,15 +67,24 @@
 	"WHERE id OPERATOR(pg_catalog.=) $1"
 
 /*
- * Each checkpoint is written once.  While the latest checkpoint is the best
- * one (best_epoch = epochs_done), best_state is NULL, meaning "the latest":
- * the epoch's end then wrote no copy of it.  The first sub-epoch that
- * replaces that checkpoint keeps it as best_state, in the same UPDATE (so
- * readers see either the old pair or the new one).
+ * No state is written twice.  An epoch's end writes its state once, as the
+ * latest; when the epoch is the model's best, best_state becomes NULL,
+ * meaning "the latest" (no second copy).  The best is copied into
+ * best_state only when a newer state is about to replace it: by the first
+ * sub-epoch of the next epoch (KEEP_BEST, in the same UPDATE, so readers
+ * see either the old pair or the new one), or, with one partition, by an
+ * epoch's end that is not better (EPOCH_SQL_BEST_STATE).  "The latest is
+ * the best" is checked as best_epoch = epochs_done and no other sub-epoch
+ * of the next epoch committed yet ($3: this one's partition, whose
+ * mop.hops row is already in): a state that an older library stored in
+ * between (a 0.1 catalog stores no best) is never taken for the best.
  */
 #define KEEP_BEST \
 	"best_state = CASE WHEN m.best_state IS NULL AND " \
-	"  m.best_epoch OPERATOR(pg_catalog.=) m.epochs_done THEN m.state ELSE m.best_state END, "
+	"  m.best_epoch OPERATOR(pg_catalog.=) m.epochs_done AND NOT EXISTS (SELECT 1 FROM mop.hops h " \
+	"  WHERE h.model_id OPERATOR(pg_catalog.=) m.id AND " \
+	"  h.epoch OPERATOR(pg_catalog.=) (m.epochs_done OPERATOR(pg_catalog.+) 1) AND " \
+	"  h.partition OPERATOR(pg_catalog.<>) $3) THEN m.state ELSE m.best_state END, "
 
 #define SAVE_KEEP_BEST_SQL \
 	"UPDATE mop.models m SET state = $2, " KEEP_BEST \
@@ -102,7 +112,8 @@
 	"  pg_catalog.sum(metric OPERATOR(pg_catalog.*) rows) OPERATOR(pg_catalog./) " \
 	"  pg_catalog.sum(rows) FILTER (WHERE metric IS NOT NULL) AS tm, " \
 	"  pg_catalog.sum(rows) AS tr, " \
-	"  pg_catalog.sum(EXTRACT(epoch FROM finished_at OPERATOR(pg_catalog.-) started_at)) AS secs " \
+	"  pg_catalog.sum(EXTRACT(epoch FROM finished_at OPERATOR(pg_catalog.-) started_at)) AS secs, " \
+	"  pg_catalog.count(*) AS n " \
 	"  FROM mop.hops WHERE model_id OPERATOR(pg_catalog.=) $1 AND epoch OPERATOR(pg_catalog.=) $2), " \
 	"e AS (INSERT INTO mop.epochs (model_id, epoch, train_loss, train_metric, valid_loss, " \
 	"  valid_metric, train_rows, valid_rows, seconds) " \
@@ -122,13 +133,13 @@
 	best_state \
 	"  status = CASE WHEN $6 THEN 'done' ELSE m.status END, " \
 	"  updated_at = pg_catalog.clock_timestamp() " \
-	"FROM b WHERE m.id OPERATOR(pg_catalog.=) $1 RETURNING b.better"
+	"FROM b, h WHERE m.id OPERATOR(pg_catalog.=) $1 RETURNING b.better"
 
 /* with the 0.1 catalog (before ALTER EXTENSION mop UPDATE) there is none */
 #define EPOCH_SQL_BEST_STATE \
 	"  best_state = CASE WHEN $7 THEN m.best_state WHEN b.better THEN NULL " \
 	"    WHEN m.best_state IS NULL AND m.best_epoch OPERATOR(pg_catalog.=) m.epochs_done " \
-	"    THEN m.state ELSE m.best_state END, "
+	"      AND h.n OPERATOR(pg_catalog.=) 1 THEN m.state ELSE m.best_state END, "
 
 /* What the waist returned for the sub-epoch. */
 typedef struct Trained
@@ -175,12 +186,12 @@ prepared(const char *sql, int nargs, Oid *types)
 	for (i = 0; i < N_PLANS && plans[i].sql != NULL; i++)
 		if (plans[i].sql == sql)
 			return plans[i].plan;
+	if (i == N_PLANS)
+		elog(ERROR, "mop sub-epoch: more than %d statements to keep plans of", N_PLANS);
 	plan = SPI_prepare_cursor(sql, nargs, types, CURSOR_OPT_GENERIC_PLAN);
 	if (plan == NULL)
 		elog(ERROR, "mop sub-epoch: could not prepare (%s): %s",
 			 SPI_result_code_string(SPI_result), sql);
-	if (i == N_PLANS)
-		return plan;			/* not kept: freed with the SPI procedure context */
 	if (SPI_keepplan(plan) != 0)
 		elog(ERROR, "mop sub-epoch: could not keep the plan of: %s", sql);
 	plans[i].sql = sql;
@@ -470,17 +481,21 @@ mark_diverged(const MopSubepochTask *task)
 }
 
 /*
- * Store state as the model's checkpoint (keep_best: keeping the one it
- * replaces as the best when that one is; an epoch's last sub-epoch stores
- * its state in end_epoch instead).
+ * Store state as the model's checkpoint, keeping the one it replaces as the
+ * best when that one is (KEEP_BEST; partition: this sub-epoch's, or -1 to
+ * store only: mop_train's carry, a 0.1 catalog).  An epoch's last
+ * sub-epoch stores its state in end_epoch instead.
  */
 static void
-save_checkpoint(int64 model_id, bytea *state, bool keep_best)
+save_checkpoint(int64 model_id, bytea *state, int32 partition)
 {
-	Oid			t[2] = {INT8OID, BYTEAOID};
-	Datum		v[2] = {Int64GetDatum(model_id), PointerGetDatum(state)};
+	Oid			t[3] = {INT8OID, BYTEAOID, INT4OID};
+	Datum		v[3] = {Int64GetDatum(model_id), PointerGetDatum(state), Int32GetDatum(partition)};
 
-	exec_sql(keep_best ? SAVE_KEEP_BEST_SQL : SAVE_SQL, 2, t, v, NULL, SPI_OK_UPDATE);
+	if (partition >= 0)
+		exec_sql(SAVE_KEEP_BEST_SQL, 3, t, v, NULL, SPI_OK_UPDATE);
+	else
+		exec_sql(SAVE_SQL, 2, t, v, NULL, SPI_OK_UPDATE);
 }
 
 /* What the evaluation of an epoch's state on the validation split returned. */
@@ -728,7 +743,8 @@ mop_subepoch(const MopSubepochTask *task, MopSubepochResult *res)
 		}
 	}
 	if (carry ? task->last_of_epoch && task->final_epoch : !task->last_of_epoch)
-		save_checkpoint(task->model_id, state, !carry && mop_catalog_is_02());
+		save_checkpoint(task->model_id, state,
+						!carry && mop_catalog_is_02() ? task->partition : -1);
 
 	/* 7. the end of an epoch */
 	if (task->last_of_epoch)
@@ -762,7 +778,7 @@ mop_subepoch_carry_stop(MopSubepochCarry *carry, int64 model_id, int32 epoch)
 	task.model_id = model_id;
 	task.epoch = epoch;
 	task.carry = carry;
-	save_checkpoint(model_id, carry->state, false);
+	save_checkpoint(model_id, carry->state, -1);
 	carry_save_best(&task, epoch);
 }
 

@@ -20,11 +20,13 @@
  *     (lockorder.h), and the model's status is read again: a model that
  *     stopped training meanwhile gets nothing written;
  *   - the sub-epoch's mop.hops row (its mean loss and metric);
- *   - the new checkpoint (mop.models.state);
- *   - at the end of an epoch (task->last_of_epoch): the mop.epochs row and
- *     the model's epochs_done and best validation so far, in its metric's
- *     direction; after the model's last epoch (task->final_epoch) its
- *     status 'done';
+ *   - the new checkpoint (mop.models.state), the one it replaces kept as
+ *     best_state if that was the best (subepoch.c, KEEP_BEST);
+ *   - at the end of an epoch (task->last_of_epoch), instead: the
+ *     mop.epochs row, the new checkpoint, and the model's epochs_done and
+ *     best validation so far, in its metric's direction (a better epoch's
+ *     state is the latest, best_state NULL); after the model's last epoch
+ *     (task->final_epoch) its status 'done';
  *   - a model whose loss becomes NaN or infinite is marked 'diverged' with
  *     a message naming the epoch and partition and keeps its last finite
  *     checkpoint: the sub-epoch's state is not stored.

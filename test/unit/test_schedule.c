@@ -203,6 +203,24 @@ TEST(blob_set_epochs)
 		CHECK_OK(nn_blob_epochs(b, len, &e, &err));
 		CHECK(e == 7);
 		CHECK(nn_blob_epochs(b, 40, &e, &err) != NN_OK);	/* truncated: refused, no read past it */
+		/*
+		 * every truncation with a header that agrees (the checksum is not
+		 * computed): refused unless the counter is inside, and never read
+		 * past the end (the copy is exactly cut bytes, for the sanitizers)
+		 */
+		for (size_t cut = 33; cut < len && cut < 400; cut++)
+		{
+			unsigned char *t = malloc(cut);
+			uint64_t	plen = cut - 32;
+			nn_status	st;
+
+			memcpy(t, b, cut);
+			memcpy(t + 16, &plen, 8);
+			e = -1;
+			st = nn_blob_epochs(t, cut, &e, &err);
+			CHECK(st != NN_OK || e == 7);
+			free(t);
+		}
 	}
 	b[len - 12] ^= 1;			/* the lowest bit of the last optimizer value */
 	CHECK(nn_blob_set_epochs(b, len, 2, &err) == NN_ERR_CHECKSUM);
