@@ -82,18 +82,6 @@ mop_buffer_cache_clear(void)
 const char *
 mop_buffer_fetch(Datum d, Size *len)
 {
-	bool		read;
-
-	return mop_buffer_fetch_read(d, len, &read);
-}
-
-/*
- * As mop_buffer_fetch; *read says whether the value was read out of TOAST
- * now (false: from the cache, or stored inline).
- */
-const char *
-mop_buffer_fetch_read(Datum d, Size *len, bool *read)
-{
 	struct varlena *v = (struct varlena *) DatumGetPointer(d);
 	struct varatt_external tp;
 	BufKey		key;
@@ -101,7 +89,6 @@ mop_buffer_fetch_read(Datum d, Size *len, bool *read)
 	bool		found;
 	bytea	   *b;
 
-	*read = VARATT_IS_EXTERNAL_ONDISK(v);
 	if (!VARATT_IS_EXTERNAL_ONDISK(v) || mop_buffer_cache_mb <= 0)
 	{
 		b = DatumGetByteaP(d);
@@ -119,7 +106,6 @@ mop_buffer_fetch_read(Datum d, Size *len, bool *read)
 	if (e != NULL)
 	{
 		*len = e->len;
-		*read = false;
 		return e->data;
 	}
 

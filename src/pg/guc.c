@@ -6,7 +6,6 @@
  *   mop.max_model_memory                     mop.c (engine models); run.c
  *                                            resolves a run's threads
  *   mop.buffer_cache_mb                      bufcache.c, gpu_train.c
- *   mop.overlap_reads                        train_agg.c, train_overlap.c
  *   mop.workers, mop.task_timeout,
  *   mop.scheduler                            the search functions (a run
  *                                            records them when it starts)
@@ -37,7 +36,6 @@
 int			mop_blas_threads = 0;
 int			mop_threads_per_worker = 0;
 int			mop_buffer_cache_mb = 256;
-bool		mop_overlap_reads = true;
 int			mop_max_model_memory_mb = 2048;
 int			mop_workers = 2;
 int			mop_task_timeout_ms = 300000;
@@ -108,13 +106,6 @@ mop_define_gucs(void)
 							256, 0, INT_MAX / 1024,
 							PGC_USERSET, GUC_UNIT_MB,
 							NULL, NULL, NULL);
-	DefineCustomBoolVariable("mop.overlap_reads",
-							 "Train a buffer on a helper thread while the next one is read out of TOAST.",
-							 "Only buffers the buffer cache does not hold are read; training is bit-identical either way.",
-							 &mop_overlap_reads,
-							 true,
-							 PGC_USERSET, 0,
-							 NULL, NULL, NULL);
 	DefineCustomIntVariable("mop.max_model_memory",
 							"Memory one model may need (weights, gradients, optimizer state, one batch's activations).",
 							"Checked before a model is created or read from its state; 0 = no limit.",

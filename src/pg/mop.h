@@ -245,7 +245,6 @@ typedef struct MopBufId
 	int32		extsize;
 } MopBufId;
 extern const char *mop_buffer_fetch(Datum d, Size *len);
-extern const char *mop_buffer_fetch_read(Datum d, Size *len, bool *read);
 extern bool mop_buffer_identity(Datum d, MopBufId *id);
 extern void mop_buffer_cache_clear(void);
 
@@ -334,13 +333,5 @@ extern void mop_progress_evaluated(int64 rows);
 /* train_agg.c */
 extern void mop_train_rows(nn_model *m, const float *x, const float *y,
 						   int64 n, bool *diverged);
-
-/* train_overlap.c: training a buffer on a helper thread while the next is read */
-typedef struct MopOverlap MopOverlap;
-extern MopOverlap *mop_overlap_create(MemoryContext cxt);
-extern bool mop_overlap_start(MopOverlap *o, nn_model *m, const float *x,
-							  const float *y, int64 n);
-extern bool mop_overlap_running(const MopOverlap *o);
-extern bool mop_overlap_wait(MopOverlap *o);
 
 #endif							/* MOP_PG_H */

@@ -17,12 +17,7 @@
  * deserialized into an nn_model that lives (via a ModelHandle) in the
  * aggregate's memory context and is freed with it, also on ERROR or cancel.
  * Each buffer is fed to the engine in slices of batch_size rows with
- * CHECK_FOR_INTERRUPTS() between slices, i.e. once per minibatch.  A
- * buffer that was just read out of TOAST (not served by the buffer cache)
- * is handed, shuffled, to a helper thread (train_overlap.c,
- * mop.overlap_reads) that trains it while the next row's buffer is read;
- * the next buffer waits for it, so the minibatches and their order are
- * the same.
+ * CHECK_FOR_INTERRUPTS() between slices, i.e. once per minibatch.
  *
  * Progress: whoever runs train_agg or eval_agg may install a MopProgress
  * for the duration of its query (mop_progress_install); train_agg reports
@@ -77,11 +72,6 @@ typedef struct MopAggState
 	float	   *sy;
 	int64		scap;			/* rows the scratch holds */
 	int64	   *perm;
-	/* training overlapped with reading (train_overlap.c) */
-	MopOverlap *ov;				/* NULL until a buffer is read out of TOAST */
-	float	   *ox;				/* the scratch the helper trains from */
-	float	   *oy;
-	int64		ocap;
 	MopGpuAgg  *gpu;			/* non-NULL: this aggregate runs on a GPU */
 } MopAggState;
 
@@ -146,26 +136,21 @@ mop_progress_evaluated(int64 rows)
 
 /*
  * Fetch the buffer pair of the current row (through the buffer cache) and
- * check it against the model; returns its row count.  *read (if not NULL)
- * says whether x was read out of TOAST now (not served by the cache).
+ * check it against the model; returns its row count.
  */
 static int64
-fetch_buffers(FunctionCallInfo fcinfo, nn_model *m, const float **x, const float **y,
-			  bool *read)
+fetch_buffers(FunctionCallInfo fcinfo, nn_model *m, const float **x, const float **y)
 {
 	Size		xlen,
 				ylen;
 	int64		n;
 	nn_error	err;
-	bool		was_read;
 
 	if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("buffer x and y must not be null")));
-	*x = (const float *) mop_buffer_fetch_read(PG_GETARG_DATUM(2), &xlen, &was_read);
-	if (read)
-		*read = was_read;
+	*x = (const float *) mop_buffer_fetch(PG_GETARG_DATUM(2), &xlen);
 	*y = (const float *) mop_buffer_fetch(PG_GETARG_DATUM(3), &ylen);
 	if (nn_buffer_rows(m, xlen, ylen, &n, &err) != NN_OK)
 		ereport(ERROR,
@@ -294,55 +279,6 @@ mop_train_rows(nn_model *m, const float *x, const float *y, int64 n,
 	}
 }
 
-/*
- * Hand the n rows just shuffled into the scratch to the helper thread: the
- * scratch and the helper's buffer swap, so the next buffer is shuffled
- * into the other while this one trains.  false: no helper (the caller
- * trains in the backend).
- */
-static bool
-overlap_start(FunctionCallInfo fcinfo, MopAggState *s, int64 n, int64 in_dim)
-{
-	MemoryContext aggcxt;
-	float	   *t;
-	int64		c;
-
-	AggCheckCallContext(fcinfo, &aggcxt);
-	if (s->ov == NULL)
-	{
-		s->ov = mop_overlap_create(aggcxt);
-		elog(DEBUG2, "mop.train_agg: training buffers on a helper thread while the next are read");
-	}
-	t = s->ox;
-	s->ox = s->sx;
-	s->sx = t;
-	t = s->oy;
-	s->oy = s->sy;
-	s->sy = t;
-	c = s->ocap;
-	s->ocap = s->scap;
-	s->scap = c;
-	if (s->sx == NULL)
-	{
-		s->sx = MemoryContextAllocHuge(aggcxt, sizeof(float) * s->ocap * in_dim);
-		s->sy = MemoryContextAllocHuge(aggcxt, sizeof(float) * s->ocap);
-		s->scap = s->ocap;
-	}
-	if (mop_overlap_start(s->ov, s->h->model, s->ox, s->oy, n))
-		return true;
-	/* no thread: back as it was */
-	t = s->ox;
-	s->ox = s->sx;
-	s->sx = t;
-	t = s->oy;
-	s->oy = s->sy;
-	s->sy = t;
-	c = s->ocap;
-	s->ocap = s->scap;
-	s->scap = c;
-	return false;
-}
-
 /* train_agg transition: feed one buffer (rows shuffled) to the model. */
 Datum
 mop_train_agg_step(PG_FUNCTION_ARGS)
@@ -353,7 +289,6 @@ mop_train_agg_step(PG_FUNCTION_ARGS)
 	int64		n,
 				in_dim;
 	MopRng		rng;
-	bool		read = false;
 
 	if (s == NULL)
 	{
@@ -363,8 +298,7 @@ mop_train_agg_step(PG_FUNCTION_ARGS)
 	}
 	if (s->diverged)
 		PG_RETURN_POINTER(s);
-	/* while the helper trains the previous buffer (if it does), read this one */
-	n = fetch_buffers(fcinfo, s->h->model, &xs, &ys, &read);
+	n = fetch_buffers(fcinfo, s->h->model, &xs, &ys);
 	in_dim = nn_model_in_dim(s->h->model);
 	if (n > 0)
 	{
@@ -383,14 +317,7 @@ mop_train_agg_step(PG_FUNCTION_ARGS)
 				memcpy(s->sx + i * in_dim, xs + s->perm[i] * in_dim, sizeof(float) * in_dim);
 				s->sy[i] = ys[s->perm[i]];
 			}
-			/* the previous buffer's training, if the helper still runs it */
-			if (mop_overlap_wait(s->ov))
-				s->diverged = true;
-			else if (mop_overlap_reads && (read || mop_overlap_running(s->ov)) &&
-					 overlap_start(fcinfo, s, n, in_dim))
-				;				/* trains on the helper while the next buffer is read */
-			else
-				mop_train_rows(s->h->model, s->sx, s->sy, n, &s->diverged);
+			mop_train_rows(s->h->model, s->sx, s->sy, n, &s->diverged);
 		}
 	}
 	s->buffers++;
@@ -416,8 +343,6 @@ mop_train_agg_final(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &td) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "mop.train_agg must return a composite");
 	memset(&res, 0, sizeof(res));
-	if (mop_overlap_wait(s->ov))
-		s->diverged = true;
 	if (s->gpu)
 	{
 		/* the weights come back into the host model, diverged or not */
@@ -475,7 +400,7 @@ mop_eval_agg_step(PG_FUNCTION_ARGS)
 
 	if (s == NULL)
 		s = agg_state_init(fcinfo, false);
-	n = fetch_buffers(fcinfo, s->h->model, &xs, &ys, NULL);
+	n = fetch_buffers(fcinfo, s->h->model, &xs, &ys);
 	in_dim = nn_model_in_dim(s->h->model);
 	if (s->gpu)
 	{

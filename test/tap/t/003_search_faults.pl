@@ -12,11 +12,7 @@
 #      replaying their recorded decisions and results into a fresh driver,
 #      and finish without retraining anything committed;
 #   8. deterministic TPE and PBT runs resumed after an immediate stop end
-#      bit-identical to uninterrupted runs;
-#   9. patience early stopping across an immediate stop;
-#   10. a backend cancelled or terminated while its helper thread trains a
-#      buffer (mop.overlap_reads) stops it cleanly, the server never
-#      restarting.
+#      bit-identical to uninterrupted runs.
 # Every stop in 3-8 is checked to have come mid-run (the run not done, with
 # sub-epochs left) and mop_resume to have trained the rest, so none of them
 # passes without a resume; each run is sized to have most of its sub-epochs
@@ -287,38 +283,6 @@ for my $algo ('tpe', 'pbt')
 	is(sql("$models$r"), 'done:12 stopped:6 done:12 stopped:6', 'patience: the models with patience 5 stopped after epoch 6');
 	is(sql("SELECT count(*) FROM mop.decisions WHERE run_id = $r AND action = 'stop' AND why = 'patience'"), '2', 'patience: two patience decisions');
 	is(no_retraining($r), 't', 'patience: no retraining');
-}
-
-# 10. a backend cancelled or terminated while a buffer trains on its helper
-#     thread (mop.overlap_reads; no buffer cache, so every buffer is read
-#     and overlapped): the helper is stopped and joined first, the backend
-#     goes on or exits cleanly, and the server never goes through crash
-#     recovery
-{
-	my $start = sql("SELECT pg_postmaster_start_time()");
-	my $log_offset = -s $node->logfile;
-	my $cfg = '{"model": {"layers": [{"type": "dense", "units": 256, "activation": "relu"}, {"type": "dense", "units": 10}]}, "batch_size": 16, "seed": 1}';
-	my $i = 0;
-	for my $how (qw(cancel terminate cancel terminate cancel terminate))
-	{
-		$i++;
-		my $out = $node->basedir . "/overlap$i.out";
-		my $victim = bg_psql($out, "SET application_name = 'mop_overlap_victim'", "SET mop.buffer_cache_mb = 0",
-			"SELECT mop_train('big', '$cfg', 1000)");
-		$node->poll_query_until('postgres',
-			"SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = 'mop_overlap_victim' AND state = 'active' AND query LIKE '%mop_train%'")
-		  or die 'the training did not start';
-		usleep(200_000 * $i);
-		sql("SELECT pg_${how}_backend(pid) FROM pg_stat_activity WHERE application_name = 'mop_overlap_victim'");
-		waitpid($victim, 0);
-		like(slurp_file($out), $how eq 'cancel' ? qr/canceling statement due to user request/ : qr/terminating connection/,
-			"overlap $i: $how reached the training backend");
-	}
-	is(sql("SELECT pg_postmaster_start_time()"), $start, 'overlap: the server never restarted');
-	ok(!$node->log_contains(qr/terminated by signal|was terminated by exception/, $log_offset),
-		'overlap: no backend died of a signal');
-	is(sql("SET mop.buffer_cache_mb = 0; SELECT status FROM mop.models WHERE id = (SELECT mop_train('big', '$cfg', 1))"), 'done',
-		'overlap: a backend trains with the helper after all that');
 }
 
 $node->stop;
