@@ -12,6 +12,7 @@
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -63,16 +64,27 @@ nn_status
 nn_blas_init(int threads, nn_error *err)
 {
 	nn_status	s;
+	sigset_t	all,
+				old;
 
 	if (threads < 1 || threads > 1024)
 		return nn_fail(err, NN_ERR_INVALID, "BLAS thread count %d is out of range 1..1024",
 					   threads);
 	pthread_mutex_lock(&blas_lock);
+	/*
+	 * OpenBLAS starts its pool threads while it loads and when its thread
+	 * count grows; they inherit this thread's signal mask.  Started with
+	 * every signal blocked, they never take the process's signals, whose
+	 * handlers (PostgreSQL's) expect to run in the thread that owns them.
+	 */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	s = blas_open(threads, err);
+	if (s == NN_OK && blas_set_threads)
+		blas_set_threads(threads);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (s == NN_OK)
 	{
-		if (blas_set_threads)
-			blas_set_threads(threads);
 		blas_threads = threads;
 		snprintf(blas_desc, sizeof(blas_desc), "%s (%d thread%s)",
 				 blas_get_config ? blas_get_config() : "OpenBLAS",

@@ -3,6 +3,13 @@
  * learning on real data, divergence, memory accounting, spec validation,
  * and the tensor export/import used to cross-check against PyTorch.
  */
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "harness.h"
 #include "util.h"
 
@@ -593,6 +600,50 @@ TEST(blas_info_reports_threads)
 	CHECK_OK(nn_blas_init(1, &err));
 	CHECK(strstr(nn_blas_info(), "1 thread") != NULL);
 	CHECK(nn_blas_init(0, &err) == NN_ERR_INVALID);
+}
+
+/*
+ * OpenBLAS's pool threads start with every signal blocked, so the
+ * process's signals (a backend's SIGINT, SIGTERM, SIGALRM, SIGUSR1) always
+ * reach the thread that handles them.
+ */
+TEST(blas_threads_block_signals)
+{
+	nn_error	err;
+	DIR		   *d;
+	struct dirent *de;
+	int			pool = 0;
+	const unsigned long want = (1UL << (SIGINT - 1)) | (1UL << (SIGTERM - 1)) |
+		(1UL << (SIGALRM - 1)) | (1UL << (SIGUSR1 - 1));
+
+	CHECK_OK(nn_blas_init(3, &err));
+	CHECK((d = opendir("/proc/self/task")) != NULL);
+	while (d && (de = readdir(d)) != NULL)
+	{
+		char		path[64],
+					line[256];
+		FILE	   *f;
+		long		tid = atol(de->d_name);
+
+		if (tid <= 0 || tid == (long) getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%ld/status", tid);
+		if (!(f = fopen(path, "r")))
+			continue;
+		while (fgets(line, sizeof(line), f))
+			if (strncmp(line, "SigBlk:", 7) == 0)
+			{
+				unsigned long blk = strtoul(line + 7, NULL, 16);
+
+				CHECK((blk & want) == want);
+				pool++;
+			}
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	CHECK(pool >= 1);			/* Debian's OpenBLAS (pthread) starts a pool */
+	CHECK_OK(nn_blas_init(1, &err));
 }
 
 TEST(model_average)
