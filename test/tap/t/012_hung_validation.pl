@@ -19,8 +19,9 @@ fsync = off
 client_min_messages = warning
 });
 $node->start;
-# most rows in the validation split, so that validating an epoch takes
-# longer than training a sub-epoch
+# most rows in the validation split and a wide layer, so that validating an
+# epoch takes far longer than training a sub-epoch (a window the loop below
+# must hit with a psql per look)
 $node->safe_psql('postgres', q{
 CREATE EXTENSION mop;
 CREATE TABLE big AS
@@ -29,7 +30,7 @@ SELECT (i % 10)::text AS label,
   FROM generate_series(1, 60000) i;
 SELECT dataset_name FROM mop_prepare('big', 'label', ARRAY['v'], partitions => 2, validation => 0.9, buffer_rows => 512);
 });
-my $space = '{"model": {"layers": [{"type": "dense", "units": 256, "activation": "relu"}, {"type": "dense", "units": 10}]}, "learning_rate": [0.001, 0.0005], "batch_size": 64, "seed": 5}';
+my $space = '{"model": {"layers": [{"type": "dense", "units": 1024, "activation": "relu"}, {"type": "dense", "units": 10}]}, "learning_rate": [0.001, 0.0005], "batch_size": 64, "seed": 5}';
 my $epochs = 6;
 my $hops_per_run = 2 * $epochs * 2;
 
