@@ -592,6 +592,19 @@ any_busy(void)
 	return false;
 }
 
+/* Has a worker reported a finished task that this round has not settled? */
+static bool
+any_slot_done(void)
+{
+	bool		done = false;
+
+	SpinLockAcquire(&coord.run->mutex);
+	for (int w = 0; w < coord.n_workers && !done; w++)
+		done = coord.run->slots[w].state == MOP_SLOT_DONE && workers[w].life != W_RETIRED;
+	SpinLockRelease(&coord.run->mutex);
+	return done;
+}
+
 /*
  * The scheduling loop; returns true if cancelled (or interrupted:
  * interrupted_why is set).  Each round: settle
@@ -715,8 +728,16 @@ schedule(mop_sched *s)
 		}
 		/* superseded checkpoints: VACUUM mop.models now and then (reclaim.c) */
 		mop_reclaim_checkpoints(coord.run->run_id, coord.run->hops_done, coord.n_models, false);
-		/* the latch, and the sockets of segments being tried (coord_segments.c) */
-		coord_segments_wait(1000L);
+
+		/*
+		 * the latch, and the sockets of segments being tried
+		 * (coord_segments.c) -- unless a worker finished meanwhile: what
+		 * this round ran (a VACUUM waiting for a buffer's cleanup lock, a
+		 * lock wait in one of its transactions) may have waited on this
+		 * process's latch and reset it, taking the worker's wakeup with it
+		 */
+		if (!any_slot_done())
+			coord_segments_wait(1000L);
 	}
 }
 
