@@ -532,9 +532,13 @@ nn_model_deserialize_verified(const void *blob, size_t len, nn_model **out, nn_e
 	return deserialize(blob, len, false, out, err);
 }
 
-/* The completed-epoch counter of a blob, its checksum not computed. */
-nn_status
-nn_blob_epochs(const void *blob, size_t len, int64_t *epochs, nn_error *err)
+/*
+ * Check a blob's header and spec (verify: its checksum too) and find its
+ * completed-epoch counter: the counters follow the spec (steps, rows
+ * trained, epochs); *at is the counter's offset, inside the blob.
+ */
+static nn_status
+epochs_counter(const void *blob, size_t len, bool verify, size_t *at, nn_error *err)
 {
 	cursor		c;
 	nn_spec		spec;
@@ -543,41 +547,41 @@ nn_blob_epochs(const void *blob, size_t len, int64_t *epochs, nn_error *err)
 
 	if (!plan)
 		return nn_fail(err, NN_ERR_NOMEM, "out of memory");
-	s = decode_spec(blob, len, false, &c, &spec, plan, NULL, err);
+	s = decode_spec(blob, len, verify, &c, &spec, plan, NULL, err);
 	free(plan);
 	if (s != NN_OK)
 		return s;
-	/* the counters follow the spec: steps, rows trained, epochs */
 	if (c.pos > len || len - c.pos < 3 * sizeof(int64_t))
 		return nn_fail(err, NN_ERR_CORRUPT, "blob ends inside its counters");
-	memcpy(epochs, (const unsigned char *) blob + c.pos + 2 * sizeof(int64_t), sizeof(int64_t));
+	*at = c.pos + 2 * sizeof(int64_t);
 	return NN_OK;
+}
+
+/* The completed-epoch counter of a blob, its checksum not computed. */
+nn_status
+nn_blob_epochs(const void *blob, size_t len, int64_t *epochs, nn_error *err)
+{
+	size_t		at;
+	nn_status	s = epochs_counter(blob, len, false, &at, err);
+
+	if (s == NN_OK)
+		memcpy(epochs, (const unsigned char *) blob + at, sizeof(int64_t));
+	return s;
 }
 
 /* Set the completed-epoch counter of a blob in place and renew its checksum. */
 nn_status
 nn_blob_set_epochs(void *blob, size_t len, int64_t epochs, nn_error *err)
 {
-	cursor		c;
-	nn_spec		spec;
-	nn_plan    *plan = malloc(sizeof(nn_plan));
 	nn_status	s;
 	uint64_t	sum;
 	size_t		at;
 
-	if (!plan)
-		return nn_fail(err, NN_ERR_NOMEM, "out of memory");
-	s = decode_spec(blob, len, true, &c, &spec, plan, NULL, err);
-	free(plan);
-	if (s != NN_OK)
+	if ((s = epochs_counter(blob, len, true, &at, err)) != NN_OK)
 		return s;
 	if (epochs < 0 || epochs > NN_MAX_COUNTER)
 		return nn_fail(err, NN_ERR_INVALID, "epoch count %lld is out of range",
 					   (long long) epochs);
-	/* the counters follow the spec: steps, rows trained, epochs */
-	at = c.pos + 2 * sizeof(int64_t);
-	if (at + sizeof(int64_t) > len)
-		return nn_fail(err, NN_ERR_CORRUPT, "blob ends inside its counters");
 	memcpy((unsigned char *) blob + at, &epochs, sizeof(epochs));
 	sum = nn_blob_checksum((unsigned char *) blob + HEADER_SIZE, len - HEADER_SIZE);
 	memcpy((unsigned char *) blob + 24, &sum, 8);
