@@ -95,6 +95,7 @@ typedef struct MopDataset
 
 /* mop.c */
 extern void mop_pin_search_path(void);
+extern void mop_keep_heap_memory(void);
 extern void mop_blas_ensure(void);
 extern int	mop_threads_for(int local_workers);
 extern void mop_blas_set(int threads);

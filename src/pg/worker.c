@@ -431,6 +431,7 @@ mop_worker_main(Datum arg)
 	memcpy(&my_index, MyBgworkerEntry->bgw_extra, sizeof(int));
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
+	mop_keep_heap_memory();
 
 	CurrentResourceOwner = ResourceOwnerCreate(NULL, "mop worker");
 	seg = dsm_attach(DatumGetUInt32(arg));
