@@ -85,6 +85,8 @@ copy_checkpoint(int32 member, int32 parent, Jsonb *config, int32 *parent_epochs,
 				   "UPDATE mop.models SET state = $2, config = $3, "
 				   "updated_at = pg_catalog.clock_timestamp() WHERE id OPERATOR(pg_catalog.=) $1",
 				   3, t, v, SPI_OK_UPDATE);
+	/* a state handed over is not the member's any more (mop.checkpoint_every) */
+	coord_model_handed(member, InvalidDsaPointer);
 }
 
 /*

@@ -78,6 +78,25 @@ typedef struct WorkerInfo
 
 static WorkerInfo workers[MOP_MAX_WORKERS];
 
+/* the run's hand-over area (handover.h), NULL unless mop.checkpoint_every > 1 */
+static dsa_area *handover = NULL;
+
+/*
+ * Model i's state handed over last is superseded (out: the chunk its
+ * latest sub-epoch handed over, or InvalidDsaPointer: it committed, or it
+ * stopped): free the old chunk.
+ */
+void
+coord_model_handed(int32 i, dsa_pointer out)
+{
+	CoordModel *m = &coord.models[i];
+
+	if (DsaPointerIsValid(m->handed) && m->handed != out)
+		mop_handover_free(handover, m->handed);
+	m->handed = out;
+	m->n_handed = DsaPointerIsValid(out) ? m->n_handed + 1 : 0;
+}
+
 /*
  * Add a model to the scheduler.  Under convergence-aware priorities a model
  * not started yet has the priority of what it may reach after its first
@@ -266,7 +285,7 @@ stop_workers(bool terminate)
 /* Fold a finished task into the scheduler, the driver and the progress counters. */
 static void
 task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, double vm,
-			  double vl)
+			  double vl, dsa_pointer handed_out)
 {
 	mop_task   *t = &workers[w].task;
 
@@ -284,6 +303,8 @@ task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, doubl
 		/* lost too many times in a row: the model fails (marked so there) */
 		outcome = MOP_TASK_FAILED;
 	}
+	/* the model's state handed over, or committed: the chunk it came in is done */
+	coord_model_handed(t->model, outcome == MOP_TASK_OK ? handed_out : InvalidDsaPointer);
 	if (outcome == MOP_TASK_OK)
 	{
 		bool		epoch_done = mop_sched_complete(s, t, seconds);
@@ -338,7 +359,7 @@ worker_died(mop_sched *s, int w)
 	if (workers[w].busy)
 	{
 		if (coord_hop_committed(&workers[w].task))
-			task_finished(s, w, MOP_TASK_OK, 0, NAN, NAN);
+			task_finished(s, w, MOP_TASK_OK, 0, NAN, NAN, InvalidDsaPointer);
 		else
 		{
 			mop_sched_abort(s, &workers[w].task);
@@ -365,7 +386,7 @@ worker_left(mop_sched *s, int w)
 	if (workers[w].busy)
 	{
 		if (coord_hop_committed(&workers[w].task))
-			task_finished(s, w, MOP_TASK_OK, 0, NAN, NAN);
+			task_finished(s, w, MOP_TASK_OK, 0, NAN, NAN, InvalidDsaPointer);
 		else
 		{
 			mop_sched_abort(s, &workers[w].task);
@@ -526,6 +547,11 @@ assign(mop_sched *s, int w, Latch *latch)
 	coord.run->slots[w].epoch = t.epoch + 1;
 	coord.run->slots[w].last_of_epoch = t.last_of_epoch;
 	coord.run->slots[w].final_epoch = t.last_of_epoch && t.epoch + 1 >= coord.models[t.model].target;
+	/* mop.checkpoint_every: hand over the N-1 sub-epochs between commits */
+	coord.run->slots[w].state_in = coord.models[t.model].handed;
+	coord.run->slots[w].may_hand_over = handover != NULL && !t.last_of_epoch &&
+		coord.models[t.model].n_handed + 1 < coord.run->checkpoint_every;
+	coord.run->slots[w].state_out = InvalidDsaPointer;
 	coord.run->slots[w].step = MOP_STEP_LOADING;
 	coord.run->slots[w].rows_done = 0;
 	coord.run->slots[w].rows_total = 0;
@@ -640,7 +666,7 @@ schedule(mop_sched *s)
 			if (copy.state == MOP_SLOT_DONE)
 			{
 				task_finished(s, w, copy.outcome, copy.seconds, copy.valid_metric,
-							  copy.valid_loss);
+							  copy.valid_loss, copy.state_out);
 				SpinLockAcquire(&coord.run->mutex);
 				coord.run->slots[w].state = MOP_SLOT_IDLE;
 				SpinLockRelease(&coord.run->mutex);
@@ -999,6 +1025,15 @@ mop_coordinator_main(Datum arg)
 		if (caller)
 			SetLatch(caller);
 
+		if (coord.run->checkpoint_every > 1)
+		{
+			dsa_handle	h = mop_handover_create();
+
+			handover = mop_handover_area(h);
+			SpinLockAcquire(&coord.run->mutex);
+			coord.run->handover = h;
+			SpinLockRelease(&coord.run->mutex);
+		}
 		s = start_workers(s);
 		cancelled = schedule(s);
 		stop_workers(cancelled);

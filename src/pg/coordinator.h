@@ -29,6 +29,7 @@
 #include "search/mop_driver.h"
 #include "search/mop_hermes.h"
 #include "search/mop_sched.h"
+#include "handover.h"
 #include "space.h"
 
 /* A model of the run, by its index in the scheduler. */
@@ -40,6 +41,9 @@ typedef struct CoordModel
 	bool		patience_known; /* patience and its state loaded (coord_driver.c) */
 	MopPatience patience;		/* its configuration's "early_stopping" */
 	MopPatienceState patience_state;
+	dsa_pointer handed;			/* its state handed over (handover.h), or
+								 * InvalidDsaPointer: mop.models holds it */
+	int32		n_handed;		/* sub-epochs handed over since it last committed */
 } CoordModel;
 
 /* The coordinator's state (one run per process). */
@@ -74,6 +78,7 @@ extern void coord_cost_hints_forget(void);
 
 /* coordinator.c */
 extern int32 coord_add_model(mop_sched *s, int32 epochs);
+extern void coord_model_handed(int32 i, dsa_pointer out);
 extern bool coord_start_worker(int i);
 extern bool coord_worker_active(int w);
 extern bool coord_worker_leaving(int w);

@@ -7,8 +7,10 @@
  *                                            resolves a run's threads
  *   mop.buffer_cache_mb                      bufcache.c, gpu_train.c
  *   mop.workers, mop.task_timeout,
- *   mop.scheduler                            the search functions (a run
- *                                            records them when it starts)
+ *   mop.checkpoint_every, mop.scheduler      the search functions (a run
+ *                                            records them when it starts;
+ *                                            mop.checkpoint_every:
+ *                                            handover.c, subepoch.c)
  *   mop.device, mop.gpu_memory, mop.gpu_tf32,
  *   mop.gpu_unverified                       gpu.c, gpu_train.c
  *   mop.auto_resume                          recovery.c
@@ -29,6 +31,7 @@
 #include "utils/guc.h"
 
 #include "guc.h"
+#include "handover.h"
 #include "run.h"
 #include "search/mop_plan.h"
 #include "search/mop_sched.h"
@@ -39,6 +42,7 @@ int			mop_buffer_cache_mb = 256;
 int			mop_max_model_memory_mb = 2048;
 int			mop_workers = 2;
 int			mop_task_timeout_ms = 300000;
+int			mop_checkpoint_every = 1;
 int			mop_scheduler = MOP_PICK_RANDOM;
 int			mop_device = MOP_DEVICE_CPU;
 int			mop_gpu_memory_mb = 0;
@@ -126,6 +130,13 @@ mop_define_gucs(void)
 							&mop_task_timeout_ms,
 							300000, 0, INT_MAX,
 							PGC_USERSET, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("mop.checkpoint_every",
+							"A model's state is committed every this many sub-epochs, and at the end of every epoch; 1 = every sub-epoch.",
+							"Between commits a run's local workers hand the model over in shared memory; a crash loses at most this many sub-epochs less one of each model, which train again.  Taken from the session that starts (or resumes) the run.",
+							&mop_checkpoint_every,
+							1, 1, MOP_MAX_CHECKPOINT_EVERY,
+							PGC_USERSET, 0,
 							NULL, NULL, NULL);
 	DefineCustomEnumVariable("mop.scheduler",
 							 "Default scheduler of model-selection runs: random, longest, convergence or fifo.",

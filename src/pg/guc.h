@@ -22,6 +22,7 @@ extern int	mop_buffer_cache_mb;	/* mop.buffer_cache_mb */
 extern int	mop_max_model_memory_mb;	/* mop.max_model_memory, MB, 0: no limit */
 extern int	mop_workers;			/* mop.workers */
 extern int	mop_task_timeout_ms;	/* mop.task_timeout, 0: never */
+extern int	mop_checkpoint_every;	/* mop.checkpoint_every */
 extern int	mop_scheduler;			/* mop.scheduler, a mop_pick */
 extern int	mop_device;				/* mop.device, a MopDevice */
 extern int	mop_gpu_memory_mb;		/* mop.gpu_memory, MB, 0: no limit */

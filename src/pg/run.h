@@ -52,6 +52,7 @@
 #include "storage/latch.h"
 #include "storage/shm_toc.h"
 #include "storage/spin.h"
+#include "utils/dsa.h"
 
 #include "run_options.h"
 
@@ -120,6 +121,9 @@ typedef struct MopSlot
 								 * segments), -1: none, the dataset is local */
 	bool		retired;		/* taken out of the run (mop_set_workers): not
 								 * shown by mop.progress */
+	dsa_pointer state_in;		/* the model's state handed over (handover.h), or
+								 * InvalidDsaPointer: mop.models holds it */
+	bool		may_hand_over;	/* the sub-epoch may hand its state over */
 	/* progress, written by the worker in every step of its task */
 	int32		step;			/* MopTaskStep (mop.h): loading, training, ... */
 	int64		rows_done;
@@ -134,6 +138,8 @@ typedef struct MopSlot
 	double		seconds;
 	double		valid_metric;	/* NaN if not validated */
 	double		valid_loss;		/* NaN if not validated */
+	dsa_pointer state_out;		/* the state handed over, or InvalidDsaPointer:
+								 * the sub-epoch committed */
 	char		error[256];
 } MopSlot;
 
@@ -155,6 +161,9 @@ typedef struct MopRunShared
 	int32		segment_timeout_ms; /* mop.segment_timeout of the starting session */
 	int32		segment_wait_ms;	/* mop.segment_wait of the starting session */
 	int32		workers_per_segment;	/* mop.workers_per_segment of the starting session */
+	int32		checkpoint_every;	/* mop.checkpoint_every of the starting session */
+	dsa_handle	handover;		/* the hand-over area (handover.h), created by the
+								 * coordinator when checkpoint_every > 1 */
 	MopRunOptions opts;			/* what the run is (run_options.h); blas_threads and
 								 * the device are the starting or resuming session's */
 	int32		n_configs;		/* configurations (MOP_KEY_CONFIGS) */

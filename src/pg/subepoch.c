@@ -19,6 +19,11 @@
  *      it replaces kept as best_state if that was the best (KEEP_BEST);
  *   7. at the end of an epoch, instead: the mop.epochs row, the new
  *      checkpoint and the model's best so far, in one UPDATE (EPOCH_SQL).
+ * With a state handed over (handover.h; mop.checkpoint_every), step 1
+ * takes it instead of the stored one, and the sub-epochs handed over with
+ * it get their mop.hops rows in step 5; a sub-epoch allowed to hand over
+ * (task->hand_over) that does not end an epoch hands its state on after
+ * step 2 and writes nothing.
  * The progress callback hears of each step as the sub-epoch moves on to
  * it (validating, committing), so the executor shows progress in every
  * step; between step 4 and its caller's commit the sub-epoch holds its
@@ -61,6 +66,11 @@
 	"INSERT INTO mop.hops (run_id, model_id, epoch, partition, worker, started_at, " \
 	"finished_at, rows, loss, metric) VALUES ($1, $2, $3, $4, $5, $6, " \
 	"pg_catalog.clock_timestamp(), $7, $8, $9)"
+
+/* a sub-epoch handed over (handover.h), recorded when a later one commits */
+#define HOP_AT_SQL \
+	"INSERT INTO mop.hops (run_id, model_id, epoch, partition, worker, started_at, " \
+	"finished_at, rows, loss, metric) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
 
 #define SAVE_SQL \
 	"UPDATE mop.models SET state = $2, updated_at = pg_catalog.clock_timestamp() " \
@@ -135,11 +145,16 @@
 	"  updated_at = pg_catalog.clock_timestamp() " \
 	"FROM b, h WHERE m.id OPERATOR(pg_catalog.=) $1 RETURNING b.better"
 
-/* with the 0.1 catalog (before ALTER EXTENSION mop UPDATE) there is none */
+/*
+ * With the 0.1 catalog (before ALTER EXTENSION mop UPDATE) there is none.
+ * $13: the epoch's sub-epochs this transaction records (1, or more when
+ * some were handed over): when they are all of the epoch's, the stored
+ * state is the previous epoch's end, kept as the best if it was.
+ */
 #define EPOCH_SQL_BEST_STATE \
 	"  best_state = CASE WHEN $7 THEN m.best_state WHEN b.better THEN NULL " \
 	"    WHEN m.best_state IS NULL AND m.best_epoch OPERATOR(pg_catalog.=) m.epochs_done " \
-	"      AND h.n OPERATOR(pg_catalog.=) 1 THEN m.state ELSE m.best_state END, "
+	"      AND h.n OPERATOR(pg_catalog.=) $13 THEN m.state ELSE m.best_state END, "
 
 /* What the waist returned for the sub-epoch. */
 typedef struct Trained
@@ -253,12 +268,13 @@ load_checkpoint(const MopSubepochTask *task, bytea **state, int64 *dataset_id,
 		model_not_visible(task->model_id);
 	sd = col(1, &isnull);
 	/* a NULL state (anyone who may write the row can set one) is no checkpoint */
-	if (isnull)
+	if (isnull && task->state_in == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("model %lld has no checkpoint", (long long) task->model_id),
 				 errhint("Its state in mop.models is NULL; the model cannot continue.")));
-	*state = DatumGetByteaPCopy(sd);
+	/* a state handed over is newer than the stored one, which is not read */
+	*state = task->state_in != NULL ? task->state_in : DatumGetByteaPCopy(sd);
 	*dataset_id = DatumGetInt64(col(2, &isnull));
 	training = strcmp(TextDatumGetCString(col(3, &isnull)), "training") == 0;
 	*rows_total = DatumGetInt64(col(4, &isnull));
@@ -451,6 +467,68 @@ insert_hop(const MopSubepochTask *task, TimestampTz started, const Trained *tr)
 	exec_sql(HOP_SQL, 9, t, v, n, SPI_OK_INSERT);
 }
 
+/* The mop.hops rows of the sub-epochs handed over before this one. */
+static void
+insert_pending_hops(const MopSubepochTask *task)
+{
+	Oid			t[10] = {INT8OID, INT8OID, INT4OID, INT4OID, INT4OID, TIMESTAMPTZOID,
+	TIMESTAMPTZOID, INT8OID, FLOAT8OID, FLOAT8OID};
+
+	for (int i = 0; i < task->n_pending; i++)
+	{
+		const MopHandoverHop *h = &task->pending[i];
+		Datum		v[10];
+		char		n[10];
+
+		memset(n, ' ', sizeof(n));
+		v[0] = Int64GetDatum(task->run_id);
+		v[1] = Int64GetDatum(task->model_id);
+		v[2] = Int32GetDatum(h->epoch);
+		v[3] = Int32GetDatum(h->partition);
+		v[4] = Int32GetDatum(h->worker);
+		v[5] = TimestampTzGetDatum(h->started_at);
+		v[6] = TimestampTzGetDatum(h->finished_at);
+		v[7] = Int64GetDatum(h->rows);
+		v[8] = Float8GetDatum(h->loss);
+		v[9] = Float8GetDatum(h->metric);
+		if (h->loss_null)
+			n[8] = 'n';
+		if (h->metric_null)
+			n[9] = 'n';
+		exec_sql(HOP_AT_SQL, 10, t, v, n, SPI_OK_INSERT);
+	}
+}
+
+/*
+ * Hand the trained state over instead of committing it (handover.h), with
+ * the sub-epochs handed over before it and this one; false if there was no
+ * room, and the sub-epoch commits.
+ */
+static bool
+hand_over(const MopSubepochTask *task, TimestampTz started, const Trained *tr)
+{
+	MopHandoverHop hops[MOP_MAX_CHECKPOINT_EVERY];
+	MopHandoverHop *h;
+	char		null;
+
+	if (task->n_pending < 0 || task->n_pending >= MOP_MAX_CHECKPOINT_EVERY)
+		return false;
+	memcpy(hops, task->pending, sizeof(MopHandoverHop) * task->n_pending);
+	h = &hops[task->n_pending];
+	memset(h, 0, sizeof(*h));
+	h->epoch = task->epoch;
+	h->partition = task->partition;
+	h->worker = task->worker;
+	h->started_at = started;
+	h->finished_at = GetCurrentTimestamp();
+	h->rows = tr->rows;
+	h->loss = DatumGetFloat8(mean_datum(tr->loss_sum, tr->rows, &null));
+	h->loss_null = null == 'n';
+	h->metric = DatumGetFloat8(mean_datum(tr->metric_sum, tr->rows, &null));
+	h->metric_null = null == 'n';
+	return task->hand_over(task->hand_over_arg, tr->state, hops, task->n_pending + 1);
+}
+
 /*
  * Mark the model diverged.  It keeps its last finite checkpoint: the one
  * stored, or with a carry the state of its last whole epoch.
@@ -542,10 +620,10 @@ end_epoch(const MopSubepochTask *task, bytea *state, const Validated *val,
 		  MopSubepochResult *res)
 {
 	MopSubepochCarry *carry = task->carry;
-	Oid			t[12] = {INT8OID, INT4OID, FLOAT8OID, FLOAT8OID, INT8OID, BOOLOID,
-	BOOLOID, FLOAT8OID, FLOAT8OID, INT8OID, FLOAT8OID, BYTEAOID};
-	Datum		v[12];
-	char		n[12];
+	Oid			t[13] = {INT8OID, INT4OID, FLOAT8OID, FLOAT8OID, INT8OID, BOOLOID,
+	BOOLOID, FLOAT8OID, FLOAT8OID, INT8OID, FLOAT8OID, BYTEAOID, INT4OID};
+	Datum		v[13];
+	char		n[13];
 	double		vl = val->loss_sum,
 				vm = val->metric_sum;
 	int64		vr = val->rows;
@@ -574,10 +652,11 @@ end_epoch(const MopSubepochTask *task, bytea *state, const Validated *val,
 	v[11] = PointerGetDatum(state);
 	if (carry)
 		n[11] = 'n';
+	v[12] = Int32GetDatum(1 + (carry ? 0 : task->n_pending));
 	if (mop_catalog_is_02())
-		exec_sql(EPOCH_SQL(EPOCH_SQL_BEST_STATE), 12, t, v, n, SPI_OK_UPDATE_RETURNING);
+		exec_sql(EPOCH_SQL(EPOCH_SQL_BEST_STATE), 13, t, v, n, SPI_OK_UPDATE_RETURNING);
 	else
-		exec_sql(EPOCH_SQL(""), 12, t, v, n, SPI_OK_UPDATE_RETURNING);
+		exec_sql(EPOCH_SQL(""), 13, t, v, n, SPI_OK_UPDATE_RETURNING);
 	if (carry && SPI_processed == 1 && DatumGetBool(col(1, &isnull)) && !isnull)
 	{
 		MemoryContext old = MemoryContextSwitchTo(carry->cxt);
@@ -688,6 +767,17 @@ mop_subepoch(const MopSubepochTask *task, MopSubepochResult *res)
 				 errmsg("partition %d of the dataset has no training buffers",
 						task->partition)));
 
+	/* handed over: nothing is written (handover.h) */
+	if (task->hand_over != NULL && !carry && !task->last_of_epoch && tr.state != NULL &&
+		!tr.diverged && hand_over(task, started, &tr))
+	{
+		res->rows = tr.rows;
+		res->loss_sum = tr.loss_sum;
+		res->metric_sum = tr.metric_sum;
+		outcome = MOP_SUBEPOCH_HANDED_OVER;
+		goto done;
+	}
+
 	/*
 	 * 3. the validation at the end of an epoch, before any lock: a worker
 	 * stopped or hung here holds no row its replacement needs
@@ -716,7 +806,24 @@ mop_subepoch(const MopSubepochTask *task, MopSubepochResult *res)
 		}
 	}
 
-	/* 5. and 6.: the hop, then divergence or the new checkpoint */
+	/*
+	 * 5. and 6.: the hop, then divergence or the new checkpoint.  Within an
+	 * epoch the checkpoint goes first: KEEP_BEST looks for the epoch's
+	 * committed sub-epochs, and those handed over are not committed yet.
+	 */
+	if (!carry && !task->last_of_epoch && tr.state != NULL && !tr.diverged)
+	{
+		save_checkpoint(task->model_id, tr.state,
+						mop_catalog_is_02() ? task->partition : -1);
+		insert_pending_hops(task);
+		insert_hop(task, started, &tr);
+		res->rows = tr.rows;
+		res->loss_sum = tr.loss_sum;
+		res->metric_sum = tr.metric_sum;
+		goto done;
+	}
+	if (!carry)
+		insert_pending_hops(task);
 	if (tr.state != NULL)
 	{
 		if (!(carry && tr.diverged))

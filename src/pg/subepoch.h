@@ -75,6 +75,7 @@
 
 #include "datatype/timestamp.h"
 
+#include "handover.h"
 #include "mop.h"
 
 /* The state a single-transaction caller carries from sub-epoch to sub-epoch. */
@@ -111,6 +112,20 @@ typedef struct MopSubepochTask
 	const char *segment;		/* its name (segment.h) */
 	int64		remote_dataset_id;	/* the dataset's copy there */
 	int			segment_timeout_ms; /* silence after which it counts as down */
+	/* models handed over in shared memory (handover.h); not with a carry */
+	bytea	   *state_in;		/* the state to train, handed over (NULL: the
+								 * one mop.models holds) */
+	const MopHandoverHop *pending;	/* the sub-epochs handed over with it, to
+									 * record in mop.hops when this one commits */
+	int			n_pending;
+	/*
+	 * Not NULL: this sub-epoch, unless it ends an epoch (or diverges), may
+	 * hand its state over instead of committing it: the function keeps the
+	 * state and the sub-epochs it would commit (pending, then this one) and
+	 * returns true, or returns false (no room) and the sub-epoch commits.
+	 */
+	bool		(*hand_over) (void *arg, bytea *state, const MopHandoverHop *hops, int n_hops);
+	void	   *hand_over_arg;
 } MopSubepochTask;
 
 typedef enum MopSubepochOutcome
@@ -120,8 +135,10 @@ typedef enum MopSubepochOutcome
 	MOP_SUBEPOCH_COMMITTED,		/* another process committed this sub-epoch
 								 * meanwhile (one given up while it committed):
 								 * nothing written */
-	MOP_SUBEPOCH_STOPPED		/* the model is not training (any more): nothing
+	MOP_SUBEPOCH_STOPPED,		/* the model is not training (any more): nothing
 								 * written */
+	MOP_SUBEPOCH_HANDED_OVER	/* trained; the state handed over, nothing
+								 * written (task->hand_over) */
 } MopSubepochOutcome;
 
 typedef struct MopSubepochResult

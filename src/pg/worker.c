@@ -213,10 +213,34 @@ progress_step(void *arg, MopTaskStep step)
 	record_progress(arg, step, -1, 0);
 }
 
-/* Run the task in slot, in one transaction; returns the outcome. */
-static MopTaskOutcome
-run_task(MopSlot *slot, MopSlot *task, double *valid_metric, double *valid_loss)
+/* Where a sub-epoch hands its state over (subepoch.h, handover.h). */
+typedef struct HandOver
 {
+	dsa_area   *area;
+	int64		model_id;
+	dsa_pointer out;			/* the chunk written, if any */
+} HandOver;
+
+static bool
+hand_over_state(void *arg, bytea *state, const MopHandoverHop *hops, int n_hops)
+{
+	HandOver   *ho = arg;
+
+	ho->out = mop_handover_write(ho->area, ho->model_id, state, hops, n_hops);
+	return DsaPointerIsValid(ho->out);
+}
+
+/*
+ * Run the task in slot, in one transaction; returns the outcome, and in
+ * *state_out the chunk its state was handed over in (InvalidDsaPointer:
+ * it committed).
+ */
+static MopTaskOutcome
+run_task(MopSlot *slot, MopSlot *task, double *valid_metric, double *valid_loss,
+		 dsa_pointer *state_out)
+{
+	MopHandoverHop pending[MOP_MAX_CHECKPOINT_EVERY];
+	HandOver	ho = {NULL, task->model_id, InvalidDsaPointer};
 	TaskProgress tp = {slot, GetCurrentTimestamp()};
 	MopProgress progress = {progress_start, progress_rows, progress_evaluated, progress_step, &tp};
 	MopSubepochTask se;
@@ -247,6 +271,22 @@ run_task(MopSlot *slot, MopSlot *task, double *valid_metric, double *valid_loss)
 	SPI_connect();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	pgstat_report_activity(STATE_RUNNING, "mop: training a sub-epoch");
+	/* the model handed over by its last worker, and may this one hand it on */
+	if (DsaPointerIsValid(task->state_in) || task->may_hand_over)
+		ho.area = mop_handover_area(run->handover);
+	if (DsaPointerIsValid(task->state_in))
+	{
+		if (ho.area == NULL)
+			elog(ERROR, "mop worker: a state was handed over without a hand-over area");
+		se.n_pending = mop_handover_read(ho.area, task->state_in, task->model_id,
+										 &se.state_in, pending);
+		se.pending = pending;
+	}
+	if (task->may_hand_over && ho.area != NULL)
+	{
+		se.hand_over = hand_over_state;
+		se.hand_over_arg = &ho;
+	}
 	outcome = mop_subepoch(&se, &res);
 	SPI_finish();
 	PopActiveSnapshot();
@@ -277,6 +317,9 @@ run_task(MopSlot *slot, MopSlot *task, double *valid_metric, double *valid_loss)
 	switch (outcome)
 	{
 		case MOP_SUBEPOCH_OK:
+			return MOP_TASK_OK;
+		case MOP_SUBEPOCH_HANDED_OVER:
+			*state_out = ho.out;
 			return MOP_TASK_OK;
 		case MOP_SUBEPOCH_COMMITTED:
 			/* as when a process dies after its commit: done, validation unknown (NaN) */
@@ -321,6 +364,7 @@ do_task(MopSlot *slot, MopSlot *task, MemoryContext task_cxt)
 	MopTaskOutcome outcome;
 	double		vm = NAN,
 				vl = NAN;
+	dsa_pointer state_out = InvalidDsaPointer;
 	TimestampTz t0 = GetCurrentTimestamp();
 	char		errbuf[256] = "";
 	Latch	   *latch;
@@ -328,7 +372,7 @@ do_task(MopSlot *slot, MopSlot *task, MemoryContext task_cxt)
 
 	PG_TRY();
 	{
-		outcome = run_task(slot, task, &vm, &vl);
+		outcome = run_task(slot, task, &vm, &vl, &state_out);
 	}
 	PG_CATCH();
 	{
@@ -385,6 +429,7 @@ do_task(MopSlot *slot, MopSlot *task, MemoryContext task_cxt)
 	slot->outcome = outcome;
 	slot->valid_metric = vm;
 	slot->valid_loss = vl;
+	slot->state_out = outcome == MOP_TASK_OK ? state_out : InvalidDsaPointer;
 	slot->seconds = (double) (GetCurrentTimestamp() - t0) / 1e6;
 	strlcpy(slot->error, errbuf, sizeof(slot->error));
 	/* an exit ordered meanwhile (the run ended or its coordinator went) stands */

@@ -1,0 +1,191 @@
+# 018_handover.pl -- mop.checkpoint_every: models handed from worker to
+# worker in shared memory, committed every N sub-epochs.
+#
+# A deterministic grid over 4 partitions with mop.checkpoint_every = 3 hands
+# each model over after the first two sub-epochs of every epoch and commits
+# the third (with the first two's mop.hops rows, in one transaction) and the
+# fourth (the epoch's end).  Checked against the same grid with every
+# sub-epoch committed (mop.checkpoint_every = 1):
+#   - the models (latest and best states, best epochs, every mop.epochs row)
+#     are bit-identical, and every sub-epoch is in mop.hops exactly once;
+#   - the sub-epochs were committed in half as many transactions (the
+#     xmin of their mop.hops rows);
+#   - kill -9 of a worker (the postmaster restarts the server, the shared
+#     memory is gone) or of the coordinator: the run resumes itself from
+#     what was committed, trains the lost sub-epochs again, and ends with
+#     the same models and no sub-epoch recorded twice.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep);
+
+my $node = PostgreSQL::Test::Cluster->new('handover');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'mop'
+max_worker_processes = 16
+fsync = off
+restart_after_crash = on
+client_min_messages = warning
+});
+$node->start;
+
+$node->safe_psql('postgres', q{
+CREATE EXTENSION mop;
+CREATE ROLE tenant LOGIN;
+GRANT CREATE ON SCHEMA public TO tenant;
+SET ROLE tenant;
+CREATE TABLE big AS
+SELECT (((i % 10) + CASE WHEN i % 3 = 0 THEN i % 7 ELSE 0 END) % 10)::text AS label,
+       ARRAY(SELECT ((i % 10) * 0.1 + sin(i * 7 + j))::real FROM generate_series(1, 64) j) AS v
+  FROM generate_series(1, 12000) i;
+SELECT dataset_name FROM mop_prepare('big', 'label', ARRAY['v'], partitions => 4, buffer_rows => 256);
+});
+
+my $space = '{"model": {"layers": [{"type": "dense", "units": 256, "activation": "relu"}, {"type": "dense", "units": 10}]}, "learning_rate": [0.03, 0.01], "batch_size": 16, "seed": 3}';
+my $epochs = 10;
+my $hops_per_run = 2 * $epochs * 4;    # models x epochs x partitions
+
+sub q_tenant
+{
+	my ($sql) = @_;
+	return $node->safe_psql('postgres', "SET ROLE tenant; $sql");
+}
+
+sub run_grid
+{
+	my ($every, $wait) = @_;
+	return q_tenant("SET mop.checkpoint_every = $every; "
+		  . "SELECT DISTINCT run_id FROM mop_grid_search('big', '$space', epochs => $epochs, "
+		  . "workers => 2, deterministic => true, wait => $wait)");
+}
+
+sub hops { return $node->safe_psql('postgres', "SELECT count(*) FROM mop.hops WHERE run_id = $_[0]"); }
+
+# the transactions that committed a run's sub-epochs
+sub hop_commits
+{
+	return $node->safe_psql('postgres',
+		"SELECT count(DISTINCT xmin::text) FROM mop.hops WHERE run_id = $_[0]");
+}
+
+# every sub-epoch once: (model, epoch, partition) never twice
+sub hops_twice
+{
+	return $node->safe_psql('postgres',
+		"SELECT count(*) FROM (SELECT 1 FROM mop.hops WHERE run_id = $_[0] "
+		  . "GROUP BY model_id, epoch, partition HAVING count(*) > 1) d");
+}
+
+# the models of a run in configuration order: states, best states and epochs
+sub models
+{
+	return $node->safe_psql('postgres',
+		"SELECT string_agg(format('%s %s %s %s', md5(state), md5(coalesce(best_state, state)), "
+		  . "best_epoch, epochs_done), ',' ORDER BY config::text) FROM mop.models WHERE run_id = $_[0]");
+}
+
+sub epochs
+{
+	return $node->safe_psql('postgres',
+		"SELECT string_agg(format('%s/%s %s %s %s %s', m.config->>'learning_rate', e.epoch, "
+		  . "e.train_loss, e.valid_loss, e.valid_metric, e.train_rows), ',' "
+		  . "ORDER BY m.config::text, e.epoch) "
+		  . "FROM mop.epochs e JOIN mop.models m ON m.id = e.model_id WHERE m.run_id = $_[0]");
+}
+
+sub kill9
+{
+	my ($type) = @_;
+	my $pid;
+	for (1 .. 100)
+	{
+		$pid = $node->safe_psql('postgres',
+			"SELECT pid FROM pg_stat_activity WHERE backend_type = '$type' ORDER BY pid LIMIT 1");
+		last if $pid;
+		usleep(100_000);
+	}
+	return 0 unless $pid;
+	kill 'KILL', $pid;
+	return 1;
+}
+
+sub wait_done
+{
+	my ($run) = @_;
+	return $node->poll_query_until('postgres',
+		"SELECT status FROM mop.runs WHERE id = $run", 'done');
+}
+
+# the reference: every sub-epoch committed
+my $ref = run_grid(1, 'true');
+is(hops($ref), $hops_per_run, "reference run trained $hops_per_run sub-epochs");
+is(hop_commits($ref), $hops_per_run, 'reference run: one commit per sub-epoch');
+my $ref_models = models($ref);
+my $ref_epochs = epochs($ref);
+# the comparison of best states means something: a model's best is not its last
+cmp_ok($node->safe_psql('postgres',
+	"SELECT count(*) FROM mop.models WHERE run_id = $ref AND best_state IS NOT NULL "
+	  . "AND best_epoch < epochs_done"), '>=', 1,
+	'reference run: a model whose best epoch is not its last');
+
+# 1. committed every 3 sub-epochs and at each epoch's end
+my $run = run_grid(3, 'true');
+is($node->safe_psql('postgres', "SELECT status FROM mop.runs WHERE id = $run"), 'done',
+	'checkpoint_every 3: the run is done');
+is(hops($run), $hops_per_run, "checkpoint_every 3: every sub-epoch recorded ($hops_per_run)");
+is(hops_twice($run), 0, 'checkpoint_every 3: no sub-epoch recorded twice');
+is(hop_commits($run), $hops_per_run / 2,
+	'checkpoint_every 3: two of every four sub-epochs handed over, committed with the third');
+is(models($run), $ref_models, 'checkpoint_every 3: models bit-identical (latest, best, best epoch)');
+is(epochs($run), $ref_epochs, 'checkpoint_every 3: every epoch row identical');
+is($node->safe_psql('postgres',
+	"SELECT count(*) FROM mop.hops h JOIN mop.models m ON m.id = h.model_id "
+	  . "WHERE h.run_id = $run AND (h.finished_at < h.started_at OR h.worker NOT IN (0, 1) "
+	  . "OR h.rows <= 0 OR h.loss IS NULL)"), 0,
+	'checkpoint_every 3: the handed-over sub-epochs recorded with their own times, worker, rows and loss');
+
+# every sub-epoch of an epoch but its last handed over (checkpoint_every 4
+# and more, 4 partitions): the epoch's end keeps the previous epoch's state
+# as the best when it was
+for my $every (4, 64)
+{
+	my $run = run_grid($every, 'true');
+	is(hops($run), $hops_per_run, "checkpoint_every $every: every sub-epoch recorded");
+	is(hop_commits($run), $hops_per_run / 4,
+		"checkpoint_every $every: one commit per epoch");
+	is(models($run), $ref_models, "checkpoint_every $every: models bit-identical (latest, best, best epoch)");
+	is(epochs($run), $ref_epochs, "checkpoint_every $every: every epoch row identical");
+}
+
+# 2. kill -9 mid-run: what was handed over is lost and trained again
+for my $case (['mop worker', 'a worker'], ['mop coordinator', 'the coordinator'])
+{
+	my ($type, $what) = @$case;
+	my $run = run_grid(3, 'false');
+	ok($node->poll_query_until('postgres',
+			"SELECT count(*) >= 6 FROM mop.hops WHERE run_id = $run"),
+		"$what: run $run committed sub-epochs before the crash");
+	my $before = hops($run);
+	my $offset = -s $node->logfile;
+	ok(kill9($type), "$what: killed with SIGKILL");
+	ok(wait_done($run), "$what: run $run finished without mop_resume");
+	ok($node->log_contains(qr/mop run $run resumed after a restart/, $offset),
+		"$what: run $run was resumed after the restart");
+	my $after = hops($run);
+	cmp_ok($after, '>=', $before, "$what: the $before sub-epochs committed before the crash are kept");
+	is($after, $hops_per_run, "$what: every sub-epoch recorded once ($after hops)");
+	is(hops_twice($run), 0, "$what: no sub-epoch recorded twice");
+	is(models($run), $ref_models, "$what: models bit-identical to the uninterrupted run");
+	is(epochs($run), $ref_epochs, "$what: every epoch row identical");
+}
+
+# 3. the setting's bounds
+my ($rc, $out, $err) = $node->psql('postgres', 'SET mop.checkpoint_every = 0');
+like($err, qr/0 is outside the valid range for parameter "mop.checkpoint_every" \(1 \.\. 64\)/,
+	'mop.checkpoint_every = 0 is refused');
+
+$node->stop;
+done_testing();
