@@ -227,6 +227,7 @@ coord_apply_action(mop_sched *s, const mop_action *a)
 			if (coord.models[a->trial].stopped)
 				break;			/* its patience stopped it already (coord_stop_model) */
 			mop_sched_stop(s, a->trial);
+			coord_model_stopped(a->trial);
 			coord_set_status(a->trial, a->d.why == MOP_WHY_FINISHED ? "done" : "stopped", NULL);
 			SpinLockAcquire(&coord.run->mutex);
 			coord.run->models_done++;
@@ -243,6 +244,7 @@ void
 coord_stop_model(mop_sched *s, int32 i, const mop_decision *d)
 {
 	mop_sched_stop(s, i);
+	coord_model_stopped(i);
 	coord_begin_tx();
 	coord_set_status(i, "stopped", NULL);
 	coord_record_decision(mop_act_name(MOP_ACT_STOP), mop_why_name(d->why), i, d,

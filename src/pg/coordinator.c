@@ -282,6 +282,20 @@ stop_workers(bool terminate)
 			WaitForBackgroundWorkerShutdown(workers[i].handle);
 }
 
+/*
+ * Model i stopped (a search's decision, its patience): a state it had
+ * handed over is of no use any more, unless a worker is training from it
+ * now (then the task's end frees it).
+ */
+void
+coord_model_stopped(int32 i)
+{
+	for (int w = 0; w < coord.n_workers; w++)
+		if (workers[w].busy && workers[w].task.model == i)
+			return;
+	coord_model_handed(i, InvalidDsaPointer);
+}
+
 /* Fold a finished task into the scheduler, the driver and the progress counters. */
 static void
 task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, double vm,
@@ -550,7 +564,8 @@ assign(mop_sched *s, int w, Latch *latch)
 	/* mop.checkpoint_every: hand over the N-1 sub-epochs between commits */
 	coord.run->slots[w].state_in = coord.models[t.model].handed;
 	coord.run->slots[w].may_hand_over = handover != NULL && !t.last_of_epoch &&
-		coord.models[t.model].n_handed + 1 < coord.run->checkpoint_every;
+		coord.models[t.model].n_handed + 1 < coord.run->checkpoint_every &&
+		coord.run->opts.kind != MOP_KIND_PBT;
 	coord.run->slots[w].state_out = InvalidDsaPointer;
 	coord.run->slots[w].step = MOP_STEP_LOADING;
 	coord.run->slots[w].rows_done = 0;
@@ -1025,7 +1040,12 @@ mop_coordinator_main(Datum arg)
 		if (caller)
 			SetLatch(caller);
 
-		if (coord.run->checkpoint_every > 1)
+		/*
+		 * PBT copies a parent's latest committed checkpoint at any point of
+		 * the parent's epoch (and a replay checks it is where it was): its
+		 * sub-epochs all commit
+		 */
+		if (coord.run->checkpoint_every > 1 && coord.run->opts.kind != MOP_KIND_PBT)
 		{
 			dsa_handle	h = mop_handover_create();
 

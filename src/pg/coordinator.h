@@ -79,6 +79,7 @@ extern void coord_cost_hints_forget(void);
 /* coordinator.c */
 extern int32 coord_add_model(mop_sched *s, int32 epochs);
 extern void coord_model_handed(int32 i, dsa_pointer out);
+extern void coord_model_stopped(int32 i);
 extern bool coord_start_worker(int i);
 extern bool coord_worker_active(int w);
 extern bool coord_worker_leaving(int w);

@@ -5,7 +5,7 @@
  * By default every sub-epoch commits the model's state to mop.models, and
  * the next worker reads it back: a crash loses nothing committed, and each
  * hop pays for writing and reading the state through TOAST and the
- * commit's WAL flush.  With mop.checkpoint_every = N, a local worker may
+ * commit's WAL flush.  With mop.checkpoint_every = N, a run's worker may
  * instead leave the trained state, and the sub-epoch's would-be mop.hops
  * row, in the run's hand-over area (a DSA area the coordinator creates),
  * and the model's next worker takes it from there.  The N-th sub-epoch in
@@ -15,10 +15,14 @@
  * from, and a crash costs each model at most N-1 sub-epochs of training,
  * which run again.
  *
+ * PBT runs commit every sub-epoch: an exploit copies a parent's latest
+ * committed checkpoint at any point of the parent's epoch.
+ *
  * A handed-over state lives in one chunk of the area: the header below,
  * then the state (a bytea).  The coordinator owns every chunk a finished
  * task reported, passes it with the model's next task, and frees it once
- * a task that took it has committed (or the model stopped).  A chunk that
+ * a task that took it has committed (or the model stopped); a worker whose
+ * task fails after handing over frees its chunk itself.  A chunk that
  * cannot be allocated (the area's limit, shared memory exhausted) is no
  * error: the sub-epoch commits instead.
  */

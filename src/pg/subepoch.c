@@ -808,20 +808,30 @@ mop_subepoch(const MopSubepochTask *task, MopSubepochResult *res)
 
 	/*
 	 * 5. and 6.: the hop, then divergence or the new checkpoint.  Within an
-	 * epoch the checkpoint goes first: KEEP_BEST looks for the epoch's
-	 * committed sub-epochs, and those handed over are not committed yet.
+	 * epoch, the sub-epochs handed over before this one are recorded after
+	 * the checkpoint: KEEP_BEST looks for the epoch's sub-epochs committed
+	 * before this one (other than this one's partition).
 	 */
 	if (!carry && !task->last_of_epoch && tr.state != NULL && !tr.diverged)
 	{
+		insert_hop(task, started, &tr);
 		save_checkpoint(task->model_id, tr.state,
 						mop_catalog_is_02() ? task->partition : -1);
 		insert_pending_hops(task);
-		insert_hop(task, started, &tr);
 		res->rows = tr.rows;
 		res->loss_sum = tr.loss_sum;
 		res->metric_sum = tr.metric_sum;
 		goto done;
 	}
+	/*
+	 * A model that diverges after sub-epochs were handed over keeps the
+	 * last of them (the state it was handed, the last finite one) as its
+	 * checkpoint, stored before their mop.hops rows as above: every
+	 * sub-epoch in mop.hops is in the state it keeps.
+	 */
+	if (!carry && tr.diverged && task->state_in != NULL && task->n_pending > 0)
+		save_checkpoint(task->model_id, task->state_in,
+						mop_catalog_is_02() ? task->pending[task->n_pending - 1].partition : -1);
 	if (!carry)
 		insert_pending_hops(task);
 	if (tr.state != NULL)

@@ -218,29 +218,33 @@ typedef struct HandOver
 {
 	dsa_area   *area;
 	int64		model_id;
-	dsa_pointer out;			/* the chunk written, if any */
 } HandOver;
+
+/*
+ * The chunk the current task handed its state over in (InvalidDsaPointer:
+ * none): reported to the coordinator, which owns it from then on, or freed
+ * here if the task fails after all.
+ */
+static dsa_pointer task_handed = InvalidDsaPointer;
 
 static bool
 hand_over_state(void *arg, bytea *state, const MopHandoverHop *hops, int n_hops)
 {
 	HandOver   *ho = arg;
 
-	ho->out = mop_handover_write(ho->area, ho->model_id, state, hops, n_hops);
-	return DsaPointerIsValid(ho->out);
+	task_handed = mop_handover_write(ho->area, ho->model_id, state, hops, n_hops);
+	return DsaPointerIsValid(task_handed);
 }
 
 /*
- * Run the task in slot, in one transaction; returns the outcome, and in
- * *state_out the chunk its state was handed over in (InvalidDsaPointer:
- * it committed).
+ * Run the task in slot, in one transaction; returns the outcome (a state
+ * handed over: task_handed).
  */
 static MopTaskOutcome
-run_task(MopSlot *slot, MopSlot *task, double *valid_metric, double *valid_loss,
-		 dsa_pointer *state_out)
+run_task(MopSlot *slot, MopSlot *task, double *valid_metric, double *valid_loss)
 {
 	MopHandoverHop pending[MOP_MAX_CHECKPOINT_EVERY];
-	HandOver	ho = {NULL, task->model_id, InvalidDsaPointer};
+	HandOver	ho = {NULL, task->model_id};
 	TaskProgress tp = {slot, GetCurrentTimestamp()};
 	MopProgress progress = {progress_start, progress_rows, progress_evaluated, progress_step, &tp};
 	MopSubepochTask se;
@@ -319,7 +323,6 @@ run_task(MopSlot *slot, MopSlot *task, double *valid_metric, double *valid_loss,
 		case MOP_SUBEPOCH_OK:
 			return MOP_TASK_OK;
 		case MOP_SUBEPOCH_HANDED_OVER:
-			*state_out = ho.out;
 			return MOP_TASK_OK;
 		case MOP_SUBEPOCH_COMMITTED:
 			/* as when a process dies after its commit: done, validation unknown (NaN) */
@@ -364,7 +367,6 @@ do_task(MopSlot *slot, MopSlot *task, MemoryContext task_cxt)
 	MopTaskOutcome outcome;
 	double		vm = NAN,
 				vl = NAN;
-	dsa_pointer state_out = InvalidDsaPointer;
 	TimestampTz t0 = GetCurrentTimestamp();
 	char		errbuf[256] = "";
 	Latch	   *latch;
@@ -372,7 +374,8 @@ do_task(MopSlot *slot, MopSlot *task, MemoryContext task_cxt)
 
 	PG_TRY();
 	{
-		outcome = run_task(slot, task, &vm, &vl, &state_out);
+		task_handed = InvalidDsaPointer;
+		outcome = run_task(slot, task, &vm, &vl);
 	}
 	PG_CATCH();
 	{
@@ -382,6 +385,10 @@ do_task(MopSlot *slot, MopSlot *task, MemoryContext task_cxt)
 		ed = CopyErrorData();
 		FlushErrorState();
 		AbortCurrentTransaction();
+		/* a state handed over before the error is nobody's: free it */
+		if (DsaPointerIsValid(task_handed))
+			mop_handover_free(mop_handover_area(run->handover), task_handed);
+		task_handed = InvalidDsaPointer;
 		strlcpy(errbuf, ed->message ? ed->message : "unknown error", sizeof(errbuf));
 		if (ed->detail && mop_segment_failed)
 		{
@@ -429,7 +436,7 @@ do_task(MopSlot *slot, MopSlot *task, MemoryContext task_cxt)
 	slot->outcome = outcome;
 	slot->valid_metric = vm;
 	slot->valid_loss = vl;
-	slot->state_out = outcome == MOP_TASK_OK ? state_out : InvalidDsaPointer;
+	slot->state_out = outcome == MOP_TASK_OK ? task_handed : InvalidDsaPointer;
 	slot->seconds = (double) (GetCurrentTimestamp() - t0) / 1e6;
 	strlcpy(slot->error, errbuf, sizeof(slot->error));
 	/* an exit ordered meanwhile (the run ended or its coordinator went) stands */

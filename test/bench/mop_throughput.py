@@ -33,6 +33,8 @@ ap.add_argument("--dataset", default="fashion")
 ap.add_argument("--threads", default="1",
                 help="mop.threads_per_worker for the runs (default 1: W=1 against W=2 measures "
                      "model hopper parallelism, not BLAS threads; 'auto' for the server's default)")
+ap.add_argument("--checkpoint-every", type=int, default=1,
+                help="mop.checkpoint_every for the runs (default 1: every sub-epoch committed)")
 args = ap.parse_args()
 SPACE = {"model": [MLP_A, MLP_B], "optimizer": "adam", "learning_rate": [1e-3, 1e-4],
          "batch_size": [32, 256], "l2": [1e-4, 1e-6], "seed": 1}
@@ -40,7 +42,10 @@ conn = connect()
 cur = conn.cursor()
 if args.threads != "auto":
     cur.execute("SET mop.threads_per_worker = %s", (int(args.threads),))
+if args.checkpoint_every != 1:   # (a build before the setting has none)
+    cur.execute("SET mop.checkpoint_every = %s", (args.checkpoint_every,))
 print(f"space: {json.dumps(SPACE)}; 1 epoch; {args.reps} repetitions; threads per worker {args.threads}; "
+      f"checkpoint_every {args.checkpoint_every}; "
       f"{utcnow()}; load {loadavg()}")
 
 

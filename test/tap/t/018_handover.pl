@@ -182,7 +182,39 @@ for my $case (['mop worker', 'a worker'], ['mop coordinator', 'the coordinator']
 	is(epochs($run), $ref_epochs, "$what: every epoch row identical");
 }
 
-# 3. the setting's bounds
+# 3. a model that diverges after sub-epochs were handed over keeps the
+# state it was handed (the last finite one), as with every sub-epoch
+# committed: one partition's training rows overflow every layer
+$node->safe_psql('postgres', q{
+SET ROLE tenant;
+SELECT dataset_name FROM mop_prepare('big', 'label', ARRAY['v'], 'bad', partitions => 4, buffer_rows => 256);
+UPDATE mop.buffers b SET x = decode(repeat('e6b1617f', length(b.x) / 4), 'hex')
+  FROM mop.datasets d WHERE d.id = b.dataset_id AND d.name = 'bad' AND b.split = 'train' AND b.partition = 2;
+});
+my %div;
+for my $every (1, 4)
+{
+	my $run = q_tenant("SET mop.checkpoint_every = $every; "
+		  . "SELECT DISTINCT run_id FROM mop_grid_search('bad', '$space', epochs => 3, "
+		  . "workers => 2, deterministic => true)");
+	$div{$every} = $node->safe_psql('postgres',
+		"SELECT string_agg(format('%s %s %s', status, md5(state), "
+		  . "(SELECT count(*) FROM mop.hops h WHERE h.model_id = m.id)), ',' ORDER BY config::text) "
+		  . "FROM mop.models m WHERE run_id = $run");
+	$div{"hops $every"} = $node->safe_psql('postgres',
+		"SELECT string_agg(format('%s/%s/%s', m.config->>'learning_rate', h.epoch, h.partition), ',' "
+		  . "ORDER BY m.config::text, h.epoch, h.partition) "
+		  . "FROM mop.hops h JOIN mop.models m ON m.id = h.model_id WHERE h.run_id = $run");
+}
+like($div{1}, qr/^diverged [0-9a-f]+ \d+,diverged /, 'a partition that overflows: both models diverge');
+cmp_ok($node->safe_psql('postgres',
+	"SELECT count(*) FROM mop.hops h JOIN mop.runs r ON r.id = h.run_id JOIN mop.datasets d ON d.id = r.dataset_id "
+	  . "WHERE d.name = 'bad' AND h.partition <> 2 AND h.xmin::text IN (SELECT x.xmin::text FROM mop.hops x WHERE x.partition = 2)"),
+	'>=', 1, 'checkpoint_every 4: a model diverged with sub-epochs handed over before it');
+is($div{4}, $div{1}, 'checkpoint_every 4: the diverged models keep the same state and hops as with 1');
+is($div{"hops 4"}, $div{"hops 1"}, 'checkpoint_every 4: the same sub-epochs recorded');
+
+# 4. the setting's bounds
 my ($rc, $out, $err) = $node->psql('postgres', 'SET mop.checkpoint_every = 0');
 like($err, qr/0 is outside the valid range for parameter "mop.checkpoint_every" \(1 \.\. 64\)/,
 	'mop.checkpoint_every = 0 is refused');
