@@ -15,8 +15,9 @@
  * from, and a crash costs each model at most N-1 sub-epochs of training,
  * which run again.
  *
- * PBT runs commit every sub-epoch: an exploit copies a parent's latest
- * committed checkpoint at any point of the parent's epoch.
+ * PBT runs and replays commit every sub-epoch: an exploit copies a
+ * parent's latest committed checkpoint at any point of the parent's epoch,
+ * and a replay checks it copies the same one.
  *
  * A handed-over state lives in one chunk of the area: the header below,
  * then the state (a bytea).  The coordinator owns every chunk a finished
