@@ -86,6 +86,7 @@ coord_load_run(void)
 		recorded.gpu_tf32 = coord.run->opts.gpu_tf32;
 		recorded.gpu_unverified = coord.run->opts.gpu_unverified;
 		recorded.blas_threads = coord.run->opts.blas_threads;
+		recorded.checkpoint_every = coord.run->opts.checkpoint_every;
 		/*
 		 * A resumed run starts neither its median rule nor its warm start
 		 * again: the rule's history and the starting checkpoints belong to

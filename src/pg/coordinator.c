@@ -564,7 +564,7 @@ assign(mop_sched *s, int w, Latch *latch)
 	/* mop.checkpoint_every: hand over the N-1 sub-epochs between commits */
 	coord.run->slots[w].state_in = coord.models[t.model].handed;
 	coord.run->slots[w].may_hand_over = handover != NULL && !t.last_of_epoch &&
-		coord.models[t.model].n_handed + 1 < coord.run->checkpoint_every;
+		coord.models[t.model].n_handed + 1 < coord.run->opts.checkpoint_every;
 	coord.run->slots[w].state_out = InvalidDsaPointer;
 	coord.run->slots[w].step = MOP_STEP_LOADING;
 	coord.run->slots[w].rows_done = 0;
@@ -1044,7 +1044,7 @@ mop_coordinator_main(Datum arg)
 		 * the parent's epoch, and a replay checks it copies the same one:
 		 * their sub-epochs all commit
 		 */
-		if (coord.run->checkpoint_every > 1 && coord.run->opts.kind != MOP_KIND_PBT &&
+		if (coord.run->opts.checkpoint_every > 1 && coord.run->opts.kind != MOP_KIND_PBT &&
 			coord.run->opts.replay_of == 0)
 		{
 			dsa_handle	h = mop_handover_create();

@@ -170,7 +170,7 @@ launch(const RunRequest *req, BackgroundWorkerHandle **handle)
 	run->opts.gpu_tf32 = mop_gpu_tf32;
 	run->opts.gpu_unverified = mop_gpu_unverified;
 	run->task_timeout_ms = mop_task_timeout_ms;
-	run->checkpoint_every = mop_checkpoint_every;
+	run->opts.checkpoint_every = mop_checkpoint_every;
 	run->handover = DSM_HANDLE_INVALID;
 	run->segment_timeout_ms = mop_segment_timeout_ms;
 	run->segment_wait_ms = mop_segment_wait_ms;

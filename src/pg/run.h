@@ -161,9 +161,8 @@ typedef struct MopRunShared
 	int32		segment_timeout_ms; /* mop.segment_timeout of the starting session */
 	int32		segment_wait_ms;	/* mop.segment_wait of the starting session */
 	int32		workers_per_segment;	/* mop.workers_per_segment of the starting session */
-	int32		checkpoint_every;	/* mop.checkpoint_every of the starting session */
 	dsa_handle	handover;		/* the hand-over area (handover.h), created by the
-								 * coordinator when checkpoint_every > 1 */
+								 * coordinator when opts.checkpoint_every > 1 */
 	MopRunOptions opts;			/* what the run is (run_options.h); blas_threads and
 								 * the device are the starting or resuming session's */
 	int32		n_configs;		/* configurations (MOP_KEY_CONFIGS) */

@@ -11,6 +11,7 @@
 #include "utils/jsonb.h"
 #include "utils/numeric.h"
 
+#include "handover.h"
 #include "run.h"
 #include "run_options.h"
 #include "search/mop_sched.h"
@@ -33,6 +34,7 @@ const MopRunOptions mop_run_option_defaults = {
 	.gpu_tf32 = false,
 	.gpu_unverified = false,
 	.blas_threads = 0,
+	.checkpoint_every = 1,
 	.replay_of = 0,
 	.median_stop = false,
 	.warm_start = 0,
@@ -106,6 +108,8 @@ mop_run_options_jsonb(const MopRunOptions *o)
 						 o->gpu_memory_mb, o->gpu_tf32 ? "true" : "false",
 						 o->gpu_unverified ? "true" : "false");
 	appendStringInfo(&s, ", \"blas_threads\": %d", o->blas_threads);
+	if (o->checkpoint_every > 1)
+		appendStringInfo(&s, ", \"checkpoint_every\": %d", o->checkpoint_every);
 	if (o->blas[0] != '\0')
 	{
 		appendStringInfoString(&s, ", \"blas\": ");
@@ -253,6 +257,8 @@ check_parsed(const MopRunOptions *o)
 		option_out_of_range("gpu_memory_mb", o->gpu_memory_mb);
 	if (o->blas_threads < 0 || o->blas_threads > 1024)
 		option_out_of_range("blas_threads", o->blas_threads);
+	if (o->checkpoint_every < 1 || o->checkpoint_every > MOP_MAX_CHECKPOINT_EVERY)
+		option_out_of_range("checkpoint_every", o->checkpoint_every);
 	if (o->time_budget_ms < 0)
 		option_out_of_range("time_budget_ms", (double) o->time_budget_ms);
 	if (o->kind == MOP_KIND_FIXED)
@@ -315,6 +321,7 @@ mop_run_options_parse(Jsonb *options, MopRunOptions *o)
 	read_bool(options, "gpu_tf32", &o->gpu_tf32);
 	read_bool(options, "gpu_unverified", &o->gpu_unverified);
 	read_int32(options, "blas_threads", &o->blas_threads);
+	read_int32(options, "checkpoint_every", &o->checkpoint_every);
 	read_int64(options, "replay_of", &o->replay_of);
 	if ((t = option_text(options, "early_stopping")) != NULL)
 		o->median_stop = strcmp(t, "median") == 0;

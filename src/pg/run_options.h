@@ -53,6 +53,9 @@ typedef struct MopRunOptions
 	bool		gpu_tf32;		/* "gpu_tf32" (GPU runs) */
 	bool		gpu_unverified;	/* "gpu_unverified" (GPU runs) */
 	int32		blas_threads;	/* "blas_threads" */
+	int32		checkpoint_every;	/* "checkpoint_every" (recorded when above 1):
+									 * mop.checkpoint_every of the starting or
+									 * resuming session */
 	char		blas[128];		/* "blas": the BLAS build and kernels the starting session loaded (only recorded) */
 	int64		replay_of;		/* "replay_of": the run a replay follows (0: none) */
 	bool		median_stop;	/* "early_stopping": 'median' (absent: none) */

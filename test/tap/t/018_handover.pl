@@ -139,6 +139,10 @@ is(hops($run), $hops_per_run, "checkpoint_every 3: every sub-epoch recorded ($ho
 is(hops_twice($run), 0, 'checkpoint_every 3: no sub-epoch recorded twice');
 is(hop_commits($run), $hops_per_run / 2,
 	'checkpoint_every 3: two of every four sub-epochs handed over, committed with the third');
+is($node->safe_psql('postgres', "SELECT options->>'checkpoint_every' FROM mop.runs WHERE id = $run"), '3',
+	'checkpoint_every 3: recorded in the run\'s options');
+is($node->safe_psql('postgres', "SELECT options ? 'checkpoint_every' FROM mop.runs WHERE id = $ref"), 'f',
+	'checkpoint_every 1: not recorded (the default)');
 is(models($run), $ref_models, 'checkpoint_every 3: models bit-identical (latest, best, best epoch)');
 is(epochs($run), $ref_epochs, 'checkpoint_every 3: every epoch row identical');
 is($node->safe_psql('postgres',
@@ -214,7 +218,23 @@ cmp_ok($node->safe_psql('postgres',
 is($div{4}, $div{1}, 'checkpoint_every 4: the diverged models keep the same state and hops as with 1');
 is($div{"hops 4"}, $div{"hops 1"}, 'checkpoint_every 4: the same sub-epochs recorded');
 
-# 4. the setting's bounds
+# 4. PBT and its replays commit every sub-epoch, whatever the setting: an
+# exploit copies the parent's latest committed checkpoint, and a replay
+# checks it copies the same one
+my $pbt = q_tenant("SET mop.checkpoint_every = 4; SELECT DISTINCT run_id FROM mop_pbt('big', "
+	  . "'{\"model\": {\"layers\": [{\"type\": \"dense\", \"units\": 32, \"activation\": \"relu\"}, "
+	  . "{\"type\": \"dense\", \"units\": 10}]}, \"optimizer\": \"sgd\", "
+	  . "\"learning_rate\": {\"loguniform\": [0.00001, 0.1]}, \"batch_size\": [16, 32]}', "
+	  . "population => 4, epochs => 4, \"interval\" => 2, workers => 2, seed => 5)");
+cmp_ok($node->safe_psql('postgres', "SELECT count(*) FROM mop.decisions WHERE run_id = $pbt AND action = 'exploit'"),
+	'>', 0, 'PBT with checkpoint_every 4: members exploited');
+is(hop_commits($pbt), hops($pbt), 'PBT with checkpoint_every 4: every sub-epoch committed');
+my $replay = q_tenant("SET mop.checkpoint_every = 4; SELECT DISTINCT run_id FROM mop_replay($pbt, workers => 2)");
+is($node->safe_psql('postgres', "SELECT status FROM mop.runs WHERE id = $replay"), 'done',
+	'its replay with checkpoint_every 4 replays every exploit');
+is(hop_commits($replay), hops($replay), 'the replay: every sub-epoch committed');
+
+# 5. the setting's bounds
 my ($rc, $out, $err) = $node->psql('postgres', 'SET mop.checkpoint_every = 0');
 like($err, qr/0 is outside the valid range for parameter "mop.checkpoint_every" \(1 \.\. 64\)/,
 	'mop.checkpoint_every = 0 is refused');
