@@ -432,20 +432,25 @@ coord_set_status(int32 trial, const char *status, const char *error)
 	v[0] = Int64GetDatum(coord.run_id);
 	if (strcmp(status, "running") == 0)
 	{
-		Oid			rt[3] = {INT8OID, INT8OID, TEXTOID};
-		Datum		rv[3];
+		Oid			rt[4] = {INT8OID, INT8OID, TEXTOID, INT4OID};
+		Datum		rv[4];
 
 		rv[0] = v[0];
 		rv[1] = Int64GetDatum((int64) dsm_segment_handle(coord.seg));
 		/* a resumed run trains where the resuming session said: record it */
 		rv[2] = CStringGetTextDatum(coord.run->opts.gpu ? "gpu" : "cpu");
+		/* ... and how often it commits (mop.checkpoint_every, recorded above 1) */
+		rv[3] = Int32GetDatum(coord.run->opts.checkpoint_every);
 		coord_exec_sql("UPDATE mop.models SET status = 'training' WHERE run_id OPERATOR(pg_catalog.=) $1 "
 					   "AND status OPERATOR(pg_catalog.=) ANY ('{cancelled,interrupted}'::pg_catalog.text[])",
 					   1, rt, rv, SPI_OK_UPDATE);
 		coord_exec_sql("UPDATE mop.runs SET status = 'running', error = NULL, finished_at = NULL, "
-					   "shm_handle = $2, options = pg_catalog.jsonb_set(options, '{device}', "
-					   "pg_catalog.to_jsonb($3)) WHERE id OPERATOR(pg_catalog.=) $1", 3, rt, rv,
-					   SPI_OK_UPDATE);
+					   "shm_handle = $2, options = CASE WHEN $4 OPERATOR(pg_catalog.>) 1 "
+					   "THEN pg_catalog.jsonb_set(pg_catalog.jsonb_set(options, '{device}', "
+					   "pg_catalog.to_jsonb($3)), '{checkpoint_every}', pg_catalog.to_jsonb($4)) "
+					   "ELSE (pg_catalog.jsonb_set(options, '{device}', pg_catalog.to_jsonb($3)) "
+					   "OPERATOR(pg_catalog.-) 'checkpoint_every'::pg_catalog.text) END "
+					   "WHERE id OPERATOR(pg_catalog.=) $1", 4, rt, rv, SPI_OK_UPDATE);
 		if (mop_catalog_has_run_names())
 			coord_exec_sql("UPDATE mop.runs SET note = NULL WHERE id OPERATOR(pg_catalog.=) $1",
 						   1, rt, rv, SPI_OK_UPDATE);

@@ -285,7 +285,7 @@ stop_workers(bool terminate)
 /*
  * Model i stopped (a search's decision, its patience): a state it had
  * handed over is of no use any more, unless a worker is training from it
- * now (then the task's end frees it).
+ * now.  (Models stop at epochs' ends, which commit: then it holds none.)
  */
 void
 coord_model_stopped(int32 i)

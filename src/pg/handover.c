@@ -133,6 +133,13 @@ mop_handover_write(dsa_area *area, int64 model_id, bytea *state,
 		p = InvalidDsaPointer;
 	}
 	PG_END_TRY();
+	if (!DsaPointerIsValid(p) && !told)
+	{
+		ereport(LOG,
+				(errmsg("mop: no room in the run's hand-over area (%zu MB) for a model's state; its sub-epochs commit instead",
+						MOP_HANDOVER_LIMIT / (1024 * 1024))));
+		told = true;
+	}
 	if (DsaPointerIsValid(p))
 	{
 		Chunk	   *c = (Chunk *) dsa_get_address(area, p);

@@ -431,6 +431,8 @@ do_task(MopSlot *slot, MopSlot *task, MemoryContext task_cxt)
 	{
 		/* given up meanwhile: the slot is another process's now */
 		SpinLockRelease(&run->mutex);
+		if (DsaPointerIsValid(task_handed))
+			mop_handover_free(mop_handover_area(run->handover), task_handed);
 		proc_exit(0);
 	}
 	slot->outcome = outcome;

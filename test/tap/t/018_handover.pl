@@ -184,6 +184,8 @@ for my $case (['mop worker', 'a worker'], ['mop coordinator', 'the coordinator']
 	is(hops_twice($run), 0, "$what: no sub-epoch recorded twice");
 	is(models($run), $ref_models, "$what: models bit-identical to the uninterrupted run");
 	is(epochs($run), $ref_epochs, "$what: every epoch row identical");
+	is($node->safe_psql('postgres', "SELECT options ? 'checkpoint_every' FROM mop.runs WHERE id = $run"), 'f',
+		"$what: resumed with the server's mop.checkpoint_every (1), as its options record");
 }
 
 # 3. a model that diverges after sub-epochs were handed over keeps the
