@@ -62,13 +62,8 @@
 	"SELECT 1 FROM mop.hops WHERE model_id OPERATOR(pg_catalog.=) $1 " \
 	"AND epoch OPERATOR(pg_catalog.=) $2 AND partition OPERATOR(pg_catalog.=) $3"
 
+/* a sub-epoch's row: this one's, or one handed over before it (handover.h) */
 #define HOP_SQL \
-	"INSERT INTO mop.hops (run_id, model_id, epoch, partition, worker, started_at, " \
-	"finished_at, rows, loss, metric) VALUES ($1, $2, $3, $4, $5, $6, " \
-	"pg_catalog.clock_timestamp(), $7, $8, $9)"
-
-/* a sub-epoch handed over (handover.h), recorded when a later one commits */
-#define HOP_AT_SQL \
 	"INSERT INTO mop.hops (run_id, model_id, epoch, partition, worker, started_at, " \
 	"finished_at, rows, loss, metric) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
 
@@ -445,76 +440,16 @@ lock_model(const MopSubepochTask *task)
 	return committed ? LOCKED_COMMITTED : LOCKED_TRAINING;
 }
 
-/* The mop.hops row, with the sub-epoch's mean loss and metric. */
-static void
-insert_hop(const MopSubepochTask *task, TimestampTz started, const Trained *tr)
-{
-	Oid			t[9] = {INT8OID, INT8OID, INT4OID, INT4OID, INT4OID, TIMESTAMPTZOID,
-	INT8OID, FLOAT8OID, FLOAT8OID};
-	Datum		v[9];
-	char		n[9];
-
-	memset(n, ' ', sizeof(n));
-	v[0] = Int64GetDatum(task->run_id);
-	v[1] = Int64GetDatum(task->model_id);
-	v[2] = Int32GetDatum(task->epoch);
-	v[3] = Int32GetDatum(task->partition);
-	v[4] = Int32GetDatum(task->worker);
-	v[5] = TimestampTzGetDatum(started);
-	v[6] = Int64GetDatum(tr->rows);
-	v[7] = mean_datum(tr->loss_sum, tr->rows, &n[7]);
-	v[8] = mean_datum(tr->metric_sum, tr->rows, &n[8]);
-	exec_sql(HOP_SQL, 9, t, v, n, SPI_OK_INSERT);
-}
-
-/* The mop.hops rows of the sub-epochs handed over before this one. */
-static void
-insert_pending_hops(const MopSubepochTask *task)
-{
-	Oid			t[10] = {INT8OID, INT8OID, INT4OID, INT4OID, INT4OID, TIMESTAMPTZOID,
-	TIMESTAMPTZOID, INT8OID, FLOAT8OID, FLOAT8OID};
-
-	for (int i = 0; i < task->n_pending; i++)
-	{
-		const MopHandoverHop *h = &task->pending[i];
-		Datum		v[10];
-		char		n[10];
-
-		memset(n, ' ', sizeof(n));
-		v[0] = Int64GetDatum(task->run_id);
-		v[1] = Int64GetDatum(task->model_id);
-		v[2] = Int32GetDatum(h->epoch);
-		v[3] = Int32GetDatum(h->partition);
-		v[4] = Int32GetDatum(h->worker);
-		v[5] = TimestampTzGetDatum(h->started_at);
-		v[6] = TimestampTzGetDatum(h->finished_at);
-		v[7] = Int64GetDatum(h->rows);
-		v[8] = Float8GetDatum(h->loss);
-		v[9] = Float8GetDatum(h->metric);
-		if (h->loss_null)
-			n[8] = 'n';
-		if (h->metric_null)
-			n[9] = 'n';
-		exec_sql(HOP_AT_SQL, 10, t, v, n, SPI_OK_INSERT);
-	}
-}
-
 /*
- * Hand the trained state over instead of committing it (handover.h), with
- * the sub-epochs handed over before it and this one; false if there was no
- * room, and the sub-epoch commits.
+ * The mop.hops row of this sub-epoch, finished now: its mean loss and metric
+ * (null where not finite).
  */
-static bool
-hand_over(const MopSubepochTask *task, TimestampTz started, const Trained *tr)
+static void
+describe_hop(const MopSubepochTask *task, TimestampTz started, const Trained *tr,
+			 MopHandoverHop *h)
 {
-	MopHandoverHop hops[MOP_MAX_CHECKPOINT_EVERY];
-	MopHandoverHop *h;
 	char		null;
 
-	if (task->n_pending < 0 || task->n_pending >= MOP_MAX_CHECKPOINT_EVERY)
-		return false;
-	memcpy(hops, task->pending, sizeof(MopHandoverHop) * task->n_pending);
-	h = &hops[task->n_pending];
 	memset(h, 0, sizeof(*h));
 	h->epoch = task->epoch;
 	h->partition = task->partition;
@@ -526,6 +461,67 @@ hand_over(const MopSubepochTask *task, TimestampTz started, const Trained *tr)
 	h->loss_null = null == 'n';
 	h->metric = DatumGetFloat8(mean_datum(tr->metric_sum, tr->rows, &null));
 	h->metric_null = null == 'n';
+}
+
+/* Insert a mop.hops row of the task's model. */
+static void
+insert_hop_row(const MopSubepochTask *task, const MopHandoverHop *h)
+{
+	Oid			t[10] = {INT8OID, INT8OID, INT4OID, INT4OID, INT4OID, TIMESTAMPTZOID,
+	TIMESTAMPTZOID, INT8OID, FLOAT8OID, FLOAT8OID};
+	Datum		v[10];
+	char		n[10];
+
+	memset(n, ' ', sizeof(n));
+	v[0] = Int64GetDatum(task->run_id);
+	v[1] = Int64GetDatum(task->model_id);
+	v[2] = Int32GetDatum(h->epoch);
+	v[3] = Int32GetDatum(h->partition);
+	v[4] = Int32GetDatum(h->worker);
+	v[5] = TimestampTzGetDatum(h->started_at);
+	v[6] = TimestampTzGetDatum(h->finished_at);
+	v[7] = Int64GetDatum(h->rows);
+	v[8] = Float8GetDatum(h->loss);
+	v[9] = Float8GetDatum(h->metric);
+	if (h->loss_null)
+		n[8] = 'n';
+	if (h->metric_null)
+		n[9] = 'n';
+	exec_sql(HOP_SQL, 10, t, v, n, SPI_OK_INSERT);
+}
+
+/* This sub-epoch's mop.hops row. */
+static void
+insert_hop(const MopSubepochTask *task, TimestampTz started, const Trained *tr)
+{
+	MopHandoverHop h;
+
+	describe_hop(task, started, tr, &h);
+	insert_hop_row(task, &h);
+}
+
+/* The mop.hops rows of the sub-epochs handed over before this one. */
+static void
+insert_pending_hops(const MopSubepochTask *task)
+{
+	for (int i = 0; i < task->n_pending; i++)
+		insert_hop_row(task, &task->pending[i]);
+}
+
+/*
+ * Hand the trained state over instead of committing it (handover.h), with
+ * the sub-epochs handed over before it and this one; false if there was no
+ * room, and the sub-epoch commits.
+ */
+static bool
+hand_over(const MopSubepochTask *task, TimestampTz started, const Trained *tr)
+{
+	MopHandoverHop hops[MOP_MAX_CHECKPOINT_EVERY];
+
+	if (task->n_pending < 0 || task->n_pending >= MOP_MAX_CHECKPOINT_EVERY)
+		return false;
+	memcpy(hops, task->pending, sizeof(MopHandoverHop) * task->n_pending);
+	describe_hop(task, started, tr, &hops[task->n_pending]);
 	return task->hand_over(task->hand_over_arg, tr->state, hops, task->n_pending + 1);
 }
 
