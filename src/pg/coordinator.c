@@ -45,6 +45,7 @@
 #include "utils/timestamp.h"
 
 #include "coordinator.h"
+#include "subepoch.h"
 
 #define MAX_RESTARTS 3
 
@@ -294,6 +295,40 @@ coord_model_stopped(int32 i)
 		if (workers[w].busy && workers[w].task.model == i)
 			return;
 	coord_model_handed(i, InvalidDsaPointer);
+}
+
+/*
+ * The run ends (its workers have exited): commit the states handed over
+ * by models in the middle of an epoch, with their sub-epochs, so that a
+ * run cancelled or out of time keeps that work (mop_resume goes on from
+ * it).  One transaction per model.
+ */
+static void
+commit_handed(void)
+{
+	int			n = 0;
+
+	if (handover == NULL || coord.run->run_id == 0)
+		return;
+	for (int i = 0; i < coord.n_models; i++)
+	{
+		MopHandoverHop hops[MOP_MAX_CHECKPOINT_EVERY];
+		bytea	   *state;
+		int			n_hops;
+
+		if (!DsaPointerIsValid(coord.models[i].handed))
+			continue;
+		coord_begin_tx();
+		n_hops = mop_handover_read(handover, coord.models[i].handed, coord.models[i].id,
+								   &state, hops);
+		if (mop_subepoch_commit_handed(coord.run->run_id, coord.models[i].id, state, hops, n_hops))
+			n++;
+		coord_commit_tx();
+		coord_model_handed(i, InvalidDsaPointer);
+	}
+	if (n > 0)
+		elog(LOG, "mop run %lld: committed the states %d models had handed over",
+			 (long long) coord.run->run_id, n);
 }
 
 /* Fold a finished task into the scheduler, the driver and the progress counters. */
@@ -1057,6 +1092,7 @@ mop_coordinator_main(Datum arg)
 		s = start_workers(s);
 		cancelled = schedule(s);
 		stop_workers(cancelled);
+		commit_handed();
 		mop_reclaim_checkpoints(coord.run->run_id, coord.run->hops_done, coord.n_models, true);
 		{
 			char	   *error = interrupted_why;

@@ -23,7 +23,9 @@
  * then the state (a bytea).  The coordinator owns every chunk a finished
  * task reported, passes it with the model's next task, and frees it once
  * a task that took it has committed (or the model stopped); a worker whose
- * task fails after handing over frees its chunk itself.  A chunk that
+ * task fails after handing over frees its chunk itself.  When the run ends
+ * (done, cancelled, out of time) the coordinator commits the chunks left
+ * (mop_subepoch_commit_handed).  A chunk that
  * cannot be allocated (the area's limit, shared memory exhausted) is no
  * error: the sub-epoch commits instead.
  */

@@ -878,6 +878,53 @@ done:
 }
 
 /*
+ * Commit a state handed over (handover.h) with the sub-epochs it records,
+ * outside any sub-epoch: the coordinator's, when its run ends (done,
+ * cancelled, time budget spent) with the model in the middle of an epoch.
+ * In the caller's transaction, which holds the dataset's and the run's rows
+ * (lockorder.h).  Skipped (false) if the model is gone or not training, or
+ * if a sub-epoch that took this state committed it already.
+ */
+bool
+mop_subepoch_commit_handed(int64 run_id, int64 model_id, bytea *state,
+						   const MopHandoverHop *hops, int n_hops)
+{
+	MopSubepochTask task;
+	Oid			t[3] = {INT8OID, INT4OID, INT4OID};
+	Datum		v[3];
+	bool		isnull;
+	bool		training;
+	bool		committed;
+
+	if (n_hops < 1)
+		return false;
+	memset(&task, 0, sizeof(task));
+	task.run_id = run_id;
+	task.model_id = model_id;
+	task.pending = hops;
+	task.n_pending = n_hops;
+	v[0] = Int64GetDatum(model_id);
+	v[1] = Int32GetDatum(hops[0].epoch);
+	v[2] = Int32GetDatum(hops[0].partition);
+	exec_sql(LOCK_MODEL_SQL, 1, t, v, NULL, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		return false;
+	training = strcmp(TextDatumGetCString(col(1, &isnull)), "training") == 0;
+	SPI_freetuptable(SPI_tuptable);
+	if (!training)
+		return false;
+	exec_sql(HOP_COMMITTED_SQL, 3, t, v, NULL, SPI_OK_SELECT);
+	committed = SPI_processed > 0;
+	SPI_freetuptable(SPI_tuptable);
+	if (committed)
+		return false;
+	/* as a sub-epoch that took it would: the checkpoint, then the rows */
+	save_checkpoint(model_id, state, mop_catalog_is_02() ? hops[n_hops - 1].partition : -1);
+	insert_pending_hops(&task);
+	return true;
+}
+
+/*
  * The model trained with `carry` stops after its whole epoch `epoch` before
  * its last (mop_train's patience early stopping): store the carried state
  * and the best checkpoint as its final epoch would have.

@@ -153,6 +153,10 @@ typedef struct MopSubepochResult
 extern MopSubepochOutcome mop_subepoch(const MopSubepochTask *task,
 									   MopSubepochResult *result);
 
+/* Commit a state handed over when its run ends mid-epoch (the coordinator). */
+extern bool mop_subepoch_commit_handed(int64 run_id, int64 model_id, bytea *state,
+									   const MopHandoverHop *hops, int n_hops);
+
 /* Start carrying state (allocated in cxt) for a model of dataset dataset_id. */
 extern void mop_subepoch_carry_init(MopSubepochCarry *carry, int64 dataset_id,
 									bytea *state, MemoryContext cxt);

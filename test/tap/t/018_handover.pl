@@ -237,7 +237,38 @@ is($node->safe_psql('postgres', "SELECT status FROM mop.runs WHERE id = $replay"
 	'its replay with checkpoint_every 4 replays every exploit');
 is(hop_commits($replay), hops($replay), 'the replay: every sub-epoch committed');
 
-# 5. the setting's bounds
+# 5. a run cancelled with models in the middle of an epoch keeps what they
+# had handed over: the coordinator commits it as the run ends, and
+# mop_resume goes on from there (tried up to 3 times: at the moment of the
+# cancel a model may happen to be at an epoch's end)
+my ($flushed, $crun) = (0, 0);
+for my $try (1 .. 3)
+{
+	$crun = run_grid(4, 'false');
+	$node->poll_query_until('postgres', "SELECT count(*) >= 8 FROM mop.hops WHERE run_id = $crun")
+	  or die "run $crun did not start";
+	my $offset = -s $node->logfile;
+	q_tenant("SELECT mop_cancel($crun)");
+	$node->poll_query_until('postgres', "SELECT status <> 'running' FROM mop.runs WHERE id = $crun")
+	  or die "run $crun did not stop";
+	$flushed = $node->log_contains(qr/mop run $crun: committed the states \d+ models had handed over/, $offset);
+	last if $flushed;
+}
+ok($flushed, "cancelled with checkpoint_every 4: the coordinator committed the states handed over");
+is($node->safe_psql('postgres', "SELECT status FROM mop.runs WHERE id = $crun"), 'cancelled', 'the run is cancelled');
+cmp_ok($node->safe_psql('postgres',
+	"SELECT count(*) FROM (SELECT 1 FROM mop.hops WHERE run_id = $crun GROUP BY model_id "
+	  . "HAVING count(*) % 4 <> 0) x"), '>', 0,
+	'a model committed in the middle of an epoch');
+is(hops_twice($crun), 0, 'cancelled: no sub-epoch recorded twice');
+q_tenant("SET mop.checkpoint_every = 4; SELECT count(*) FROM mop_resume($crun)");
+is($node->safe_psql('postgres', "SELECT status FROM mop.runs WHERE id = $crun"), 'done', 'resumed: done');
+is(hops($crun), $hops_per_run, 'resumed: every sub-epoch recorded once');
+is(hops_twice($crun), 0, 'resumed: no sub-epoch recorded twice');
+is(models($crun), $ref_models, 'resumed: models bit-identical to the uninterrupted run');
+is(epochs($crun), $ref_epochs, 'resumed: every epoch row identical');
+
+# 6. the setting's bounds
 my ($rc, $out, $err) = $node->psql('postgres', 'SET mop.checkpoint_every = 0');
 like($err, qr/0 is outside the valid range for parameter "mop.checkpoint_every" \(1 \.\. 64\)/,
 	'mop.checkpoint_every = 0 is refused');
