@@ -300,30 +300,65 @@ coord_model_stopped(int32 i)
 /*
  * The run ends (its workers have exited): commit the states handed over
  * by models in the middle of an epoch, with their sub-epochs, so that a
- * run cancelled or out of time keeps that work (mop_resume goes on from
- * it).  One transaction per model.
+ * run cancelled, out of time or interrupted keeps that work.  First the
+ * hand-overs that workers reported after the last round (a cancel ends the
+ * run without folding them in).  One transaction per model; one that fails
+ * (a lock timeout, no memory) is logged and loses only that model's
+ * handed-over sub-epochs, as a crash would.
  */
 static void
 commit_handed(void)
 {
-	int			n = 0;
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile int n = 0;
 
 	if (handover == NULL || coord.run->run_id == 0)
 		return;
+	for (int w = 0; w < coord.n_workers; w++)
+	{
+		dsa_pointer out;
+
+		if (!workers[w].busy)
+			continue;
+		SpinLockAcquire(&coord.run->mutex);
+		out = coord.run->slots[w].state_out;	/* (cleared when assigned) */
+		SpinLockRelease(&coord.run->mutex);
+		if (DsaPointerIsValid(out))
+			coord_model_handed(workers[w].task.model, out);
+	}
 	for (int i = 0; i < coord.n_models; i++)
 	{
-		MopHandoverHop hops[MOP_MAX_CHECKPOINT_EVERY];
-		bytea	   *state;
-		int			n_hops;
-
 		if (!DsaPointerIsValid(coord.models[i].handed))
 			continue;
-		coord_begin_tx();
-		n_hops = mop_handover_read(handover, coord.models[i].handed, coord.models[i].id,
-								   &state, hops);
-		if (mop_subepoch_commit_handed(coord.run->run_id, coord.models[i].id, state, hops, n_hops))
-			n++;
-		coord_commit_tx();
+		PG_TRY();
+		{
+			MopHandoverHop hops[MOP_MAX_CHECKPOINT_EVERY];
+			bytea	   *state;
+			int			n_hops;
+
+			coord_begin_tx();
+			n_hops = mop_handover_read(handover, coord.models[i].handed, coord.models[i].id,
+									   &state, hops);
+			if (mop_subepoch_commit_handed(coord.run->run_id, coord.models[i].id, state, hops, n_hops))
+				n++;
+			coord_commit_tx();
+		}
+		PG_CATCH();
+		{
+			ErrorData  *ed;
+
+			MemoryContextSwitchTo(cxt);
+			ed = CopyErrorData();
+			FlushErrorState();
+			AbortCurrentTransaction();
+			ereport(LOG,
+					(errmsg("mop run %lld: could not commit the state model %lld had handed over: %s",
+							(long long) coord.run->run_id, (long long) coord.models[i].id,
+							ed->message)));
+			FreeErrorData(ed);
+		}
+		PG_END_TRY();
+		MemoryContextSwitchTo(cxt);
 		coord_model_handed(i, InvalidDsaPointer);
 	}
 	if (n > 0)

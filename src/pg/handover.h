@@ -24,8 +24,8 @@
  * task reported, passes it with the model's next task, and frees it once
  * a task that took it has committed (or the model stopped); a worker whose
  * task fails after handing over frees its chunk itself.  When the run ends
- * (done, cancelled, out of time) the coordinator commits the chunks left
- * (mop_subepoch_commit_handed).  A chunk that
+ * (done, cancelled, out of time, interrupted) the coordinator commits the
+ * chunks left (mop_subepoch_commit_handed); a run that fails drops them.  A chunk that
  * cannot be allocated (the area's limit, shared memory exhausted) is no
  * error: the sub-epoch commits instead.
  */
