@@ -395,7 +395,8 @@ typedef enum Locked
 {
 	LOCKED_TRAINING,			/* the model trains: write the sub-epoch */
 	LOCKED_STOPPED,				/* the model stopped training meanwhile */
-	LOCKED_COMMITTED			/* another process committed this sub-epoch meanwhile */
+	LOCKED_COMMITTED,			/* another process committed this sub-epoch meanwhile */
+	LOCKED_GONE					/* the model's row is gone or not visible */
 } Locked;
 
 /*
@@ -411,25 +412,22 @@ typedef enum Locked
  * again (each statement reads with a new snapshot: what committed while
  * this one waited for the row is seen).
  */
+/*
+ * The model's row FOR UPDATE, then whether it still trains and whether its
+ * sub-epoch (epoch, partition) is committed already.
+ */
 static Locked
-lock_model(const MopSubepochTask *task)
+lock_model_row(int64 model_id, int32 epoch, int32 partition)
 {
-	MemoryContext cxt = CurrentMemoryContext;
 	Oid			t[3] = {INT8OID, INT4OID, INT4OID};
-	Datum		v[3] = {Int64GetDatum(task->model_id), Int32GetDatum(task->epoch),
-	Int32GetDatum(task->partition)};
+	Datum		v[3] = {Int64GetDatum(model_id), Int32GetDatum(epoch), Int32GetDatum(partition)};
 	bool		isnull;
 	bool		training;
 	bool		committed;
 
-	if (!mop_lock_dataset_of_run(task->run_id) || !mop_lock_run_row(task->run_id))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("run %lld or its dataset does not exist any more", (long long) task->run_id)));
-	MemoryContextSwitchTo(cxt);
 	exec_sql(LOCK_MODEL_SQL, 1, t, v, NULL, SPI_OK_SELECT);
 	if (SPI_processed != 1)
-		model_not_visible(task->model_id);
+		return LOCKED_GONE;
 	training = strcmp(TextDatumGetCString(col(1, &isnull)), "training") == 0;
 	SPI_freetuptable(SPI_tuptable);
 	if (!training)
@@ -438,6 +436,23 @@ lock_model(const MopSubepochTask *task)
 	committed = SPI_processed > 0;
 	SPI_freetuptable(SPI_tuptable);
 	return committed ? LOCKED_COMMITTED : LOCKED_TRAINING;
+}
+
+static Locked
+lock_model(const MopSubepochTask *task)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Locked		locked;
+
+	if (!mop_lock_dataset_of_run(task->run_id) || !mop_lock_run_row(task->run_id))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("run %lld or its dataset does not exist any more", (long long) task->run_id)));
+	MemoryContextSwitchTo(cxt);
+	locked = lock_model_row(task->model_id, task->epoch, task->partition);
+	if (locked == LOCKED_GONE)
+		model_not_visible(task->model_id);
+	return locked;
 }
 
 /*
@@ -799,6 +814,8 @@ mop_subepoch(const MopSubepochTask *task, MopSubepochResult *res)
 			case LOCKED_COMMITTED:
 				outcome = MOP_SUBEPOCH_COMMITTED;
 				goto done;
+			case LOCKED_GONE:	/* (lock_model raises it) */
+				model_not_visible(task->model_id);
 		}
 	}
 
@@ -890,34 +907,15 @@ mop_subepoch_commit_handed(int64 run_id, int64 model_id, bytea *state,
 						   const MopHandoverHop *hops, int n_hops)
 {
 	MopSubepochTask task;
-	Oid			t[3] = {INT8OID, INT4OID, INT4OID};
-	Datum		v[3];
-	bool		isnull;
-	bool		training;
-	bool		committed;
 
-	if (n_hops < 1)
+	if (n_hops < 1 ||
+		lock_model_row(model_id, hops[0].epoch, hops[0].partition) != LOCKED_TRAINING)
 		return false;
 	memset(&task, 0, sizeof(task));
 	task.run_id = run_id;
 	task.model_id = model_id;
 	task.pending = hops;
 	task.n_pending = n_hops;
-	v[0] = Int64GetDatum(model_id);
-	v[1] = Int32GetDatum(hops[0].epoch);
-	v[2] = Int32GetDatum(hops[0].partition);
-	exec_sql(LOCK_MODEL_SQL, 1, t, v, NULL, SPI_OK_SELECT);
-	if (SPI_processed != 1)
-		return false;
-	training = strcmp(TextDatumGetCString(col(1, &isnull)), "training") == 0;
-	SPI_freetuptable(SPI_tuptable);
-	if (!training)
-		return false;
-	exec_sql(HOP_COMMITTED_SQL, 3, t, v, NULL, SPI_OK_SELECT);
-	committed = SPI_processed > 0;
-	SPI_freetuptable(SPI_tuptable);
-	if (committed)
-		return false;
 	/* as a sub-epoch that took it would: the checkpoint, then the rows */
 	save_checkpoint(model_id, state, mop_catalog_is_02() ? hops[n_hops - 1].partition : -1);
 	insert_pending_hops(&task);
