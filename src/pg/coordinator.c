@@ -351,6 +351,10 @@ commit_handed(void)
 			ed = CopyErrorData();
 			FlushErrorState();
 			AbortCurrentTransaction();
+			/* a shutdown stops the coordinator here too */
+			if (ed->elevel > ERROR || ed->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+				ed->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN || ProcDiePending || QueryCancelPending)
+				ReThrowError(ed);
 			ereport(LOG,
 					(errmsg("mop run %lld: could not commit the state model %lld had handed over: %s",
 							(long long) coord.run->run_id, (long long) coord.models[i].id,

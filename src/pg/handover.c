@@ -5,6 +5,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "miscadmin.h"
 #include "storage/lwlock.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
@@ -124,6 +125,10 @@ mop_handover_write(dsa_area *area, int64 model_id, bytea *state,
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = owner;
+		/* a cancel or a shutdown is not "no room" */
+		if (ed->elevel > ERROR || ed->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+			ed->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN || ProcDiePending || QueryCancelPending)
+			ReThrowError(ed);
 		if (!told)
 			ereport(LOG,
 					(errmsg("mop: no shared memory to hand a model over; its sub-epochs commit instead"),
