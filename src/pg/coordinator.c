@@ -1121,11 +1121,13 @@ mop_coordinator_main(Datum arg)
 		if (coord.run->opts.checkpoint_every > 1 && coord.run->opts.kind != MOP_KIND_PBT &&
 			coord.run->opts.replay_of == 0)
 		{
-			dsa_handle	h = mop_handover_create();
+			int			tranche;
+			dsa_handle	h = mop_handover_create(&tranche);
 
-			handover = mop_handover_area(h);
+			handover = mop_handover_area(h, tranche);
 			SpinLockAcquire(&coord.run->mutex);
 			coord.run->handover = h;
+			coord.run->handover_tranche = tranche;
 			SpinLockRelease(&coord.run->mutex);
 		}
 		s = start_workers(s);

@@ -28,17 +28,19 @@ typedef struct Chunk
 static dsa_area *area_attached = NULL;
 static dsa_handle handle_attached = DSM_HANDLE_INVALID;
 
+#define HANDOVER_TRANCHE_NAME "mop_handover"
+
 dsa_handle
-mop_handover_create(void)
+mop_handover_create(int *tranche)
 {
-	int			tranche = LWLockNewTrancheId();
 	dsa_area   *area;
 	MemoryContext old;
 
-	LWLockRegisterTranche(tranche, "mop_handover");
+	*tranche = LWLockNewTrancheId();
+	LWLockRegisterTranche(*tranche, HANDOVER_TRANCHE_NAME);
 	/* the area's bookkeeping lives as long as the process */
 	old = MemoryContextSwitchTo(TopMemoryContext);
-	area = dsa_create(tranche);
+	area = dsa_create(*tranche);
 	MemoryContextSwitchTo(old);
 	/* the segments stay mapped for the process's life, whatever resource owner */
 	dsa_pin_mapping(area);
@@ -49,13 +51,17 @@ mop_handover_create(void)
 }
 
 dsa_area *
-mop_handover_area(dsa_handle handle)
+mop_handover_area(dsa_handle handle, int tranche)
 {
 	if (handle == DSM_HANDLE_INVALID)
 		return NULL;
 	if (area_attached == NULL)
 	{
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+		MemoryContext old;
+
+		/* so that waits on the area's lock show under its name here too */
+		LWLockRegisterTranche(tranche, HANDOVER_TRANCHE_NAME);
+		old = MemoryContextSwitchTo(TopMemoryContext);
 
 		area_attached = dsa_attach(handle);
 		MemoryContextSwitchTo(old);

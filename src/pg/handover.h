@@ -58,11 +58,17 @@ typedef struct MopHandoverHop
 	bool		metric_null;
 } MopHandoverHop;
 
-/* Create the run's area (coordinator); its handle for the workers. */
-extern dsa_handle mop_handover_create(void);
+/*
+ * Create the run's area (coordinator); its handle and its lock's tranche
+ * (*tranche) for the workers.
+ */
+extern dsa_handle mop_handover_create(int *tranche);
 
-/* The area of handle (attached on first use), or NULL if none. */
-extern dsa_area *mop_handover_area(dsa_handle handle);
+/*
+ * The area of handle (attached on first use, its lock's wait events named
+ * after tranche), or NULL if none.
+ */
+extern dsa_area *mop_handover_area(dsa_handle handle, int tranche);
 
 /*
  * Copy chunk p of model model_id out of the area: the state (palloc'd),

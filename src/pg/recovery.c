@@ -49,6 +49,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "handover.h"
 #include "mop.h"
 #include "run.h"
 
@@ -293,10 +294,27 @@ mop_resume_worker_main(Datum arg)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("mop is no longer installed in this database")));
+	v = Int64GetDatum(ra.run_id);
+
+	/*
+	 * The run goes on committing as often as it did (mop.checkpoint_every,
+	 * recorded in its options when above 1), not as this worker's session
+	 * would: a run started to commit every sub-epoch keeps that guarantee.
+	 * A value that is not one the setting takes is left alone (the
+	 * coordinator reports it).
+	 */
+	if (SPI_execute_with_args("SELECT pg_catalog.set_config('mop.checkpoint_every', s.v, true) "
+							  "FROM (SELECT COALESCE(r.options OPERATOR(pg_catalog.->>) "
+							  "'checkpoint_every'::pg_catalog.text, '1') AS v "
+							  "FROM mop.runs r WHERE r.id OPERATOR(pg_catalog.=) $1) s "
+							  "WHERE CASE WHEN s.v OPERATOR(pg_catalog.~) '^[0-9]{1,2}$' "
+							  "THEN s.v::pg_catalog.int4 OPERATOR(pg_catalog.<=) " CppAsString2(MOP_MAX_CHECKPOINT_EVERY)
+							  " AND s.v::pg_catalog.int4 OPERATOR(pg_catalog.>=) 1 ELSE false END",
+							  1, &t, &v, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the options of mop run %lld", (long long) ra.run_id);
 	initStringInfo(&q);
 	appendStringInfo(&q, "SELECT pg_catalog.count(*) FROM %s.mop_resume($1, wait => false)",
 					 quote_identifier(schema));
-	v = Int64GetDatum(ra.run_id);
 	pgstat_report_activity(STATE_RUNNING, q.data);
 	if (SPI_execute_with_args(q.data, 1, &t, &v, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "mop_resume(%lld) failed", (long long) ra.run_id);

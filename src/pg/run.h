@@ -163,6 +163,7 @@ typedef struct MopRunShared
 	int32		workers_per_segment;	/* mop.workers_per_segment of the starting session */
 	dsa_handle	handover;		/* the hand-over area (handover.h), created by the
 								 * coordinator when opts.checkpoint_every > 1 */
+	int32		handover_tranche;	/* its lock's tranche */
 	MopRunOptions opts;			/* what the run is (run_options.h); blas_threads and
 								 * the device are the starting or resuming session's */
 	int32		n_configs;		/* configurations (MOP_KEY_CONFIGS) */

@@ -277,7 +277,7 @@ run_task(MopSlot *slot, MopSlot *task, double *valid_metric, double *valid_loss)
 	pgstat_report_activity(STATE_RUNNING, "mop: training a sub-epoch");
 	/* the model handed over by its last worker, and may this one hand it on */
 	if (DsaPointerIsValid(task->state_in) || task->may_hand_over)
-		ho.area = mop_handover_area(run->handover);
+		ho.area = mop_handover_area(run->handover, run->handover_tranche);
 	if (DsaPointerIsValid(task->state_in))
 	{
 		if (ho.area == NULL)
@@ -387,7 +387,7 @@ do_task(MopSlot *slot, MopSlot *task, MemoryContext task_cxt)
 		AbortCurrentTransaction();
 		/* a state handed over before the error is nobody's: free it */
 		if (DsaPointerIsValid(task_handed))
-			mop_handover_free(mop_handover_area(run->handover), task_handed);
+			mop_handover_free(mop_handover_area(run->handover, run->handover_tranche), task_handed);
 		task_handed = InvalidDsaPointer;
 		strlcpy(errbuf, ed->message ? ed->message : "unknown error", sizeof(errbuf));
 		if (ed->detail && mop_segment_failed)
@@ -432,7 +432,7 @@ do_task(MopSlot *slot, MopSlot *task, MemoryContext task_cxt)
 		/* given up meanwhile: the slot is another process's now */
 		SpinLockRelease(&run->mutex);
 		if (DsaPointerIsValid(task_handed))
-			mop_handover_free(mop_handover_area(run->handover), task_handed);
+			mop_handover_free(mop_handover_area(run->handover, run->handover_tranche), task_handed);
 		proc_exit(0);
 	}
 	slot->outcome = outcome;

@@ -173,6 +173,7 @@ for my $case (['mop worker', 'a worker'], ['mop coordinator', 'the coordinator']
 			"SELECT count(*) >= 6 FROM mop.hops WHERE run_id = $run"),
 		"$what: run $run committed sub-epochs before the crash");
 	my $before = hops($run);
+	my $last_id = $node->safe_psql('postgres', "SELECT max(id) FROM mop.hops WHERE run_id = $run");
 	my $offset = -s $node->logfile;
 	ok(kill9($type), "$what: killed with SIGKILL");
 	ok(wait_done($run), "$what: run $run finished without mop_resume");
@@ -184,8 +185,12 @@ for my $case (['mop worker', 'a worker'], ['mop coordinator', 'the coordinator']
 	is(hops_twice($run), 0, "$what: no sub-epoch recorded twice");
 	is(models($run), $ref_models, "$what: models bit-identical to the uninterrupted run");
 	is(epochs($run), $ref_epochs, "$what: every epoch row identical");
-	is($node->safe_psql('postgres', "SELECT options ? 'checkpoint_every' FROM mop.runs WHERE id = $run"), 'f',
-		"$what: resumed with the server's mop.checkpoint_every (1), as its options record");
+	is($node->safe_psql('postgres', "SELECT options->>'checkpoint_every' FROM mop.runs WHERE id = $run"), '3',
+		"$what: resumed with the run's own mop.checkpoint_every (3), not the server's (1)");
+	my ($new, $new_commits) = split /\|/, $node->safe_psql('postgres',
+		"SELECT count(*), count(DISTINCT xmin::text) FROM mop.hops WHERE run_id = $run AND id > $last_id");
+	cmp_ok($new_commits, '<', $new,
+		"$what: after the resume, sub-epochs handed over again ($new sub-epochs in $new_commits commits)");
 }
 
 # 3. a model that diverges after sub-epochs were handed over keeps the
