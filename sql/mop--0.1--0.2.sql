@@ -2171,3 +2171,15 @@ CREATE FUNCTION @extschema@.mop_explain_trials(dataset text, space jsonb, trials
 	SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.mop_explain_trials(text, jsonb, int, int, int)
 	IS 'the predicted makespan of a search of trials configurations drawn as it runs (random search, TPE, PBT''s population) for 1..max_workers workers, every trial at the profiled mean epoch of the space; nothing is trained';
+
+-- the server's cache of detoasted buffers, shared by every backend and worker
+CREATE FUNCTION mop.shared_buffer_cache(OUT size_mb int, OUT entries int, OUT bytes bigint,
+	OUT pinned int, OUT hits bigint, OUT loads bigint, OUT refused bigint, OUT evicted bigint,
+	OUT stale bigint)
+	RETURNS record
+	AS 'MODULE_PATHNAME', 'mop_shared_buffer_cache'
+	LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION mop.shared_buffer_cache()
+	IS 'the server''s cache of detoasted buffers shared by every backend and worker (mop.shared_buffer_cache_mb; NULL counts when mop is not in shared_preload_libraries): entries, bytes, entries in use, uses, loads, buffers refused for want of room, entries evicted, entries dropped as stale';
+COMMENT ON FUNCTION mop.buffer_cache_reset()
+	IS 'empty this backend''s cache of detoasted buffers (see mop.buffer_cache_mb) and let go of the server''s (mop.shared_buffer_cache_mb); returns the bytes released';

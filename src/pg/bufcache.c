@@ -39,7 +39,8 @@ typedef struct BufEntry
 {
 	BufKey		key;
 	Size		len;
-	char	   *data;			/* VARDATA of the detoasted value, in cache_cxt */
+	char	   *data;			/* VARDATA of the detoasted value, in cache_cxt,
+								 * or the server's cache's bytes */
 } BufEntry;
 
 static HTAB *cache = NULL;
@@ -63,7 +64,7 @@ cache_init(void)
 	cache_bytes = 0;
 }
 
-/* Drop every cached buffer. */
+/* Drop every cached buffer (and this process's hold on the server's). */
 void
 mop_buffer_cache_clear(void)
 {
@@ -72,6 +73,7 @@ mop_buffer_cache_clear(void)
 	cache_cxt = NULL;
 	cache = NULL;
 	cache_bytes = 0;
+	mop_shared_cache_release();
 }
 
 /*
@@ -107,6 +109,19 @@ mop_buffer_fetch(Datum d, Size *len)
 	{
 		*len = e->len;
 		return e->data;
+	}
+
+	/* the server's cache (shared_bufcache.c), which holds it in place */
+	{
+		const char *shared = mop_shared_cache_fetch(&tp, len);
+
+		if (shared != NULL)
+		{
+			e = hash_search(cache, &key, HASH_ENTER, &found);
+			e->len = *len;
+			e->data = (char *) shared;
+			return shared;
+		}
 	}
 
 	/*

@@ -6,6 +6,7 @@
  *   mop.max_model_memory                     mop.c (engine models); run.c
  *                                            resolves a run's threads
  *   mop.buffer_cache_mb                      bufcache.c, gpu_train.c
+ *   mop.shared_buffer_cache_mb               shared_bufcache.c
  *   mop.workers, mop.task_timeout,
  *   mop.checkpoint_every, mop.scheduler      the search functions (a run
  *                                            records them when it starts;
@@ -39,6 +40,7 @@
 int			mop_blas_threads = 0;
 int			mop_threads_per_worker = 0;
 int			mop_buffer_cache_mb = 256;
+int			mop_shared_buffer_cache_mb = 256;
 int			mop_max_model_memory_mb = 2048;
 int			mop_workers = 2;
 int			mop_task_timeout_ms = 300000;
@@ -109,6 +111,13 @@ mop_define_gucs(void)
 							&mop_buffer_cache_mb,
 							256, 0, INT_MAX / 1024,
 							PGC_USERSET, GUC_UNIT_MB,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("mop.shared_buffer_cache_mb",
+							"Memory for the server's cache of detoasted training buffers, shared by every backend and worker.",
+							"Takes effect with mop in shared_preload_libraries; 0 disables it.",
+							&mop_shared_buffer_cache_mb,
+							256, 0, INT_MAX / 1024,
+							PGC_SIGHUP, GUC_UNIT_MB,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("mop.max_model_memory",
 							"Memory one model may need (weights, gradients, optimizer state, one batch's activations).",

@@ -19,6 +19,7 @@ typedef enum MopDevice
 extern int	mop_blas_threads;		/* mop.blas_threads, 0: mop.threads_per_worker decides */
 extern int	mop_threads_per_worker;	/* mop.threads_per_worker, 0: automatic */
 extern int	mop_buffer_cache_mb;	/* mop.buffer_cache_mb */
+extern int	mop_shared_buffer_cache_mb;	/* mop.shared_buffer_cache_mb */
 extern int	mop_max_model_memory_mb;	/* mop.max_model_memory, MB, 0: no limit */
 extern int	mop_workers;			/* mop.workers */
 extern int	mop_task_timeout_ms;	/* mop.task_timeout, 0: never */

@@ -11,6 +11,7 @@
 #include "utils/resowner.h"
 
 #include "handover.h"
+#include "mop.h"
 
 #define HANDOVER_MAGIC UINT64CONST(0x4D4F50484F564552)	/* "MOPHOVER" */
 
@@ -94,56 +95,30 @@ mop_handover_read(dsa_area *area, dsa_pointer p, int64 model_id, bytea **state,
 }
 
 /*
- * A new segment of the area is created with the process's resource owner
- * and can fail with an ERROR when the system's shared memory is exhausted
- * (a small /dev/shm): the allocation runs in a subtransaction, and any
- * error there only means "no room".
+ * A new segment of the area can fail with an ERROR when the system's
+ * shared memory is exhausted (a small /dev/shm): that only means "no room"
+ * (mop_dsa_allocate_or_none).
  */
 dsa_pointer
 mop_handover_write(dsa_area *area, int64 model_id, bytea *state,
 				   const MopHandoverHop *hops, int n_hops)
 {
 	static bool told = false;
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = CurrentResourceOwner;
 	Size		size = MAXALIGN(sizeof(Chunk)) + VARSIZE_ANY(state);
-	dsa_pointer p = InvalidDsaPointer;
+	dsa_pointer p;
+	char	   *why = NULL;
 
 	Assert(!VARATT_IS_EXTENDED(state));
 	if (n_hops < 1 || n_hops > MOP_MAX_CHECKPOINT_EVERY)
 		return InvalidDsaPointer;
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
+	p = mop_dsa_allocate_or_none(area, size, &why);
+	if (why != NULL && !told)
 	{
-		p = dsa_allocate_extended(area, size, DSA_ALLOC_HUGE | DSA_ALLOC_NO_OOM);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *ed;
-
-		MemoryContextSwitchTo(cxt);
-		ed = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		/* a cancel or a shutdown is not "no room" */
-		if (ed->elevel > ERROR || ed->sqlerrcode == ERRCODE_QUERY_CANCELED ||
-			ed->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN || ProcDiePending || QueryCancelPending)
-			ReThrowError(ed);
-		if (!told)
-			ereport(LOG,
-					(errmsg("mop: no shared memory to hand a model over; its sub-epochs commit instead"),
-					 errdetail("%s", ed->message)));
+		ereport(LOG,
+				(errmsg("mop: no shared memory to hand a model over; its sub-epochs commit instead"),
+				 errdetail("%s", why)));
 		told = true;
-		FreeErrorData(ed);
-		p = InvalidDsaPointer;
 	}
-	PG_END_TRY();
 	if (!DsaPointerIsValid(p) && !told)
 	{
 		ereport(LOG,

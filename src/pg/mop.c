@@ -32,12 +32,16 @@ static int	blas_threads_set = 0;	/* thread count last given to the engine */
 
 void		_PG_init(void);
 
-/* Define the mop.* settings and, when preloaded, register the launcher. */
+/*
+ * Define the mop.* settings and, when preloaded, register the launcher and
+ * ask for the server's buffer cache.
+ */
 void
 _PG_init(void)
 {
 	mop_define_gucs();
 	mop_recovery_register_launcher();
+	mop_shared_cache_request();
 }
 
 /*

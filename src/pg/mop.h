@@ -12,6 +12,7 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "utils/dsa.h"
 #include "utils/jsonb.h"
 
 #include "encode.h"
@@ -248,6 +249,16 @@ typedef struct MopBufId
 extern const char *mop_buffer_fetch(Datum d, Size *len);
 extern bool mop_buffer_identity(Datum d, MopBufId *id);
 extern void mop_buffer_cache_clear(void);
+
+/* shared_bufcache.c: the server's cache of buffers (when preloaded) */
+struct varatt_external;
+extern void mop_shared_cache_request(void);
+extern const char *mop_shared_cache_fetch(const struct varatt_external *tp, Size *len);
+extern void mop_shared_cache_release(void);
+
+/* subxact.c */
+extern bool mop_try_in_subxact(void (*step) (void *arg), void *arg, char **why);
+extern dsa_pointer mop_dsa_allocate_or_none(dsa_area *area, Size size, char **why);
 
 /*
  * The narrow waist as SQL, issued by the sub-epoch unit that every

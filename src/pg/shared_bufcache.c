@@ -1,0 +1,513 @@
+/*
+ * shared_bufcache.c -- the server's cache of detoasted training buffers,
+ * shared by every backend and worker (with mop in shared_preload_libraries).
+ *
+ * Each backend keeps the buffers it trains on (bufcache.c); without this
+ * cache a backend's first epoch reads every buffer out of TOAST (~95,000
+ * 2 kB chunks for 188 MB), and N backends training on one dataset hold N
+ * copies.  With it, the first process to read a buffer copies it into a
+ * dynamic shared memory area of the server, and later ones -- a new
+ * connection's mop_train, a run's workers, the next night's search -- use
+ * those bytes in place.
+ *
+ * Entries are keyed by database, TOAST relation, value OID and size, like
+ * the backend's cache.  A TOAST value never changes, but its OID can be
+ * given to a new value once the old one is gone (after the OID counter
+ * wraps), so the first use of an entry in a process compares its first and
+ * last bytes with the value it stands for; an entry that differs is
+ * dropped.  A process pins every entry it uses until it exits or calls
+ * mop.buffer_cache_reset() (its pointers stay valid that long); when the
+ * area is full, unpinned entries go, least recently used first, and a
+ * buffer that still finds no room is kept in the backend's own cache
+ * instead.  An entry being loaded is invisible to others, who read the
+ * buffer themselves meanwhile.
+ *
+ * mop.shared_buffer_cache_mb sizes the area (0: off); the area's memory
+ * is taken as entries are added and stays with the server.
+ */
+#include "postgres.h"
+
+#include "access/detoast.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/builtins.h"
+#include "utils/dsa.h"
+#include "utils/memutils.h"
+
+#include "mop.h"
+
+PG_FUNCTION_INFO_V1(mop_shared_buffer_cache);
+
+#define SBC_MAX_ENTRIES 4096
+#define SBC_TRANCHE "mop_buffer_cache"
+/* bytes compared at each end of a value on an entry's first use in a process */
+#define SBC_CHECK_BYTES 4096
+
+typedef struct SbcEntry
+{
+	Oid			dbid;
+	Oid			toastrelid;
+	Oid			valueid;
+	int32		extsize;
+	bool		used;			/* slot holds an entry */
+	bool		ready;			/* its bytes are loaded */
+	int32		pins;			/* processes holding it */
+	uint32		generation;		/* bumped whenever the slot changes hands */
+	uint64		last_used;
+	Size		len;			/* payload bytes */
+	dsa_pointer data;			/* the payload */
+} SbcEntry;
+
+typedef struct SbcShared
+{
+	LWLock	   *lock;			/* protects everything here */
+	int			tranche;		/* the area's lock tranche */
+	dsa_handle	area;			/* DSM_HANDLE_INVALID until first used */
+	uint64		clock;
+	Size		bytes;			/* payload bytes of entries (loaded or loading) */
+	int64		hits;
+	int64		loads;
+	int64		refused;
+	int64		evicted;
+	int64		stale;
+	SbcEntry	entries[SBC_MAX_ENTRIES];
+} SbcShared;
+
+/* A pin this process holds. */
+typedef struct SbcPin
+{
+	int			slot;
+	uint32		generation;
+} SbcPin;
+
+static SbcShared *sbc = NULL;
+static dsa_area *sbc_area = NULL;
+static SbcPin *my_pins = NULL;
+static int	n_my_pins = 0;
+static int	max_my_pins = 0;
+static bool exit_hooked = false;
+
+static shmem_request_hook_type prev_shmem_request = NULL;
+static shmem_startup_hook_type prev_shmem_startup = NULL;
+
+static void
+sbc_shmem_request(void)
+{
+	if (prev_shmem_request)
+		prev_shmem_request();
+	RequestAddinShmemSpace(MAXALIGN(sizeof(SbcShared)));
+	RequestNamedLWLockTranche(SBC_TRANCHE, 1);
+}
+
+static void
+sbc_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup)
+		prev_shmem_startup();
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	sbc = ShmemInitStruct("mop shared buffer cache", sizeof(SbcShared), &found);
+	if (!found)
+	{
+		memset(sbc, 0, sizeof(SbcShared));
+		sbc->lock = &(GetNamedLWLockTranche(SBC_TRANCHE))->lock;
+		sbc->tranche = LWLockNewTrancheId();
+		sbc->area = DSM_HANDLE_INVALID;
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* While preloading: ask for the cache's shared memory. */
+void
+mop_shared_cache_request(void)
+{
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	prev_shmem_request = shmem_request_hook;
+	shmem_request_hook = sbc_shmem_request;
+	prev_shmem_startup = shmem_startup_hook;
+	shmem_startup_hook = sbc_shmem_startup;
+}
+
+/* Is the server's cache there and on? */
+static bool
+sbc_enabled(void)
+{
+	return sbc != NULL && mop_shared_buffer_cache_mb > 0 && IsUnderPostmaster;
+}
+
+/* Drop this process's pins (at exit, or when its own cache is emptied). */
+void
+mop_shared_cache_release(void)
+{
+	if (sbc == NULL || n_my_pins == 0)
+		return;
+	LWLockAcquire(sbc->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < n_my_pins; i++)
+	{
+		SbcEntry   *e = &sbc->entries[my_pins[i].slot];
+
+		if (e->used && e->generation == my_pins[i].generation && e->pins > 0)
+			e->pins--;
+	}
+	LWLockRelease(sbc->lock);
+	n_my_pins = 0;
+}
+
+static void
+sbc_at_exit(int code, Datum arg)
+{
+	/* an error path may exit holding the lock: never wait on ourselves */
+	if (sbc != NULL && LWLockHeldByMe(sbc->lock))
+		LWLockRelease(sbc->lock);
+	mop_shared_cache_release();
+}
+
+/* Remember a pin (room made first, so nothing can fail once it is taken). */
+static void
+sbc_reserve_pin(void)
+{
+	if (!exit_hooked)
+	{
+		before_shmem_exit(sbc_at_exit, (Datum) 0);
+		exit_hooked = true;
+	}
+	if (n_my_pins == max_my_pins)
+	{
+		int			n = Max(64, max_my_pins * 2);
+
+		if (my_pins == NULL)
+			my_pins = MemoryContextAlloc(TopMemoryContext, sizeof(SbcPin) * n);
+		else
+			my_pins = repalloc(my_pins, sizeof(SbcPin) * n);
+		max_my_pins = n;
+	}
+}
+
+/* (in a subtransaction, sbc->lock held) */
+static void
+sbc_attach_step(void *arg)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	dsa_area   *area;
+
+	if (sbc->area == DSM_HANDLE_INVALID)
+	{
+		area = dsa_create(sbc->tranche);
+		/* the area outlives every process attached to it */
+		dsa_pin(area);
+		sbc->area = dsa_get_handle(area);
+	}
+	else
+		area = dsa_attach(sbc->area);
+	dsa_pin_mapping(area);
+	MemoryContextSwitchTo(old);
+	sbc_area = area;
+}
+
+/*
+ * Attach to the area, creating it on the server's first use; false if the
+ * system's shared memory has no room for it (logged once).
+ */
+static bool
+sbc_attach(void)
+{
+	static bool told = false;
+	char	   *why = NULL;
+
+	if (sbc_area != NULL)
+		return true;
+	LWLockRegisterTranche(sbc->tranche, SBC_TRANCHE);
+	LWLockAcquire(sbc->lock, LW_EXCLUSIVE);
+	(void) mop_try_in_subxact(sbc_attach_step, NULL, &why);
+	/* an error there released every lock with the subtransaction */
+	if (LWLockHeldByMe(sbc->lock))
+		LWLockRelease(sbc->lock);
+	if (why != NULL && !told)
+	{
+		ereport(LOG,
+				(errmsg("mop: no shared memory for the server's buffer cache; buffers are cached per process"),
+				 errdetail("%s", why)));
+		told = true;
+	}
+	return sbc_area != NULL;
+}
+
+/* Free slot i's entry (lock held, no pins). */
+static void
+sbc_free_slot(SbcEntry *e)
+{
+	if (DsaPointerIsValid(e->data))
+		dsa_free(sbc_area, e->data);
+	sbc->bytes -= e->len;
+	e->used = e->ready = false;
+	e->data = InvalidDsaPointer;
+	e->len = 0;
+	e->generation++;
+}
+
+/*
+ * Make room for len more bytes and find a free slot (lock held): evict
+ * unpinned loaded entries, least recently used first.  -1 if there is no
+ * room.
+ */
+static int
+sbc_make_room(Size len, Size limit)
+{
+	int			free_slot = -1;
+
+	for (;;)
+	{
+		int			victim = -1;
+
+		free_slot = -1;
+		for (int i = 0; i < SBC_MAX_ENTRIES; i++)
+		{
+			SbcEntry   *e = &sbc->entries[i];
+
+			if (!e->used)
+			{
+				if (free_slot < 0)
+					free_slot = i;
+			}
+			else if (e->ready && e->pins == 0 &&
+					 (victim < 0 || e->last_used < sbc->entries[victim].last_used))
+				victim = i;
+		}
+		if (free_slot >= 0 && sbc->bytes + len <= limit)
+			return free_slot;
+		if (victim < 0)
+			return -1;
+		sbc_free_slot(&sbc->entries[victim]);
+		sbc->evicted++;
+	}
+}
+
+/* Do the ends of the cached bytes match the TOAST value's? */
+static bool
+sbc_matches(const struct varatt_external *tp, const char *bytes, Size len)
+{
+	Relation	toastrel;
+	Size		n = Min(len, SBC_CHECK_BYTES);
+	struct varlena *head = palloc(n + VARHDRSZ);
+	struct varlena *tail = palloc(n + VARHDRSZ);
+	bool		same;
+
+	toastrel = table_open(tp->va_toastrelid, AccessShareLock);
+	table_relation_fetch_toast_slice(toastrel, tp->va_valueid, (int32) len, 0, (int32) n, head);
+	table_relation_fetch_toast_slice(toastrel, tp->va_valueid, (int32) len,
+									 (int32) (len - n), (int32) n, tail);
+	table_close(toastrel, AccessShareLock);
+	same = memcmp(VARDATA(head), bytes, n) == 0 &&
+		memcmp(VARDATA(tail), bytes + len - n, n) == 0;
+	pfree(head);
+	pfree(tail);
+	return same;
+}
+
+/*
+ * The bytes of the uncompressed TOAST value tp from the server's cache,
+ * loaded there first if need be; NULL if the cache is off or has no room
+ * (the caller reads the value itself).  The pointer stays valid until this
+ * process calls mop_shared_cache_release() or exits.
+ */
+const char *
+mop_shared_cache_fetch(const struct varatt_external *tp, Size *len)
+{
+	Size		size = VARATT_EXTERNAL_GET_EXTSIZE(*tp);
+	Size		limit = (Size) mop_shared_buffer_cache_mb * 1024 * 1024;
+	SbcEntry   *e;
+	int			slot = -1;
+	uint32		generation;
+	dsa_pointer p;
+	volatile dsa_pointer loading = InvalidDsaPointer;
+	char	   *dest;
+	char	   *why = NULL;
+
+	if (!sbc_enabled() || VARATT_EXTERNAL_IS_COMPRESSED(*tp) || size == 0 || size > limit ||
+		!sbc_attach())
+		return NULL;
+	sbc_reserve_pin();
+
+	/* 1. an entry that is there: pin it, check it once, use it */
+	LWLockAcquire(sbc->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < SBC_MAX_ENTRIES; i++)
+	{
+		e = &sbc->entries[i];
+		if (e->used && e->valueid == tp->va_valueid && e->toastrelid == tp->va_toastrelid &&
+			e->dbid == MyDatabaseId && e->extsize == (int32) size)
+		{
+			slot = i;
+			break;
+		}
+	}
+	if (slot >= 0)
+	{
+		e = &sbc->entries[slot];
+		if (!e->ready)
+		{
+			/* another process is loading it: read it ourselves meanwhile */
+			LWLockRelease(sbc->lock);
+			return NULL;
+		}
+		e->pins++;
+		e->last_used = ++sbc->clock;
+		sbc->hits++;
+		generation = e->generation;
+		p = e->data;
+		LWLockRelease(sbc->lock);
+		my_pins[n_my_pins].slot = slot;
+		my_pins[n_my_pins].generation = generation;
+		n_my_pins++;
+		dest = VARDATA(dsa_get_address(sbc_area, p));
+		if (sbc_matches(tp, dest, size))
+		{
+			*len = size;
+			return dest;
+		}
+		/* an older value that had the same OID: drop it, load this one */
+		n_my_pins--;
+		LWLockAcquire(sbc->lock, LW_EXCLUSIVE);
+		if (e->generation == generation)
+		{
+			e->pins--;
+			sbc->stale++;
+			if (e->pins == 0)
+				sbc_free_slot(e);
+			else
+				e->valueid = InvalidOid;	/* found by nobody, freed by its last pin */
+		}
+		LWLockRelease(sbc->lock);
+		return NULL;
+	}
+
+	/* 2. not there: reserve a slot and the bytes, then load outside the lock */
+	slot = sbc_make_room(size, limit);
+	if (slot < 0)
+	{
+		sbc->refused++;
+		LWLockRelease(sbc->lock);
+		return NULL;
+	}
+	e = &sbc->entries[slot];
+	e->dbid = MyDatabaseId;
+	e->toastrelid = tp->va_toastrelid;
+	e->valueid = tp->va_valueid;
+	e->extsize = (int32) size;
+	e->used = true;
+	e->ready = false;
+	e->pins = 1;
+	e->len = size;
+	e->data = InvalidDsaPointer;
+	e->generation++;
+	e->last_used = ++sbc->clock;
+	generation = e->generation;
+	sbc->bytes += size;
+	LWLockRelease(sbc->lock);
+
+	PG_TRY();
+	{
+		p = mop_dsa_allocate_or_none(sbc_area, VARHDRSZ + size, &why);
+		if (DsaPointerIsValid(p))
+		{
+			Relation	toastrel;
+			struct varlena *v = dsa_get_address(sbc_area, p);
+
+			/* the slot's data only once loaded: freed with the slot on error */
+			loading = p;
+			SET_VARSIZE(v, VARHDRSZ + size);
+			toastrel = table_open(tp->va_toastrelid, AccessShareLock);
+			table_relation_fetch_toast_slice(toastrel, tp->va_valueid, (int32) size, 0,
+											 (int32) size, v);
+			table_close(toastrel, AccessShareLock);
+		}
+	}
+	PG_CATCH();
+	{
+		/* not loaded (a cancel, a damaged value): give the slot back, then report */
+		LWLockAcquire(sbc->lock, LW_EXCLUSIVE);
+		if (DsaPointerIsValid(loading))
+			dsa_free(sbc_area, loading);
+		if (e->generation == generation)
+			sbc_free_slot(e);
+		LWLockRelease(sbc->lock);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	LWLockAcquire(sbc->lock, LW_EXCLUSIVE);
+	Assert(e->generation == generation);
+	if (!DsaPointerIsValid(p))
+	{
+		sbc_free_slot(e);
+		sbc->refused++;
+		LWLockRelease(sbc->lock);
+		if (why)
+			ereport(LOG,
+					(errmsg("mop: no shared memory for the server's buffer cache; buffers are cached per process"),
+					 errdetail("%s", why)));
+		return NULL;
+	}
+	e->data = p;
+	e->ready = true;
+	sbc->loads++;
+	LWLockRelease(sbc->lock);
+	my_pins[n_my_pins].slot = slot;
+	my_pins[n_my_pins].generation = generation;
+	n_my_pins++;
+	*len = size;
+	return VARDATA(dsa_get_address(sbc_area, p));
+}
+
+/*
+ * mop.shared_buffer_cache() -> (size_mb, entries, bytes, pinned, hits,
+ * loads, refused, evicted, stale): the server's cache; NULL values when
+ * mop is not in shared_preload_libraries.
+ */
+Datum
+mop_shared_buffer_cache(PG_FUNCTION_ARGS)
+{
+	TupleDesc	td;
+	Datum		v[9];
+	bool		n[9];
+	int32		entries = 0,
+				pinned = 0;
+
+	if (get_call_result_type(fcinfo, NULL, &td) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	td = BlessTupleDesc(td);
+	memset(n, 0, sizeof(n));
+	v[0] = Int32GetDatum(mop_shared_buffer_cache_mb);
+	if (sbc == NULL)
+	{
+		for (int i = 1; i < 9; i++)
+			n[i] = true;
+		PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(td, v, n)));
+	}
+	LWLockAcquire(sbc->lock, LW_SHARED);
+	for (int i = 0; i < SBC_MAX_ENTRIES; i++)
+	{
+		if (sbc->entries[i].used)
+		{
+			entries++;
+			if (sbc->entries[i].pins > 0)
+				pinned++;
+		}
+	}
+	v[1] = Int32GetDatum(entries);
+	v[2] = Int64GetDatum((int64) sbc->bytes);
+	v[3] = Int32GetDatum(pinned);
+	v[4] = Int64GetDatum(sbc->hits);
+	v[5] = Int64GetDatum(sbc->loads);
+	v[6] = Int64GetDatum(sbc->refused);
+	v[7] = Int64GetDatum(sbc->evicted);
+	v[8] = Int64GetDatum(sbc->stale);
+	LWLockRelease(sbc->lock);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(td, v, n)));
+}

@@ -1,0 +1,195 @@
+# 019_shared_buffer_cache.pl -- the server's cache of detoasted training
+# buffers (mop.shared_buffer_cache_mb, with mop preloaded).
+#
+#   - the first backend to train on a dataset loads its buffers into the
+#     cache; a new backend training on it loads nothing and trains
+#     bit-identically to one that reads every buffer out of TOAST itself
+#     (mop.buffer_cache_mb = 0) and to a server without the cache;
+#   - a backend holds the entries it uses until it exits or calls
+#     mop.buffer_cache_reset();
+#   - a run's workers use the entries too, with the same models;
+#   - when the cache is full, entries nobody holds are evicted, least
+#     recently used first, and a buffer that finds no room is read by the
+#     backend itself (still bit-identical);
+#   - without mop in shared_preload_libraries the cache is off and
+#     mop.shared_buffer_cache() says so with NULL counts.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('sbc');
+$node->init;
+$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'mop'
+max_worker_processes = 16
+fsync = off
+client_min_messages = warning
+});
+$node->start;
+
+$node->safe_psql('postgres', q{
+CREATE EXTENSION mop;
+CREATE ROLE tenant LOGIN;
+GRANT CREATE ON SCHEMA public TO tenant;
+SET ROLE tenant;
+CREATE TABLE big AS
+SELECT (((i % 10) + CASE WHEN i % 3 = 0 THEN i % 7 ELSE 0 END) % 10)::text AS label,
+       ARRAY(SELECT ((i % 10) * 0.1 + sin(i * 7 + j))::real FROM generate_series(1, 64) j) AS v
+  FROM generate_series(1, 8000) i;
+SELECT dataset_name FROM mop_prepare('big', 'label', ARRAY['v'], 'big', partitions => 2, buffer_rows => 256);
+CREATE TABLE other AS SELECT label, ARRAY(SELECT x * 2 FROM unnest(v) x)::real[] AS v FROM big;
+});
+
+my $config = '{"model": {"layers": [{"type": "dense", "units": 32, "activation": "relu"}, {"type": "dense", "units": 10}]}, "learning_rate": 0.01, "batch_size": 16, "seed": 3}';
+
+sub q_tenant
+{
+	my ($sql) = @_;
+	return $node->safe_psql('postgres', "SET ROLE tenant; $sql");
+}
+
+sub stats
+{
+	my $r = $node->safe_psql('postgres',
+		"SELECT entries, bytes, pinned, hits, loads, refused, evicted, stale FROM mop.shared_buffer_cache()");
+	my %s;
+	@s{qw(entries bytes pinned hits loads refused evicted stale)} = split /\|/, $r;
+	return \%s;
+}
+
+# the values stored out of line in mop.buffers (every buffer of every
+# dataset prepared so far: training and validation, x and y where large),
+# and their bytes
+sub toasted
+{
+	return split /\|/, $node->safe_psql('postgres',
+		"SELECT count(DISTINCT chunk_id), sum(octet_length(chunk_data)) FROM "
+		  . "(SELECT reltoastrelid::regclass AS t FROM pg_class WHERE oid = 'mop.buffers'::regclass) r, "
+		  . "LATERAL (SELECT * FROM mop_toast_rows(r.t)) c");
+}
+
+# a model's state and every epoch row, to compare trainings
+sub trained
+{
+	my ($id) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT md5(state) || ' ' || (SELECT string_agg(format('%s %s %s', epoch, train_loss, valid_metric), ',' ORDER BY epoch) "
+		  . "FROM mop.epochs WHERE model_id = $id) FROM mop.models WHERE id = $id");
+}
+
+sub wait_unpinned
+{
+	ok($node->poll_query_until('postgres', "SELECT pinned = 0 FROM mop.shared_buffer_cache()"),
+		"$_[0]: no entry held once its backends are gone");
+}
+
+# the TOAST table's rows, whatever its name
+$node->safe_psql('postgres', q{
+CREATE FUNCTION mop_toast_rows(t regclass) RETURNS TABLE (chunk_id oid, chunk_data bytea)
+LANGUAGE plpgsql AS $$ BEGIN RETURN QUERY EXECUTE format('SELECT chunk_id, chunk_data FROM %s', t); END $$;
+});
+my ($n_buffers, $n_bytes) = toasted();
+cmp_ok($n_buffers, '>', 8, "dataset big has $n_buffers buffer values stored out of line");
+
+my $s0 = stats();
+is("$s0->{entries} $s0->{loads} $s0->{hits}", '0 0 0', 'the cache starts empty');
+
+# 1. the first backend loads every buffer; while it lives it holds them
+my ($m1, $pinned) = split /\n/, q_tenant(
+	"SELECT mop_train('big', '$config', epochs => 2); SELECT pinned FROM mop.shared_buffer_cache()");
+my $s1 = stats();
+is($s1->{loads}, $n_buffers, "the first backend loaded each of the $n_buffers buffers once");
+is($s1->{entries}, $n_buffers, 'one entry per buffer');
+is($s1->{bytes}, $n_bytes, "the entries hold the buffers' bytes ($n_bytes)");
+is($pinned, $n_buffers, 'the backend held every entry while it lived');
+wait_unpinned('first backend');
+
+# 2. a new backend uses them: no load, the same model
+my $m2 = q_tenant("SELECT mop_train('big', '$config', epochs => 2)");
+my $s2 = stats();
+is($s2->{loads}, $s1->{loads}, 'a new backend loaded nothing');
+is($s2->{hits}, $s1->{hits} + $n_buffers, 'it used every entry, once');
+is(trained($m2), trained($m1), 'its model is bit-identical to the first one');
+is($s2->{stale}, 0, 'every entry matched its TOAST value');
+
+# 3. a backend without any cache reads every buffer itself: the same model
+my $m3 = q_tenant("SET mop.buffer_cache_mb = 0; SELECT mop_train('big', '$config', epochs => 2)");
+is(trained($m3), trained($m1), 'a backend reading every buffer out of TOAST trains the same model');
+is(stats()->{hits}, $s2->{hits}, 'a backend with mop.buffer_cache_mb = 0 does not use the cache');
+
+# 4. mop.buffer_cache_reset() lets go of the entries
+my $after_reset = q_tenant(
+	"SELECT mop_train('big', '$config', epochs => 1); SELECT mop.buffer_cache_reset() >= 0; "
+	  . "SELECT pinned FROM mop.shared_buffer_cache()");
+is((split /\n/, $after_reset)[-1], '0', 'mop.buffer_cache_reset() lets go of every entry');
+
+# 5. a run's workers use the entries, and train the models of a server
+# without the cache
+my $space = '{"model": {"layers": [{"type": "dense", "units": 32, "activation": "relu"}, {"type": "dense", "units": 10}]}, "learning_rate": [0.03, 0.01], "batch_size": 16, "seed": 3}';
+my $s5 = stats();
+my $run = q_tenant("SELECT DISTINCT run_id FROM mop_grid_search('big', '$space', epochs => 2, "
+	  . "workers => 2, deterministic => true)");
+my $s5b = stats();
+is($s5b->{loads}, $s5->{loads}, 'the run\'s workers loaded nothing');
+cmp_ok($s5b->{hits}, '>', $s5->{hits}, 'the run\'s workers used the entries');
+my $models_sql = "SELECT string_agg(md5(state), ',' ORDER BY config::text) FROM mop.models WHERE run_id = ";
+my $with_cache = $node->safe_psql('postgres', $models_sql . $run);
+is($s5b->{stale}, 0, 'no entry was found stale');
+
+q_tenant("SELECT dataset_name FROM mop_prepare('other', 'label', ARRAY['v'], 'other', partitions => 2, buffer_rows => 256)");
+my ($all_values, $all_bytes) = toasted();
+my $other_bytes = $all_bytes - $n_bytes;
+
+# 6. full: entries nobody holds are evicted, least recently used first;
+# a buffer that finds no room is read by the backend itself
+my $mb = int(($n_bytes > $other_bytes ? $n_bytes : $other_bytes) / (1024 * 1024)) + 1;
+$node->safe_psql('postgres', "ALTER SYSTEM SET mop.shared_buffer_cache_mb = $mb");
+$node->reload;
+ok($node->poll_query_until('postgres', "SELECT size_mb = $mb FROM mop.shared_buffer_cache()"),
+	"the cache's size lowered to $mb MB");
+wait_unpinned('before eviction');
+my $s6 = stats();
+my $o1 = q_tenant("SELECT mop_train('other', '$config', epochs => 1)");
+my $s6b = stats();
+cmp_ok($s6b->{evicted}, '>', $s6->{evicted}, 'a second dataset evicted entries of the first');
+cmp_ok($s6b->{bytes}, '<=', $mb * 1024 * 1024, 'the entries stay within the size');
+my $o2 = q_tenant("SET mop.buffer_cache_mb = 0; SELECT mop_train('other', '$config', epochs => 1)");
+is(trained($o1), trained($o2), 'the second dataset trained the same as without the cache');
+
+# both datasets held by one backend: what does not fit is refused, and
+# that backend reads it itself
+my @lines = split /\n/, q_tenant(
+	"SELECT mop_train('big', '$config', epochs => 2); SELECT mop_train('other', '$config', epochs => 1)");
+my $s6c = stats();
+cmp_ok($s6c->{refused}, '>', $s6b->{refused},
+	'one backend holding both datasets: buffers that found no room were refused');
+is(trained($lines[0]), trained($m1), 'the first dataset trains the same');
+is(trained($lines[1]), trained($o1), 'the second, partly refused, trains the same');
+wait_unpinned('after the full cache');
+
+# 7. the cache off: the same models
+$node->safe_psql('postgres', "ALTER SYSTEM SET mop.shared_buffer_cache_mb = 0");
+$node->reload;
+ok($node->poll_query_until('postgres', "SELECT size_mb = 0 FROM mop.shared_buffer_cache()"),
+	'the cache turned off');
+my $hits_off = stats()->{hits};
+my $run_off = q_tenant("SELECT DISTINCT run_id FROM mop_grid_search('big', '$space', epochs => 2, "
+	  . "workers => 2, deterministic => true)");
+is(stats()->{hits}, $hits_off, 'with the cache off nothing uses it');
+is($node->safe_psql('postgres', $models_sql . $run_off), $with_cache,
+	'a run without the cache trains the same models as the run that used it');
+
+# 8. not preloaded: no cache, NULL counts
+$node->safe_psql('postgres', "ALTER SYSTEM RESET mop.shared_buffer_cache_mb");
+$node->append_conf('postgresql.conf', "shared_preload_libraries = ''");
+$node->restart;
+is($node->safe_psql('postgres',
+		"SELECT size_mb IS NOT NULL, entries IS NULL, hits IS NULL FROM mop.shared_buffer_cache()"),
+	't|t|t', 'without mop preloaded: no cache, NULL counts');
+my $m8 = q_tenant("SELECT mop_train('big', '$config', epochs => 2)");
+is(trained($m8), trained($m1), 'and a backend trains the same model');
+
+$node->stop;
+done_testing();
