@@ -1,0 +1,81 @@
+"""The first epoch of a new backend against its second, with the server's
+buffer cache (mop.shared_buffer_cache_mb) on and off, alternating.
+
+Needs mop in shared_preload_libraries on the benchmark server
+(first_epoch_bench.sh sets it).  Each measurement: a fresh connection runs
+mop_train('fashion', MLP 784-256-128-10, Adam, batch 128, epochs => 2) and
+reads the two epochs' mop.epochs.seconds; the ratio epoch 1 / epoch 2 is
+what the first epoch costs over a warm one.  The mode is switched with
+ALTER SYSTEM + pg_reload_conf() between measurements; before the first,
+one unrecorded mop_train loads the dataset into the server's cache (so
+"on" measures a new backend of a server that has read the data before,
+"off" one that reads every buffer out of TOAST itself).  The cache's
+counters show which path each measurement took."""
+import argparse, json, os, sys, time
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mop_bench_common import connect, MLP_A, median, utcnow, loadavg, save, wait_quiet
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--reps", type=int, default=5)
+args = ap.parse_args()
+cfg = json.dumps({"model": MLP_A, "optimizer": "adam", "learning_rate": 0.001,
+                  "batch_size": 128, "l2": 1e-5, "seed": 1})
+
+
+def set_mode(mb):
+    c = connect(); k = c.cursor()
+    k.execute(f"ALTER SYSTEM SET mop.shared_buffer_cache_mb = {mb}")
+    k.execute("SELECT pg_reload_conf()")
+    c.close()
+    for _ in range(100):
+        c = connect(); k = c.cursor()
+        k.execute("SHOW mop.shared_buffer_cache_mb"); v = k.fetchone()[0]
+        c.close()
+        if v == (f"{mb}MB" if mb else "0"):
+            return
+        time.sleep(0.05)
+    raise SystemExit(f"mop.shared_buffer_cache_mb did not become {mb}")
+
+
+def counters():
+    c = connect(); k = c.cursor()
+    k.execute("SELECT hits, loads FROM mop.shared_buffer_cache()")
+    r = k.fetchone(); c.close()
+    return r
+
+
+def one():
+    c = connect(); k = c.cursor()
+    k.execute("SELECT mop_train('fashion', %s::jsonb, epochs => 2)", (cfg,))
+    mid = k.fetchone()[0]
+    k.execute("SELECT seconds, train_loss FROM mop.epochs WHERE model_id = %s ORDER BY epoch", (mid,))
+    e = k.fetchall(); c.close()
+    return e[0][0], e[1][0], e[1][1]
+
+
+print(f"first epoch against second, server cache on/off alternating; {utcnow()}; load {loadavg()}")
+set_mode(256)
+h0, l0 = counters()
+one()
+h1, l1 = counters()
+print(f"warm-up: loaded {l1 - l0} buffers into the server's cache")
+rows = []
+for rep in range(1, args.reps + 1):
+    wait_quiet()
+    for mode in ((256, 0) if rep % 2 else (0, 256)):
+        set_mode(mode)
+        ha, la = counters()
+        e1, e2, loss = one()
+        hb, lb = counters()
+        rows.append(dict(rep=rep, shared_mb=mode, e1=e1, e2=e2, ratio=e1 / e2, loss=loss,
+                         hits=hb - ha, loads=lb - la))
+        print(f"rep {rep} shared {mode:>3} MB: epoch 1 {e1:.3f} s, epoch 2 {e2:.3f} s, "
+              f"ratio {e1 / e2:.3f}; cache hits {hb - ha}, loads {lb - la}; loss {loss:.6f}", flush=True)
+set_mode(256)
+for mode in (256, 0):
+    r = [x for x in rows if x["shared_mb"] == mode]
+    print(f"shared {mode:>3} MB: median epoch 1 {median([x['e1'] for x in r]):.3f} s, "
+          f"epoch 2 {median([x['e2'] for x in r]):.3f} s, median ratio {median([x['ratio'] for x in r]):.3f} "
+          "(" + ", ".join("%.3f" % x["ratio"] for x in r) + ")")
+print("training losses identical in every run:", len({x["loss"] for x in rows}) == 1)
+save("first_epoch.json", dict(config=cfg, rows=rows))
