@@ -14,10 +14,16 @@
  * scan larger than the cache "keep what you have" beats LRU, which would
  * evict every buffer just before it is needed again.  Values stored inline
  * (small buffers) are simply detoasted.  mop.buffer_cache_reset() empties it.
+ *
+ * With mop preloaded, a buffer missing here is looked up in the server's
+ * cache first (shared_bufcache.c): one found or loaded there is used in
+ * place, remembered here only until the transaction ends (the server's
+ * cache may evict it after that), and costs this cache nothing.
  */
 #include "postgres.h"
 
 #include "access/detoast.h"
+#include "access/xact.h"
 #include "fmgr.h"
 #include "utils/hsearch.h"
 #include "utils/memutils.h"
@@ -41,11 +47,41 @@ typedef struct BufEntry
 	Size		len;
 	char	   *data;			/* VARDATA of the detoasted value, in cache_cxt,
 								 * or the server's cache's bytes */
+	bool		shared;			/* in the server's cache: until the transaction ends */
 } BufEntry;
 
 static HTAB *cache = NULL;
 static MemoryContext cache_cxt = NULL;
 static Size cache_bytes = 0;
+static int	n_shared = 0;		/* entries that point into the server's cache */
+static bool xact_hooked = false;
+
+/*
+ * At a transaction's end, forget the buffers of the server's cache and let
+ * go of them there: held only while a statement may use them, they can be
+ * evicted for others between transactions.
+ */
+static void
+forget_shared(XactEvent event, void *arg)
+{
+	HASH_SEQ_STATUS seq;
+	BufEntry   *e;
+
+	if (n_shared == 0 || cache == NULL)
+		return;
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
+		event != XACT_EVENT_PARALLEL_COMMIT && event != XACT_EVENT_PARALLEL_ABORT &&
+		event != XACT_EVENT_PREPARE)
+		return;
+	hash_seq_init(&seq, cache);
+	while ((e = hash_seq_search(&seq)) != NULL)
+	{
+		if (e->shared)
+			hash_search(cache, &e->key, HASH_REMOVE, NULL);
+	}
+	n_shared = 0;
+	mop_shared_cache_release();
+}
 
 /* Create the (empty) cache. */
 static void
@@ -73,13 +109,16 @@ mop_buffer_cache_clear(void)
 	cache_cxt = NULL;
 	cache = NULL;
 	cache_bytes = 0;
+	n_shared = 0;
 	mop_shared_cache_release();
 }
 
 /*
  * The bytes of bytea datum d and their length.  The pointer is 4-byte
  * aligned and stays valid at least until the current memory context is
- * reset (cached values live until mop.buffer_cache_reset()).
+ * reset or the transaction ends, whichever comes first (values cached here
+ * live until mop.buffer_cache_reset(), the server's cache's until the
+ * transaction ends).
  */
 const char *
 mop_buffer_fetch(Datum d, Size *len)
@@ -113,14 +152,29 @@ mop_buffer_fetch(Datum d, Size *len)
 
 	/* the server's cache (shared_bufcache.c), which holds it in place */
 	{
-		const char *shared = mop_shared_cache_fetch(&tp, len);
+		bool		busy;
+		const char *shared = mop_shared_cache_fetch(&tp, len, &busy);
 
 		if (shared != NULL)
 		{
+			if (!xact_hooked)
+			{
+				RegisterXactCallback(forget_shared, NULL);
+				xact_hooked = true;
+			}
 			e = hash_search(cache, &key, HASH_ENTER, &found);
 			e->len = *len;
 			e->data = (char *) shared;
+			e->shared = true;
+			n_shared++;
 			return shared;
+		}
+		if (busy)
+		{
+			/* being loaded by another process: read it, keep nothing */
+			b = DatumGetByteaP(d);
+			*len = VARSIZE(b) - VARHDRSZ;
+			return VARDATA(b);
 		}
 	}
 
@@ -148,6 +202,7 @@ mop_buffer_fetch(Datum d, Size *len)
 	e = hash_search(cache, &key, HASH_ENTER, &found);
 	e->len = *len;
 	e->data = VARDATA(b);		/* 4-byte aligned, as floats need */
+	e->shared = false;
 	cache_bytes += *len;
 	return e->data;
 }

@@ -253,7 +253,8 @@ extern void mop_buffer_cache_clear(void);
 /* shared_bufcache.c: the server's cache of buffers (when preloaded) */
 struct varatt_external;
 extern void mop_shared_cache_request(void);
-extern const char *mop_shared_cache_fetch(const struct varatt_external *tp, Size *len);
+extern const char *mop_shared_cache_fetch(const struct varatt_external *tp, Size *len,
+										  bool *busy);
 extern void mop_shared_cache_release(void);
 
 /* subxact.c */

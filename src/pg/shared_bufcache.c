@@ -13,23 +13,29 @@
  * Entries are keyed by database, TOAST relation, value OID and size, like
  * the backend's cache.  A TOAST value never changes, but its OID can be
  * given to a new value once the old one is gone (after the OID counter
- * wraps), so the first use of an entry in a process compares its first and
- * last bytes with the value it stands for; an entry that differs is
- * dropped.  A process pins every entry it uses until it exits or calls
- * mop.buffer_cache_reset() (its pointers stay valid that long); when the
- * area is full, unpinned entries go, least recently used first, and a
- * buffer that still finds no room is kept in the backend's own cache
- * instead.  An entry being loaded is invisible to others, who read the
- * buffer themselves meanwhile.
+ * wraps), and a table rewrite moves it: an entry also records the tuple
+ * that holds the value's first chunk (its TID and inserting transaction),
+ * and each transaction's first use of an entry checks that the value
+ * still starts there; an entry that does not is dropped.  A process pins
+ * the entries it uses until its transaction ends (bufcache.c forgets its
+ * pointers then; its pointers stay valid that long); when the area is
+ * full, unpinned entries go, least recently used first, and a buffer that
+ * still finds no room is kept in the backend's own cache instead.  An
+ * entry being loaded is invisible to others, who read the buffer for the
+ * moment without keeping it.
  *
  * mop.shared_buffer_cache_mb sizes the area (0: off); the area's memory
- * is taken as entries are added and stays with the server.
+ * is taken as entries are added, and given back when entries are evicted
+ * because the setting was lowered.
  */
 #include "postgres.h"
 
 #include "access/detoast.h"
+#include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/toast_internals.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -38,6 +44,7 @@
 #include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/dsa.h"
+#include "utils/fmgroids.h"
 #include "utils/memutils.h"
 
 #include "mop.h"
@@ -46,8 +53,8 @@ PG_FUNCTION_INFO_V1(mop_shared_buffer_cache);
 
 #define SBC_MAX_ENTRIES 4096
 #define SBC_TRANCHE "mop_buffer_cache"
-/* bytes compared at each end of a value on an entry's first use in a process */
-#define SBC_CHECK_BYTES 4096
+/* room the area may take beyond the entries' bytes (its bookkeeping, free pages) */
+#define SBC_SLACK(limit) ((limit) / 8 + 8 * 1024 * 1024)
 
 typedef struct SbcEntry
 {
@@ -62,6 +69,8 @@ typedef struct SbcEntry
 	uint64		last_used;
 	Size		len;			/* payload bytes */
 	dsa_pointer data;			/* the payload */
+	TransactionId chunk_xmin;	/* the tuple holding the value's first chunk */
+	ItemPointerData chunk_tid;
 } SbcEntry;
 
 typedef struct SbcShared
@@ -92,6 +101,13 @@ static SbcPin *my_pins = NULL;
 static int	n_my_pins = 0;
 static int	max_my_pins = 0;
 static bool exit_hooked = false;
+static bool attach_failed = false;
+static bool told_no_memory = false;
+
+/* the slot this process is loading, for its exit to give back */
+static int	loading_slot = -1;
+static uint32 loading_generation = 0;
+static dsa_pointer loading_data = InvalidDsaPointer;
 
 static shmem_request_hook_type prev_shmem_request = NULL;
 static shmem_startup_hook_type prev_shmem_startup = NULL;
@@ -136,14 +152,12 @@ mop_shared_cache_request(void)
 	shmem_startup_hook = sbc_shmem_startup;
 }
 
-/* Is the server's cache there and on? */
-static bool
-sbc_enabled(void)
-{
-	return sbc != NULL && mop_shared_buffer_cache_mb > 0 && IsUnderPostmaster;
-}
+static void sbc_free_slot(SbcEntry *e);
 
-/* Drop this process's pins (at exit, or when its own cache is emptied). */
+/*
+ * Drop this process's pins (at the end of its transaction, at exit, when
+ * its own cache is emptied).
+ */
 void
 mop_shared_cache_release(void)
 {
@@ -167,6 +181,19 @@ sbc_at_exit(int code, Datum arg)
 	/* an error path may exit holding the lock: never wait on ourselves */
 	if (sbc != NULL && LWLockHeldByMe(sbc->lock))
 		LWLockRelease(sbc->lock);
+	/* a load cut short by a FATAL (a terminated worker): give its slot back */
+	if (sbc != NULL && loading_slot >= 0 && sbc_area != NULL)
+	{
+		SbcEntry   *e = &sbc->entries[loading_slot];
+
+		LWLockAcquire(sbc->lock, LW_EXCLUSIVE);
+		if (DsaPointerIsValid(loading_data))
+			dsa_free(sbc_area, loading_data);
+		if (e->used && e->generation == loading_generation)
+			sbc_free_slot(e);
+		LWLockRelease(sbc->lock);
+		loading_slot = -1;
+	}
 	mop_shared_cache_release();
 }
 
@@ -224,6 +251,8 @@ sbc_attach(void)
 
 	if (sbc_area != NULL)
 		return true;
+	if (attach_failed)
+		return false;
 	LWLockRegisterTranche(sbc->tranche, SBC_TRANCHE);
 	LWLockAcquire(sbc->lock, LW_EXCLUSIVE);
 	(void) mop_try_in_subxact(sbc_attach_step, NULL, &why);
@@ -237,6 +266,7 @@ sbc_attach(void)
 				 errdetail("%s", why)));
 		told = true;
 	}
+	attach_failed = sbc_area == NULL;
 	return sbc_area != NULL;
 }
 
@@ -290,36 +320,77 @@ sbc_make_room(Size len, Size limit)
 	}
 }
 
-/* Do the ends of the cached bytes match the TOAST value's? */
+/*
+ * The tuple that holds the first chunk of TOAST value tp: its TID and
+ * inserting transaction, which no other value with the same OID shares.
+ * false if there is none.
+ */
 static bool
-sbc_matches(const struct varatt_external *tp, const char *bytes, Size len)
+sbc_identity(const struct varatt_external *tp, TransactionId *xmin, ItemPointer tid)
 {
 	Relation	toastrel;
-	Size		n = Min(len, SBC_CHECK_BYTES);
-	struct varlena *head = palloc(n + VARHDRSZ);
-	struct varlena *tail = palloc(n + VARHDRSZ);
-	bool		same;
+	Relation   *toastidxs;
+	int			n_indexes;
+	int			valid;
+	ScanKeyData key[2];
+	SnapshotData snapshot;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	bool		found;
 
 	toastrel = table_open(tp->va_toastrelid, AccessShareLock);
-	table_relation_fetch_toast_slice(toastrel, tp->va_valueid, (int32) len, 0, (int32) n, head);
-	table_relation_fetch_toast_slice(toastrel, tp->va_valueid, (int32) len,
-									 (int32) (len - n), (int32) n, tail);
+	valid = toast_open_indexes(toastrel, AccessShareLock, &toastidxs, &n_indexes);
+	init_toast_snapshot(&snapshot);
+	ScanKeyInit(&key[0], (AttrNumber) 1, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(tp->va_valueid));
+	ScanKeyInit(&key[1], (AttrNumber) 2, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(0));
+	scan = systable_beginscan_ordered(toastrel, toastidxs[valid], &snapshot, 2, key);
+	tup = systable_getnext_ordered(scan, ForwardScanDirection);
+	found = tup != NULL;
+	if (found)
+	{
+		*xmin = HeapTupleHeaderGetRawXmin(tup->t_data);
+		*tid = tup->t_self;
+	}
+	systable_endscan_ordered(scan);
+	toast_close_indexes(toastidxs, n_indexes, AccessShareLock);
 	table_close(toastrel, AccessShareLock);
-	same = memcmp(VARDATA(head), bytes, n) == 0 &&
-		memcmp(VARDATA(tail), bytes + len - n, n) == 0;
-	pfree(head);
-	pfree(tail);
-	return same;
+	return found;
+}
+
+/* Evict unpinned entries until the bytes are within limit (lock held). */
+static void
+sbc_shrink(Size limit)
+{
+	while (sbc->bytes > limit)
+	{
+		int			victim = -1;
+
+		for (int i = 0; i < SBC_MAX_ENTRIES; i++)
+		{
+			SbcEntry   *e = &sbc->entries[i];
+
+			if (e->used && e->ready && e->pins == 0 &&
+				(victim < 0 || e->last_used < sbc->entries[victim].last_used))
+				victim = i;
+		}
+		if (victim < 0)
+			return;
+		sbc_free_slot(&sbc->entries[victim]);
+		sbc->evicted++;
+	}
 }
 
 /*
  * The bytes of the uncompressed TOAST value tp from the server's cache,
  * loaded there first if need be; NULL if the cache is off or has no room
- * (the caller reads the value itself).  The pointer stays valid until this
- * process calls mop_shared_cache_release() or exits.
+ * (the caller reads the value itself), with *busy set when another process
+ * is loading it (the caller should read it without keeping it: it will be
+ * here next time).  The pointer stays valid until this process calls
+ * mop_shared_cache_release() (at its transaction's end) or exits.
  */
 const char *
-mop_shared_cache_fetch(const struct varatt_external *tp, Size *len)
+mop_shared_cache_fetch(const struct varatt_external *tp, Size *len, bool *busy)
 {
 	Size		size = VARATT_EXTERNAL_GET_EXTSIZE(*tp);
 	Size		limit = (Size) mop_shared_buffer_cache_mb * 1024 * 1024;
@@ -328,15 +399,27 @@ mop_shared_cache_fetch(const struct varatt_external *tp, Size *len)
 	uint32		generation;
 	dsa_pointer p;
 	volatile dsa_pointer loading = InvalidDsaPointer;
-	char	   *dest;
+	TransactionId xmin = InvalidTransactionId;
+	ItemPointerData tid;
 	char	   *why = NULL;
 
-	if (!sbc_enabled() || VARATT_EXTERNAL_IS_COMPRESSED(*tp) || size == 0 || size > limit ||
+	*busy = false;
+	if (sbc == NULL || !IsUnderPostmaster)
+		return NULL;
+	/* the setting lowered (or 0): give back what it no longer allows */
+	if (sbc->bytes > limit && sbc_attach())
+	{
+		LWLockAcquire(sbc->lock, LW_EXCLUSIVE);
+		sbc_shrink(limit);
+		LWLockRelease(sbc->lock);
+		dsa_trim(sbc_area);
+	}
+	if (limit == 0 || VARATT_EXTERNAL_IS_COMPRESSED(*tp) || size == 0 || size > limit ||
 		!sbc_attach())
 		return NULL;
 	sbc_reserve_pin();
 
-	/* 1. an entry that is there: pin it, check it once, use it */
+	/* 1. an entry that is there: pin it, check it, use it */
 	LWLockAcquire(sbc->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < SBC_MAX_ENTRIES; i++)
 	{
@@ -350,11 +433,14 @@ mop_shared_cache_fetch(const struct varatt_external *tp, Size *len)
 	}
 	if (slot >= 0)
 	{
+		bool		same;
+
 		e = &sbc->entries[slot];
 		if (!e->ready)
 		{
-			/* another process is loading it: read it ourselves meanwhile */
+			/* another process is loading it */
 			LWLockRelease(sbc->lock);
+			*busy = true;
 			return NULL;
 		}
 		e->pins++;
@@ -366,18 +452,20 @@ mop_shared_cache_fetch(const struct varatt_external *tp, Size *len)
 		my_pins[n_my_pins].slot = slot;
 		my_pins[n_my_pins].generation = generation;
 		n_my_pins++;
-		dest = VARDATA(dsa_get_address(sbc_area, p));
-		if (sbc_matches(tp, dest, size))
+		same = sbc_identity(tp, &xmin, &tid) &&
+			TransactionIdEquals(xmin, e->chunk_xmin) && ItemPointerEquals(&tid, &e->chunk_tid);
+		if (same)
 		{
 			*len = size;
-			return dest;
+			return VARDATA(dsa_get_address(sbc_area, p));
 		}
-		/* an older value that had the same OID: drop it, load this one */
+		/* an older value that had the same OID, or one moved: drop the entry, load anew */
 		n_my_pins--;
 		LWLockAcquire(sbc->lock, LW_EXCLUSIVE);
 		if (e->generation == generation)
 		{
 			e->pins--;
+			sbc->hits--;
 			sbc->stale++;
 			if (e->pins == 0)
 				sbc_free_slot(e);
@@ -385,7 +473,8 @@ mop_shared_cache_fetch(const struct varatt_external *tp, Size *len)
 				e->valueid = InvalidOid;	/* found by nobody, freed by its last pin */
 		}
 		LWLockRelease(sbc->lock);
-		return NULL;
+		/* (not found again: this goes on to load it) */
+		return mop_shared_cache_fetch(tp, len, busy);
 	}
 
 	/* 2. not there: reserve a slot and the bytes, then load outside the lock */
@@ -410,10 +499,15 @@ mop_shared_cache_fetch(const struct varatt_external *tp, Size *len)
 	e->last_used = ++sbc->clock;
 	generation = e->generation;
 	sbc->bytes += size;
+	/* a FATAL from here on (a terminated worker) is undone at exit */
+	loading_slot = slot;
+	loading_generation = generation;
+	loading_data = InvalidDsaPointer;
 	LWLockRelease(sbc->lock);
 
 	PG_TRY();
 	{
+		dsa_set_size_limit(sbc_area, limit + SBC_SLACK(limit));
 		p = mop_dsa_allocate_or_none(sbc_area, VARHDRSZ + size, &why);
 		if (DsaPointerIsValid(p))
 		{
@@ -421,12 +515,14 @@ mop_shared_cache_fetch(const struct varatt_external *tp, Size *len)
 			struct varlena *v = dsa_get_address(sbc_area, p);
 
 			/* the slot's data only once loaded: freed with the slot on error */
-			loading = p;
+			loading = loading_data = p;
 			SET_VARSIZE(v, VARHDRSZ + size);
 			toastrel = table_open(tp->va_toastrelid, AccessShareLock);
 			table_relation_fetch_toast_slice(toastrel, tp->va_valueid, (int32) size, 0,
 											 (int32) size, v);
 			table_close(toastrel, AccessShareLock);
+			if (!sbc_identity(tp, &xmin, &tid))
+				elog(ERROR, "missing chunk number 0 for toast value %u", tp->va_valueid);
 		}
 	}
 	PG_CATCH();
@@ -438,23 +534,30 @@ mop_shared_cache_fetch(const struct varatt_external *tp, Size *len)
 		if (e->generation == generation)
 			sbc_free_slot(e);
 		LWLockRelease(sbc->lock);
+		loading_slot = -1;
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
 	LWLockAcquire(sbc->lock, LW_EXCLUSIVE);
 	Assert(e->generation == generation);
+	loading_slot = -1;
 	if (!DsaPointerIsValid(p))
 	{
 		sbc_free_slot(e);
 		sbc->refused++;
 		LWLockRelease(sbc->lock);
-		if (why)
+		if (why && !told_no_memory)
+		{
+			told_no_memory = true;
 			ereport(LOG,
 					(errmsg("mop: no shared memory for the server's buffer cache; buffers are cached per process"),
 					 errdetail("%s", why)));
+		}
 		return NULL;
 	}
 	e->data = p;
+	e->chunk_xmin = xmin;
+	e->chunk_tid = tid;
 	e->ready = true;
 	sbc->loads++;
 	LWLockRelease(sbc->lock);

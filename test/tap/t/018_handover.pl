@@ -173,7 +173,6 @@ for my $case (['mop worker', 'a worker'], ['mop coordinator', 'the coordinator']
 			"SELECT count(*) >= 6 FROM mop.hops WHERE run_id = $run"),
 		"$what: run $run committed sub-epochs before the crash");
 	my $before = hops($run);
-	my $last_id = $node->safe_psql('postgres', "SELECT max(id) FROM mop.hops WHERE run_id = $run");
 	my $offset = -s $node->logfile;
 	ok(kill9($type), "$what: killed with SIGKILL");
 	ok(wait_done($run), "$what: run $run finished without mop_resume");
@@ -187,10 +186,12 @@ for my $case (['mop worker', 'a worker'], ['mop coordinator', 'the coordinator']
 	is(epochs($run), $ref_epochs, "$what: every epoch row identical");
 	is($node->safe_psql('postgres', "SELECT options->>'checkpoint_every' FROM mop.runs WHERE id = $run"), '3',
 		"$what: resumed with the run's own mop.checkpoint_every (3), not the server's (1)");
-	my ($new, $new_commits) = split /\|/, $node->safe_psql('postgres',
-		"SELECT count(*), count(DISTINCT xmin::text) FROM mop.hops WHERE run_id = $run AND id > $last_id");
-	cmp_ok($new_commits, '<', $new,
-		"$what: after the resume, sub-epochs handed over again ($new sub-epochs in $new_commits commits)");
+	# two commits per epoch of 4 partitions, as without the crash (each
+	# model may commit once more in the epoch it was resumed in); with every
+	# sub-epoch committed after the resume it would be about twice as many
+	my $commits = hop_commits($run);
+	cmp_ok($commits, '<=', $hops_per_run / 2 + 2,
+		"$what: after the resume, sub-epochs handed over again ($commits commits for $hops_per_run sub-epochs)");
 }
 
 # 3. a model that diverges after sub-epochs were handed over keeps the

@@ -5,12 +5,13 @@
 #     cache; a new backend training on it loads nothing and trains
 #     bit-identically to one that reads every buffer out of TOAST itself
 #     (mop.buffer_cache_mb = 0) and to a server without the cache;
-#   - a backend holds the entries it uses until it exits or calls
-#     mop.buffer_cache_reset();
+#   - a backend holds the entries it uses until its transaction ends (or
+#     it calls mop.buffer_cache_reset());
 #   - a run's workers use the entries too, with the same models;
 #   - when the cache is full, entries nobody holds are evicted, least
 #     recently used first, and a buffer that finds no room is read by the
-#     backend itself (still bit-identical);
+#     backend itself (still bit-identical); lowering the setting or turning
+#     it off gives back what it no longer allows;
 #   - without mop in shared_preload_libraries the cache is off and
 #     mop.shared_buffer_cache() says so with NULL counts.
 use strict;
@@ -96,15 +97,17 @@ cmp_ok($n_buffers, '>', 8, "dataset big has $n_buffers buffer values stored out 
 my $s0 = stats();
 is("$s0->{entries} $s0->{loads} $s0->{hits}", '0 0 0', 'the cache starts empty');
 
-# 1. the first backend loads every buffer; while it lives it holds them
-my ($m1, $pinned) = split /\n/, q_tenant(
-	"SELECT mop_train('big', '$config', epochs => 2); SELECT pinned FROM mop.shared_buffer_cache()");
+# 1. the first backend loads every buffer; it holds them until its
+# transaction ends
+my ($m1, $pinned, $pinned_after) = split /\n/, q_tenant(
+	"BEGIN; SELECT mop_train('big', '$config', epochs => 2); SELECT pinned FROM mop.shared_buffer_cache(); "
+	  . "COMMIT; SELECT pinned FROM mop.shared_buffer_cache()");
 my $s1 = stats();
 is($s1->{loads}, $n_buffers, "the first backend loaded each of the $n_buffers buffers once");
 is($s1->{entries}, $n_buffers, 'one entry per buffer');
 is($s1->{bytes}, $n_bytes, "the entries hold the buffers' bytes ($n_bytes)");
-is($pinned, $n_buffers, 'the backend held every entry while it lived');
-wait_unpinned('first backend');
+is($pinned, $n_buffers, 'the backend held every entry during its transaction');
+is($pinned_after, 0, 'and none once it had ended');
 
 # 2. a new backend uses them: no load, the same model
 my $m2 = q_tenant("SELECT mop_train('big', '$config', epochs => 2)");
@@ -114,16 +117,28 @@ is($s2->{hits}, $s1->{hits} + $n_buffers, 'it used every entry, once');
 is(trained($m2), trained($m1), 'its model is bit-identical to the first one');
 is($s2->{stale}, 0, 'every entry matched its TOAST value');
 
+# 2b. VACUUM FULL moves every TOAST value (same OIDs, new tuples): the
+# entries are found stale on their next use, dropped and loaded again
+my $toast_before = $node->safe_psql('postgres', "SELECT reltoastrelid FROM pg_class WHERE oid = 'mop.buffers'::regclass");
+$node->safe_psql('postgres', 'VACUUM FULL mop.buffers');
+my $toast_after = $node->safe_psql('postgres', "SELECT reltoastrelid FROM pg_class WHERE oid = 'mop.buffers'::regclass");
+my $m2b = q_tenant("SELECT mop_train('big', '$config', epochs => 2)");
+my $s2b = stats();
+diag("TOAST relation $toast_before -> $toast_after; stale $s2b->{stale}, loads $s2b->{loads}");
+is($s2b->{stale}, $n_buffers, 'after VACUUM FULL every entry was found stale');
+is($s2b->{loads}, $s2->{loads} + $n_buffers, 'and every buffer loaded again');
+is(trained($m2b), trained($m1), 'the model trained after it is the same');
+
 # 3. a backend without any cache reads every buffer itself: the same model
 my $m3 = q_tenant("SET mop.buffer_cache_mb = 0; SELECT mop_train('big', '$config', epochs => 2)");
 is(trained($m3), trained($m1), 'a backend reading every buffer out of TOAST trains the same model');
 is(stats()->{hits}, $s2->{hits}, 'a backend with mop.buffer_cache_mb = 0 does not use the cache');
 
 # 4. mop.buffer_cache_reset() lets go of the entries
-my $after_reset = q_tenant(
-	"SELECT mop_train('big', '$config', epochs => 1); SELECT mop.buffer_cache_reset() >= 0; "
-	  . "SELECT pinned FROM mop.shared_buffer_cache()");
-is((split /\n/, $after_reset)[-1], '0', 'mop.buffer_cache_reset() lets go of every entry');
+my @reset = split /\n/, q_tenant(
+	"BEGIN; SELECT mop_train('big', '$config', epochs => 1); SELECT pinned FROM mop.shared_buffer_cache(); "
+	  . "SELECT mop.buffer_cache_reset() >= 0; SELECT pinned FROM mop.shared_buffer_cache(); COMMIT");
+is("$reset[1] $reset[3]", "$n_buffers 0", 'mop.buffer_cache_reset() lets go of every entry held');
 
 # 5. a run's workers use the entries, and train the models of a server
 # without the cache
@@ -136,7 +151,7 @@ is($s5b->{loads}, $s5->{loads}, 'the run\'s workers loaded nothing');
 cmp_ok($s5b->{hits}, '>', $s5->{hits}, 'the run\'s workers used the entries');
 my $models_sql = "SELECT string_agg(md5(state), ',' ORDER BY config::text) FROM mop.models WHERE run_id = ";
 my $with_cache = $node->safe_psql('postgres', $models_sql . $run);
-is($s5b->{stale}, 0, 'no entry was found stale');
+is($s5b->{stale}, $s2b->{stale}, 'no entry was found stale since');
 
 q_tenant("SELECT dataset_name FROM mop_prepare('other', 'label', ARRAY['v'], 'other', partitions => 2, buffer_rows => 256)");
 my ($all_values, $all_bytes) = toasted();
@@ -161,7 +176,7 @@ is(trained($o1), trained($o2), 'the second dataset trained the same as without t
 # both datasets held by one backend: what does not fit is refused, and
 # that backend reads it itself
 my @lines = split /\n/, q_tenant(
-	"SELECT mop_train('big', '$config', epochs => 2); SELECT mop_train('other', '$config', epochs => 1)");
+	"BEGIN; SELECT mop_train('big', '$config', epochs => 2); SELECT mop_train('other', '$config', epochs => 1); COMMIT");
 my $s6c = stats();
 cmp_ok($s6c->{refused}, '>', $s6b->{refused},
 	'one backend holding both datasets: buffers that found no room were refused');
@@ -178,6 +193,7 @@ my $hits_off = stats()->{hits};
 my $run_off = q_tenant("SELECT DISTINCT run_id FROM mop_grid_search('big', '$space', epochs => 2, "
 	  . "workers => 2, deterministic => true)");
 is(stats()->{hits}, $hits_off, 'with the cache off nothing uses it');
+is(stats()->{bytes}, 0, 'and what it held was given back');
 is($node->safe_psql('postgres', $models_sql . $run_off), $with_cache,
 	'a run without the cache trains the same models as the run that used it');
 
