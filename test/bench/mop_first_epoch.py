@@ -6,11 +6,13 @@ Needs mop in shared_preload_libraries on the benchmark server
 mop_train('fashion', MLP 784-256-128-10, Adam, batch 128, epochs => 2) and
 reads the two epochs' mop.epochs.seconds; the ratio epoch 1 / epoch 2 is
 what the first epoch costs over a warm one.  The mode is switched with
-ALTER SYSTEM + pg_reload_conf() between measurements; before the first,
-one unrecorded mop_train loads the dataset into the server's cache (so
-"on" measures a new backend of a server that has read the data before,
-"off" one that reads every buffer out of TOAST itself).  The cache's
-counters show which path each measurement took."""
+ALTER SYSTEM + pg_reload_conf() between measurements.  Turning the cache
+off gives its memory back, so before each "on" measurement one unrecorded
+mop_train in another backend loads the dataset into it again: "on"
+measures a new backend of a server that has read the data before, "off"
+one that reads every buffer out of TOAST itself.  The cache's counters
+show which path each measurement took.  It ends with the cache on and
+loaded (for the overhead phase that follows in first_epoch_bench.sh)."""
 import argparse, json, os, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mop_bench_common import connect, MLP_A, median, utcnow, loadavg, save, wait_quiet
@@ -53,17 +55,21 @@ def one():
     return e[0][0], e[1][0], e[1][1]
 
 
+def warm_up():
+    h0, l0 = counters()
+    one()
+    h1, l1 = counters()
+    return l1 - l0
+
+
 print(f"first epoch against second, server cache on/off alternating; {utcnow()}; load {loadavg()}")
-set_mode(256)
-h0, l0 = counters()
-one()
-h1, l1 = counters()
-print(f"warm-up: loaded {l1 - l0} buffers into the server's cache")
 rows = []
 for rep in range(1, args.reps + 1):
     wait_quiet()
     for mode in ((256, 0) if rep % 2 else (0, 256)):
         set_mode(mode)
+        if mode:
+            print(f"  (warm-up in another backend: {warm_up()} buffers loaded)")
         ha, la = counters()
         e1, e2, loss = one()
         hb, lb = counters()
@@ -72,6 +78,7 @@ for rep in range(1, args.reps + 1):
         print(f"rep {rep} shared {mode:>3} MB: epoch 1 {e1:.3f} s, epoch 2 {e2:.3f} s, "
               f"ratio {e1 / e2:.3f}; cache hits {hb - ha}, loads {lb - la}; loss {loss:.6f}", flush=True)
 set_mode(256)
+print(f"cache on again: {warm_up()} buffers loaded")
 for mode in (256, 0):
     r = [x for x in rows if x["shared_mb"] == mode]
     print(f"shared {mode:>3} MB: median epoch 1 {median([x['e1'] for x in r]):.3f} s, "
