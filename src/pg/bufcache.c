@@ -57,9 +57,9 @@ static int	n_shared = 0;		/* entries that point into the server's cache */
 static bool xact_hooked = false;
 
 /*
- * At a transaction's end, forget the buffers of the server's cache and let
- * go of them there: held only while a statement may use them, they can be
- * evicted for others between transactions.
+ * At a transaction's end, forget the buffers of the server's cache (which
+ * lets go of them then: shared_bufcache.c): held only while a statement
+ * may use them, they can be evicted for others between transactions.
  */
 static void
 forget_shared(XactEvent event, void *arg)
@@ -80,7 +80,6 @@ forget_shared(XactEvent event, void *arg)
 			hash_search(cache, &e->key, HASH_REMOVE, NULL);
 	}
 	n_shared = 0;
-	mop_shared_cache_release();
 }
 
 /* Create the (empty) cache. */

@@ -24,9 +24,11 @@
  * entry being loaded is invisible to others, who read the buffer for the
  * moment without keeping it.
  *
- * mop.shared_buffer_cache_mb sizes the area (0: off); the area's memory
- * is taken as entries are added, and given back when entries are evicted
- * because the setting was lowered.
+ * mop.shared_buffer_cache_mb sizes the area (0: off).  The area's memory
+ * is taken as entries are added and stays with the server until it
+ * restarts (PostgreSQL's DSA keeps the segments of large allocations):
+ * entries evicted, or dropped because the setting was lowered, leave room
+ * that later entries reuse.
  */
 #include "postgres.h"
 
@@ -36,6 +38,7 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/toast_internals.h"
+#include "access/xact.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -101,6 +104,7 @@ static SbcPin *my_pins = NULL;
 static int	n_my_pins = 0;
 static int	max_my_pins = 0;
 static bool exit_hooked = false;
+static Size last_limit = (Size) -1;	/* the setting as this process last saw it */
 static bool attach_failed = false;
 static bool told_no_memory = false;
 
@@ -169,10 +173,25 @@ mop_shared_cache_release(void)
 		SbcEntry   *e = &sbc->entries[my_pins[i].slot];
 
 		if (e->used && e->generation == my_pins[i].generation && e->pins > 0)
+		{
 			e->pins--;
+			/* a stale entry (found by nobody) goes with its last pin */
+			if (e->pins == 0 && e->valueid == InvalidOid)
+				sbc_free_slot(e);
+		}
 	}
 	LWLockRelease(sbc->lock);
 	n_my_pins = 0;
+}
+
+/* A transaction's pins end with it, however it ends. */
+static void
+sbc_at_xact_end(XactEvent event, void *arg)
+{
+	if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PARALLEL_COMMIT || event == XACT_EVENT_PARALLEL_ABORT ||
+		event == XACT_EVENT_PREPARE)
+		mop_shared_cache_release();
 }
 
 static void
@@ -204,6 +223,7 @@ sbc_reserve_pin(void)
 	if (!exit_hooked)
 	{
 		before_shmem_exit(sbc_at_exit, (Datum) 0);
+		RegisterXactCallback(sbc_at_xact_end, NULL);
 		exit_hooked = true;
 	}
 	if (n_my_pins == max_my_pins)
@@ -406,13 +426,19 @@ mop_shared_cache_fetch(const struct varatt_external *tp, Size *len, bool *busy)
 	*busy = false;
 	if (sbc == NULL || !IsUnderPostmaster)
 		return NULL;
-	/* the setting lowered (or 0): give back what it no longer allows */
-	if (sbc->bytes > limit && sbc_attach())
+	/*
+	 * The setting lowered (or 0): evict the entries no one holds down to it
+	 * (their memory stays in the area, for later entries)
+	 */
+	if (limit != last_limit)
 	{
-		LWLockAcquire(sbc->lock, LW_EXCLUSIVE);
-		sbc_shrink(limit);
-		LWLockRelease(sbc->lock);
-		dsa_trim(sbc_area);
+		last_limit = limit;
+		if (sbc->bytes > limit && sbc_attach())
+		{
+			LWLockAcquire(sbc->lock, LW_EXCLUSIVE);
+			sbc_shrink(limit);
+			LWLockRelease(sbc->lock);
+		}
 	}
 	if (limit == 0 || VARATT_EXTERNAL_IS_COMPRESSED(*tp) || size == 0 || size > limit ||
 		!sbc_attach())

@@ -11,7 +11,7 @@
 #   - when the cache is full, entries nobody holds are evicted, least
 #     recently used first, and a buffer that finds no room is read by the
 #     backend itself (still bit-identical); lowering the setting or turning
-#     it off gives back what it no longer allows;
+#     it off evicts the entries it no longer allows;
 #   - without mop in shared_preload_libraries the cache is off and
 #     mop.shared_buffer_cache() says so with NULL counts.
 use strict;
@@ -160,6 +160,18 @@ my $other_bytes = $all_bytes - $n_bytes;
 # 6. full: entries nobody holds are evicted, least recently used first;
 # a buffer that finds no room is read by the backend itself
 my $mb = int(($n_bytes > $other_bytes ? $n_bytes : $other_bytes) / (1024 * 1024)) + 1;
+# the setting lowered below what the cache holds: the next use evicts
+# the entries no one holds down to it
+my $s_low = stats();
+cmp_ok($s_low->{bytes}, '>', 1024 * 1024, 'the cache holds more than 1 MB');
+$node->safe_psql('postgres', "ALTER SYSTEM SET mop.shared_buffer_cache_mb = 1");
+$node->reload;
+ok($node->poll_query_until('postgres', "SELECT size_mb = 1 FROM mop.shared_buffer_cache()"),
+	"the cache's size lowered to 1 MB");
+my $m_low = q_tenant("SELECT mop_train('big', '$config', epochs => 1)");
+my $s_low2 = stats();
+cmp_ok($s_low2->{evicted}, '>', $s_low->{evicted}, 'lowering the size evicted entries');
+cmp_ok($s_low2->{bytes}, '<=', 1024 * 1024, 'down to the new size');
 $node->safe_psql('postgres', "ALTER SYSTEM SET mop.shared_buffer_cache_mb = $mb");
 $node->reload;
 ok($node->poll_query_until('postgres', "SELECT size_mb = $mb FROM mop.shared_buffer_cache()"),
@@ -193,7 +205,7 @@ my $hits_off = stats()->{hits};
 my $run_off = q_tenant("SELECT DISTINCT run_id FROM mop_grid_search('big', '$space', epochs => 2, "
 	  . "workers => 2, deterministic => true)");
 is(stats()->{hits}, $hits_off, 'with the cache off nothing uses it');
-is(stats()->{bytes}, 0, 'and what it held was given back');
+is(stats()->{bytes}, 0, 'and its entries were dropped');
 is($node->safe_psql('postgres', $models_sql . $run_off), $with_cache,
 	'a run without the cache trains the same models as the run that used it');
 
