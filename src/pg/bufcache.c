@@ -8,8 +8,11 @@
  * same buffers epoch after epoch, so it keeps them in memory.
  *
  * The key is the TOAST pointer (toast relation, value OID) plus the value's
- * size.  TOAST values are immutable: a rewritten buffer gets a new value OID,
- * so a cached value is never stale.  The cache fills up to mop.buffer_cache_mb
+ * size.  TOAST values are immutable: a rewritten buffer gets a new value
+ * OID.  But an OID can go to a new value once the old one is gone (after
+ * the OID counter wraps), and VACUUM FULL moves values, so an entry also
+ * records the tuple holding its value's first chunk, and each transaction's
+ * first use checks it (one index probe); an entry that fails is read again.  The cache fills up to mop.buffer_cache_mb
  * and then stops admitting: epochs scan buffers cyclically, and for a cyclic
  * scan larger than the cache "keep what you have" beats LRU, which would
  * evict every buffer just before it is needed again.  Values stored inline
@@ -48,13 +51,17 @@ typedef struct BufEntry
 	char	   *data;			/* VARDATA of the detoasted value, in cache_cxt,
 								 * or the server's cache's bytes */
 	bool		shared;			/* in the server's cache: until the transaction ends */
+	TransactionId xmin;			/* the tuple holding the value's first chunk, */
+	ItemPointerData tid;		/* ... for a value cached here */
+	uint64		checked;		/* the transaction (xact_count) that last checked it */
 } BufEntry;
 
 static HTAB *cache = NULL;
+static bool xact_hooked = false;
 static MemoryContext cache_cxt = NULL;
 static Size cache_bytes = 0;
 static int	n_shared = 0;		/* entries that point into the server's cache */
-static bool xact_hooked = false;
+static uint64 xact_count = 1;	/* transactions ended in this process, plus one */
 
 /*
  * At a transaction's end, forget the buffers of the server's cache (which
@@ -67,11 +74,12 @@ forget_shared(XactEvent event, void *arg)
 	HASH_SEQ_STATUS seq;
 	BufEntry   *e;
 
-	if (n_shared == 0 || cache == NULL)
-		return;
 	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
 		event != XACT_EVENT_PARALLEL_COMMIT && event != XACT_EVENT_PARALLEL_ABORT &&
 		event != XACT_EVENT_PREPARE)
+		return;
+	xact_count++;
+	if (n_shared == 0 || cache == NULL)
 		return;
 	hash_seq_init(&seq, cache);
 	while ((e = hash_seq_search(&seq)) != NULL)
@@ -97,6 +105,11 @@ cache_init(void)
 	cache = hash_create("mop buffer cache", 1024, &ctl,
 						HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	cache_bytes = 0;
+	if (!xact_hooked)
+	{
+		RegisterXactCallback(forget_shared, NULL);
+		xact_hooked = true;
+	}
 }
 
 /* Drop every cached buffer (and this process's hold on the server's). */
@@ -143,6 +156,30 @@ mop_buffer_fetch(Datum d, Size *len)
 	if (cache == NULL)
 		cache_init();
 	e = hash_search(cache, &key, HASH_FIND, NULL);
+	if (e != NULL && !e->shared && e->checked != xact_count)
+	{
+		TransactionId xmin;
+		ItemPointerData tid;
+
+		/*
+		 * Once per transaction: is it still that value?  Its OID may have
+		 * gone to a new value of the same size (after the OID counter
+		 * wrapped), or a rewrite moved it.
+		 */
+		if (mop_toast_identity(&tp, &xmin, &tid) && TransactionIdEquals(xmin, e->xmin) &&
+			ItemPointerEquals(&tid, &e->tid))
+			e->checked = xact_count;
+		else
+		{
+			ereport(DEBUG1,
+					(errmsg_internal("mop: cached buffer (TOAST value %u) no longer matches its stored value; read again",
+									 tp.va_valueid)));
+			pfree(e->data - VARHDRSZ);
+			cache_bytes -= e->len;
+			hash_search(cache, &key, HASH_REMOVE, NULL);
+			e = NULL;
+		}
+	}
 	if (e != NULL)
 	{
 		*len = e->len;
@@ -156,11 +193,6 @@ mop_buffer_fetch(Datum d, Size *len)
 
 		if (shared != NULL)
 		{
-			if (!xact_hooked)
-			{
-				RegisterXactCallback(forget_shared, NULL);
-				xact_hooked = true;
-			}
 			e = hash_search(cache, &key, HASH_ENTER, &found);
 			e->len = *len;
 			e->data = (char *) shared;
@@ -202,6 +234,9 @@ mop_buffer_fetch(Datum d, Size *len)
 	e->len = *len;
 	e->data = VARDATA(b);		/* 4-byte aligned, as floats need */
 	e->shared = false;
+	e->checked = xact_count;
+	if (!mop_toast_identity(&tp, &e->xmin, &e->tid))
+		e->checked = 0;			/* (cannot be: checked, and read again, next time) */
 	cache_bytes += *len;
 	return e->data;
 }

@@ -12,6 +12,7 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "storage/itemptr.h"
 #include "utils/dsa.h"
 #include "utils/jsonb.h"
 
@@ -256,6 +257,8 @@ extern void mop_shared_cache_request(void);
 extern const char *mop_shared_cache_fetch(const struct varatt_external *tp, Size *len,
 										  bool *busy);
 extern void mop_shared_cache_release(void);
+extern bool mop_toast_identity(const struct varatt_external *tp, TransactionId *xmin,
+							   ItemPointerData *tid);
 
 /* subxact.c */
 extern bool mop_try_in_subxact(void (*step) (void *arg), void *arg, char **why);

@@ -345,8 +345,8 @@ sbc_make_room(Size len, Size limit)
  * inserting transaction, which no other value with the same OID shares.
  * false if there is none.
  */
-static bool
-sbc_identity(const struct varatt_external *tp, TransactionId *xmin, ItemPointer tid)
+bool
+mop_toast_identity(const struct varatt_external *tp, TransactionId *xmin, ItemPointer tid)
 {
 	Relation	toastrel;
 	Relation   *toastidxs;
@@ -478,7 +478,7 @@ mop_shared_cache_fetch(const struct varatt_external *tp, Size *len, bool *busy)
 		my_pins[n_my_pins].slot = slot;
 		my_pins[n_my_pins].generation = generation;
 		n_my_pins++;
-		same = sbc_identity(tp, &xmin, &tid) &&
+		same = mop_toast_identity(tp, &xmin, &tid) &&
 			TransactionIdEquals(xmin, e->chunk_xmin) && ItemPointerEquals(&tid, &e->chunk_tid);
 		if (same)
 		{
@@ -547,7 +547,7 @@ mop_shared_cache_fetch(const struct varatt_external *tp, Size *len, bool *busy)
 			table_relation_fetch_toast_slice(toastrel, tp->va_valueid, (int32) size, 0,
 											 (int32) size, v);
 			table_close(toastrel, AccessShareLock);
-			if (!sbc_identity(tp, &xmin, &tid))
+			if (!mop_toast_identity(tp, &xmin, &tid))
 				elog(ERROR, "missing chunk number 0 for toast value %u", tp->va_valueid);
 		}
 	}

@@ -13,7 +13,8 @@
 #     backend itself (still bit-identical); lowering the setting or turning
 #     it off evicts the entries it no longer allows;
 #   - without mop in shared_preload_libraries the cache is off and
-#     mop.shared_buffer_cache() says so with NULL counts.
+#     mop.shared_buffer_cache() says so with NULL counts; a process's own
+#     cache checks its entries once per transaction as well.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -218,6 +219,21 @@ is($node->safe_psql('postgres',
 	't|t|t', 'without mop preloaded: no cache, NULL counts');
 my $m8 = q_tenant("SELECT mop_train('big', '$config', epochs => 2)");
 is(trained($m8), trained($m1), 'and a backend trains the same model');
+
+# a process's own cache checks its entries once per transaction too: after
+# VACUUM FULL moved the values, the same session reads them again
+my ($out, $err) = ('', '');
+$node->psql('postgres', "SET client_min_messages = debug1; SELECT mop_train('big', '$config', epochs => 1); "
+	  . "SELECT mop_train('big', '$config', epochs => 1)", stdout => \$out, stderr => \$err);
+unlike($err, qr/no longer matches its stored value/, 'its own cache: entries unchanged are used as they are');
+($out, $err) = ('', '');
+$node->psql('postgres', "SET client_min_messages = debug1; SELECT mop_train('big', '$config', epochs => 1); "
+	  . "VACUUM FULL mop.buffers; SELECT mop_train('big', '$config', epochs => 1)",
+	stdout => \$out, stderr => \$err);
+my @reread = ($err =~ /no longer matches its stored value/g);
+is(scalar(@reread), $n_buffers, "its own cache: after VACUUM FULL each of the $n_buffers values read again");
+my @ids = grep { /^\d+$/ } split /\n/, $out;
+is(trained($ids[1]), trained($ids[0]), 'and the model trained after it is the same');
 
 $node->stop;
 done_testing();
