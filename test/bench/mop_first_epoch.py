@@ -7,7 +7,7 @@ mop_train('fashion', MLP 784-256-128-10, Adam, batch 128, epochs => 2) and
 reads the two epochs' mop.epochs.seconds; the ratio epoch 1 / epoch 2 is
 what the first epoch costs over a warm one.  The mode is switched with
 ALTER SYSTEM + pg_reload_conf() between measurements.  Turning the cache
-off gives its memory back, so before each "on" measurement one unrecorded
+off drops its entries, so before each "on" measurement one unrecorded
 mop_train in another backend loads the dataset into it again: "on"
 measures a new backend of a server that has read the data before, "off"
 one that reads every buffer out of TOAST itself.  The cache's counters
