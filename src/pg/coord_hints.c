@@ -91,47 +91,42 @@ model_configs(int from, int to)
  * (and keeps) a missing profile when measure.  remote: the share of hops
  * on segments (mop_xp_remote_share).
  */
-static double
-model_hint(int i, Jsonb *config, bool measure, double remote, MemoryContext cxt)
+typedef struct HintStep
 {
-	ResourceOwner owner = CurrentResourceOwner;
-	double		sub = 0;
+	Jsonb	   *config;
+	bool		measure;
+	double		remote;
+	double		sub;			/* out */
+} HintStep;
 
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
+static void
+hint_step(void *arg)
+{
+	HintStep   *h = (HintStep *) arg;
+	ConfigCost *c;
+
+	if (mop_xp_cost_configs(coord.ds, list_make1(h->config), Max(coord.run->opts.epochs, 1), 0,
+							h->measure ? XP_PROFILE_KEEP : XP_PROFILE_CACHED, &c) == 1)
+		(void) mop_xp_epoch_at(coord.ds, &c[0], coord.n_workers, h->remote, &h->sub);
+	n_measured += mop_xp_cost_measured;
+}
+
+static double
+model_hint(int i, Jsonb *config, bool measure, double remote)
+{
+	HintStep	h = {config, measure, remote, 0};
+	char	   *why;
+
+	/* (a cancel, a shutdown: not this model's fault, re-thrown) */
+	if (!mop_try_in_subxact(hint_step, &h, &why))
 	{
-		ConfigCost *c;
-
-		if (mop_xp_cost_configs(coord.ds, list_make1(config), Max(coord.run->opts.epochs, 1), 0,
-								measure ? XP_PROFILE_KEEP : XP_PROFILE_CACHED, &c) == 1)
-			(void) mop_xp_epoch_at(coord.ds, &c[0], coord.n_workers, remote, &sub);
-		n_measured += mop_xp_cost_measured;
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *ed;
-
-		MemoryContextSwitchTo(cxt);
-		ed = CopyErrorData();
-		/* a cancel, a shutdown: not this model's fault */
-		if (ed->elevel > ERROR || ed->sqlerrcode == ERRCODE_QUERY_CANCELED)
-			PG_RE_THROW();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
 		ereport(LOG,
 				(errmsg("mop run %lld: model %lld could not be profiled for the longest-first scheduler: %s",
-						(long long) coord.run->run_id, (long long) coord.models[i].id, ed->message),
+						(long long) coord.run->run_id, (long long) coord.models[i].id, why),
 				 errdetail("It is ranked by the sub-epochs observed instead.")));
-		sub = 0;
+		h.sub = 0;
 	}
-	PG_END_TRY();
-	return sub > 0 && isfinite(sub) ? sub : 0;
+	return h.sub > 0 && isfinite(h.sub) ? h.sub : 0;
 }
 
 /* Look up the hints of models from..to-1 that have not started and have work left. */
@@ -151,7 +146,7 @@ profile_models(const mop_sched *s, int from, int to)
 			continue;
 		CHECK_FOR_INTERRUPTS();
 		hints[i] = model_hint(i, configs[i - from],
-							  !measuring_over && n_measured < HINT_MAX_MEASURED, remote, cxt);
+							  !measuring_over && n_measured < HINT_MAX_MEASURED, remote);
 	}
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);

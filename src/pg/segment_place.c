@@ -529,6 +529,24 @@ mop_place(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+/* A segment's copy of a dataset, deleted in the caller's transaction there. */
+typedef struct DropCopy
+{
+	const char *segment;
+	const char *name;
+} DropCopy;
+
+static void
+drop_copy_step(void *arg)
+{
+	DropCopy   *dc = (DropCopy *) arg;
+	const char *values[1] = {dc->name};
+
+	PQclear(mop_segment_exec(mop_segment_xact_conn(dc->segment, 5), dc->segment,
+							 "DELETE FROM mop.datasets WHERE name OPERATOR(pg_catalog.=) $1",
+							 1, values, NULL, NULL, false, 0, NULL));
+}
+
 /*
  * A dataset is dropped: drop its copies on its segments, best effort (a
  * segment that cannot be reached keeps its copy, with a WARNING naming it).
@@ -559,49 +577,21 @@ mop_segment_drop_copies(int64 dataset_id)
 	SPI_freetuptable(SPI_tuptable);
 	for (int i = 0; i < n; i++)
 	{
-		MemoryContext cxt = CurrentMemoryContext;
-		ResourceOwner owner = CurrentResourceOwner;
+		DropCopy	dc = {segs[i], names[i]};
+		char	   *why;
 
 		/*
 		 * One subtransaction per segment, so that a segment out of reach
-		 * is a WARNING; the DELETE is the caller's transaction's on that
-		 * segment and commits with it (its abort, or this subtransaction's,
-		 * undoes it).
+		 * is a WARNING (a cancel or a terminate stops the drop); the DELETE
+		 * is the caller's transaction's on that segment and commits with
+		 * it (its abort, or this subtransaction's, undoes it).
 		 */
-		BeginInternalSubTransaction(NULL);
-		MemoryContextSwitchTo(cxt);
-		PG_TRY();
-		{
-			const char *values[1] = {names[i]};
-
-			PQclear(mop_segment_exec(mop_segment_xact_conn(segs[i], 5), segs[i],
-									 "DELETE FROM mop.datasets WHERE name OPERATOR(pg_catalog.=) $1",
-									 1, values, NULL, NULL, false, 0, NULL));
-			ReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(cxt);
-			CurrentResourceOwner = owner;
-		}
-		PG_CATCH();
-		{
-			ErrorData  *ed;
-
-			MemoryContextSwitchTo(cxt);
-			ed = CopyErrorData();
-			FlushErrorState();
-			RollbackAndReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(cxt);
-			CurrentResourceOwner = owner;
-			/* a cancel or a terminate stops the drop; a segment out of reach does not */
-			if (ed->sqlerrcode == ERRCODE_QUERY_CANCELED || ed->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN ||
-				ProcDiePending || QueryCancelPending)
-				ReThrowError(ed);
+		if (!mop_try_in_subxact(drop_copy_step, &dc, &why))
 			ereport(WARNING,
 					(errmsg("could not drop the copy \"%s\" on segment \"%s\": %s", names[i], segs[i],
-							ed->message),
+							why),
 					 errhint("Drop it there: DELETE FROM mop.datasets WHERE name = %s.",
 							 quote_literal_cstr(names[i]))));
-		}
-		PG_END_TRY();
 	}
 }
 

@@ -1,12 +1,14 @@
 /*
- * subxact.c -- a step that may fail for want of a resource, run in a
- * subtransaction so that its failure is an answer ("no room") instead of
+ * subxact.c -- a step whose failure the caller can live with, run in a
+ * subtransaction so that its error is an answer (and a message) instead of
  * the caller's error.
  *
  * Used where shared memory is taken on the way (a new segment of a dynamic
- * shared memory area fails with an ERROR when /dev/shm is exhausted) and
- * the caller has a way on without it.  A cancel, a shutdown or anything
- * worse than an ERROR is re-thrown: it is not a missing resource.
+ * shared memory area fails with an ERROR when /dev/shm is exhausted: the
+ * hand-over area, the server's buffer cache), for a best-effort step (a
+ * dataset's copy dropped on a segment that may be out of reach) and for a
+ * scheduling hint (a model's profile).  A cancel, a shutdown or anything
+ * worse than an ERROR is re-thrown: it is not the step's failure.
  */
 #include "postgres.h"
 
