@@ -12,6 +12,9 @@
 #     recently used first, and a buffer that finds no room is read by the
 #     backend itself (still bit-identical); lowering the setting or turning
 #     it off evicts the entries it no longer allows;
+#   - a backend that finds a buffer being loaded by another reads it
+#     itself; a load cancelled or terminated while it waits gives its
+#     entry back;
 #   - without mop in shared_preload_libraries the cache is off and
 #     mop.shared_buffer_cache() says so with NULL counts; a process's own
 #     cache checks its entries once per transaction as well.
@@ -210,7 +213,128 @@ is(stats()->{bytes}, 0, 'and its entries were dropped');
 is($node->safe_psql('postgres', $models_sql . $run_off), $with_cache,
 	'a run without the cache trains the same models as the run that used it');
 
-# 8. not preloaded: no cache, NULL counts
+# 8. least recently used first: room for two datasets, a third evicts
+# the entries of the one used longest ago, not those of the one used since
+$node->safe_psql('postgres', q{
+SET ROLE tenant;
+CREATE TABLE third AS SELECT label, ARRAY(SELECT x * 3 FROM unnest(v) x)::real[] AS v FROM big;
+SELECT dataset_name FROM mop_prepare('third', 'label', ARRAY['v'], 'third', partitions => 2, buffer_rows => 256);
+});
+my $two = int(($n_bytes + $other_bytes) / (1024 * 1024)) + 1;
+cmp_ok($two * 1024 * 1024, '<', $n_bytes + 2 * $other_bytes, "$two MB hold two of the datasets, not three");
+$node->safe_psql('postgres', "ALTER SYSTEM SET mop.shared_buffer_cache_mb = $two");
+$node->reload;
+ok($node->poll_query_until('postgres', "SELECT size_mb = $two FROM mop.shared_buffer_cache()"),
+	"the cache on again, $two MB");
+q_tenant("SELECT mop_train('big', '$config', epochs => 1)");
+q_tenant("SELECT mop_train('other', '$config', epochs => 1)");
+my $s8 = stats();
+is($s8->{entries}, $all_values, 'big and other in the cache');
+q_tenant("SELECT mop_train('big', '$config', epochs => 1)");
+my $t1 = q_tenant("SELECT mop_train('third', '$config', epochs => 1)");
+my $s8b = stats();
+cmp_ok($s8b->{evicted}, '>', $s8->{evicted}, 'the third dataset evicted entries');
+q_tenant("SELECT mop_train('big', '$config', epochs => 1)");
+my $s8c = stats();
+is($s8c->{loads}, $s8b->{loads}, 'none of big, used after other: it trains again without a load');
+q_tenant("SELECT mop_train('other', '$config', epochs => 1)");
+cmp_ok(stats()->{loads}, '>', $s8c->{loads}, 'other, used longest ago, was what made room');
+my $t2 = q_tenant("SET mop.buffer_cache_mb = 0; SELECT mop_train('third', '$config', epochs => 1)");
+is(trained($t1), trained($t2), 'the third dataset trained the same as without the cache');
+wait_unpinned('after least recently used');
+
+# 9. a load in progress.  A transaction holding the TOAST index of
+# mop.buffers (REINDEX) makes a backend wait inside its load, with the
+# entry reserved but not ready.
+$node->safe_psql('postgres', "ALTER SYSTEM SET mop.shared_buffer_cache_mb = 64");
+$node->reload;
+ok($node->poll_query_until('postgres', "SELECT size_mb = 64 FROM mop.shared_buffer_cache()"),
+	'the cache at 64 MB');
+q_tenant('SELECT mop.buffer_cache_reset()');
+my $toast_index = $node->safe_psql('postgres', q{
+SELECT i.indexrelid::regclass FROM pg_index i JOIN pg_class c ON c.reltoastrelid = i.indrelid
+ WHERE c.oid = 'mop.buffers'::regclass});
+my $fourth_sql = q{
+SET ROLE tenant;
+CREATE TABLE fourth AS SELECT label, ARRAY(SELECT x * 4 FROM unnest(v) x)::real[] AS v FROM big;
+SELECT dataset_name FROM mop_prepare('fourth', 'label', ARRAY['v'], 'fourth', partitions => 2, buffer_rows => 256);
+};
+my ($values_before) = toasted();
+$node->safe_psql('postgres', $fourth_sql);
+my ($values_after) = toasted();
+my $fourth_values = $values_after - $values_before;
+my $reference = q_tenant("SET mop.buffer_cache_mb = 0; SELECT mop_train('fourth', '$config', epochs => 2)");
+
+# the backend that waits in its load
+sub waiting_load
+{
+	my ($what, $dataset) = @_;
+	my $holder = $node->background_psql('postgres');
+	$holder->query_safe('BEGIN');
+	$holder->query_safe("REINDEX INDEX $toast_index");
+	my $loader = $node->background_psql('postgres', on_error_stop => 0);
+	my $pid = $loader->query_safe('SELECT pg_backend_pid()');
+	$loader->query_safe('SET ROLE tenant');
+	$loader->{stdin} .= "SELECT mop_train('$dataset', '$config', epochs => 2);\n";
+	$loader->{run}->pump_nb();
+	ok($node->poll_query_until('postgres',
+			"SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $pid"),
+		"$what: the backend waits for the TOAST index inside its load");
+	return ($holder, $loader, $pid);
+}
+
+# 9a. another backend finds the entry being loaded: it reads the buffer
+# itself and keeps nothing; each buffer is loaded once, both models the same
+my $s9 = stats();
+my ($holder, $loader, $pid) = waiting_load('busy', 'fourth');
+my $s9a = stats();
+is($s9a->{entries}, $s9->{entries} + 1, 'the entry it loads is reserved');
+is($s9a->{loads}, $s9->{loads}, 'and not loaded yet');
+my $second = $node->background_psql('postgres');
+my $pid2 = $second->query_safe('SELECT pg_backend_pid()');
+$second->query_safe('SET ROLE tenant');
+$second->{stdin} .= "SELECT mop_train('fourth', '$config', epochs => 2);\n";
+$second->{run}->pump_nb();
+ok($node->poll_query_until('postgres',
+		"SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $pid2"),
+	'a second backend, finding the entry being loaded, reads the buffer itself (and waits too)');
+is(stats()->{entries}, $s9->{entries} + 1, 'it reserved no entry of its own');
+$holder->query_safe('COMMIT');
+$holder->quit;
+my ($f1) = ($loader->query_safe('SELECT 1') =~ /^(\d+)/m);
+my ($f2) = ($second->query_safe('SELECT 1') =~ /^(\d+)/m);
+$loader->quit;
+$second->quit;
+my $s9b = stats();
+is($s9b->{loads} - $s9->{loads}, $fourth_values, "each of fourth's $fourth_values buffers loaded once");
+is(trained($f1), trained($reference), 'the loading backend trained the model of a backend without the cache');
+is(trained($f2), trained($reference), 'so did the backend that found it being loaded');
+wait_unpinned('after the busy load');
+
+# 9b. a load cancelled or terminated while it waits gives its entry back
+($fourth_sql = $fourth_sql) =~ s/fourth/fifth/g;
+$node->safe_psql('postgres', $fourth_sql);
+$reference = q_tenant("SET mop.buffer_cache_mb = 0; SELECT mop_train('fifth', '$config', epochs => 2)");
+for my $how ('cancel', 'terminate')
+{
+	my $before = stats();
+	($holder, $loader, $pid) = waiting_load($how, 'fifth');
+	is(stats()->{entries}, $before->{entries} + 1, "$how: the entry it loads is reserved");
+	$node->safe_psql('postgres', "SELECT pg_${how}_backend($pid)");
+	ok($node->poll_query_until('postgres',
+			"SELECT entries = $before->{entries} AND bytes = $before->{bytes} AND pinned = 0 FROM mop.shared_buffer_cache()"),
+		"$how: the load cut short gave its entry and its bytes back");
+	$holder->query_safe('COMMIT');
+	$holder->quit;
+	eval { $loader->quit };		# (psql has gone with its connection when terminated)
+	is(stats()->{loads}, $before->{loads}, "$how: nothing counted as loaded");
+}
+my $s9c = stats();
+my $f3 = q_tenant("SELECT mop_train('fifth', '$config', epochs => 2)");
+is(trained($f3), trained($reference), 'after them, a backend loads the dataset and trains the same model');
+is(stats()->{loads} - $s9c->{loads}, $fourth_values, 'loading each of its buffers once');
+
+# 10. not preloaded: no cache, NULL counts
 $node->safe_psql('postgres', "ALTER SYSTEM RESET mop.shared_buffer_cache_mb");
 $node->append_conf('postgresql.conf', "shared_preload_libraries = ''");
 $node->restart;
