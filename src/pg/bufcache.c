@@ -242,9 +242,12 @@ mop_buffer_fetch(Datum d, Size *len)
 }
 
 /*
- * The identity of a buffer stored out of line (its TOAST value, which never
- * changes); false for values stored inline, which have none.  The GPU's
- * resident rows are keyed by it.
+ * The identity of a buffer stored out of line: its TOAST value and the
+ * tuple of that value's first chunk, so that a value that got the OID of
+ * an older one (after the OID counter wrapped) or was moved by a rewrite
+ * (VACUUM FULL) has another identity.  False for values stored inline,
+ * which have none, and for a value whose first chunk is not found.  The
+ * GPU's resident rows are keyed by it.
  */
 bool
 mop_buffer_identity(Datum d, MopBufId *id)
@@ -259,7 +262,7 @@ mop_buffer_identity(Datum d, MopBufId *id)
 	id->toastrelid = tp.va_toastrelid;
 	id->valueid = tp.va_valueid;
 	id->extsize = VARATT_EXTERNAL_GET_EXTSIZE(tp);
-	return true;
+	return mop_toast_identity(&tp, &id->chunk_xmin, &id->chunk_tid);
 }
 
 /* mop.buffer_cache_reset() -> bigint: host bytes released (GPU rows are freed too) */

@@ -246,6 +246,8 @@ typedef struct MopBufId
 	Oid			toastrelid;
 	Oid			valueid;
 	int32		extsize;
+	TransactionId chunk_xmin;	/* its first chunk's tuple: a reused OID or */
+	ItemPointerData chunk_tid;	/* a rewrite gives another identity */
 } MopBufId;
 extern const char *mop_buffer_fetch(Datum d, Size *len);
 extern bool mop_buffer_identity(Datum d, MopBufId *id);
