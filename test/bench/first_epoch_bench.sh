@@ -3,7 +3,8 @@
 # buffer cache on and off (mop_first_epoch.py), then the overhead benchmark
 # against the bare engine with it on, on run_mop_bench.sh's server with mop
 # added to shared_preload_libraries.
-#   bash test/bench/first_epoch_bench.sh        (FE_REPS, default 5; OVH_REPS, default 5)
+#   bash test/bench/first_epoch_bench.sh        (FE_REPS, default 5; FE_RESTART_REPS, default 3;
+#                                                OVH_REPS, default 5)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$ROOT"
@@ -15,6 +16,6 @@ if ! grep -q "^shared_preload_libraries = 'mop'" "$MOPB_DIR/data/postgresql.conf
 fi
 mopb_env_line
 $PSQL -tAc "SHOW shared_preload_libraries"
-$PY test/bench/mop_first_epoch.py --reps "${FE_REPS:-5}"
+MOPB_DIR=$MOPB_DIR $PY test/bench/mop_first_epoch.py --reps "${FE_REPS:-5}" --restart-reps "${FE_RESTART_REPS:-3}"
 OVH_REPS=${OVH_REPS:-5} bash test/bench/run_mop_bench.sh overhead
 $PSQL -c "SELECT * FROM mop.shared_buffer_cache()"

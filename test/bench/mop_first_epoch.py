@@ -12,13 +12,20 @@ mop_train in another backend loads the dataset into it again: "on"
 measures a new backend of a server that has read the data before, "off"
 one that reads every buffer out of TOAST itself.  The cache's counters
 show which path each measurement took.  It ends with the cache on and
-loaded (for the overhead phase that follows in first_epoch_bench.sh)."""
+loaded (for the overhead phase that follows in first_epoch_bench.sh).
+
+With --restart-reps N it then measures the server's first read: before
+each measurement the server restarts (its shared buffers and the cache
+empty, the operating system's page cache warm), cache on and off
+alternating; the first backend after the restart trains the two epochs.
+Needs MOPB_DIR (the benchmark server's directory, from mop_bench_lib.sh)."""
 import argparse, json, os, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mop_bench_common import connect, MLP_A, median, utcnow, loadavg, save, wait_quiet
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--reps", type=int, default=5)
+ap.add_argument("--restart-reps", type=int, default=0)
 args = ap.parse_args()
 cfg = json.dumps({"model": MLP_A, "optimizer": "adam", "learning_rate": 0.001,
                   "batch_size": 128, "l2": 1e-5, "seed": 1})
@@ -85,4 +92,33 @@ for mode in (256, 0):
           f"epoch 2 {median([x['e2'] for x in r]):.3f} s, median ratio {median([x['ratio'] for x in r]):.3f} "
           "(" + ", ".join("%.3f" % x["ratio"] for x in r) + ")")
 print("training losses identical in every run:", len({x["loss"] for x in rows}) == 1)
-save("first_epoch.json", dict(config=cfg, rows=rows))
+
+restart_rows = []
+if args.restart_reps:
+    import subprocess
+    pgctl = os.path.join(subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True,
+                                        check=True).stdout.strip(), "pg_ctl")
+    data = os.path.join(os.environ["MOPB_DIR"], "data")
+    print(f"first epoch of the first backend after a restart, server cache on/off alternating; {utcnow()}")
+    for rep in range(1, args.restart_reps + 1):
+        wait_quiet()
+        for mode in ((256, 0) if rep % 2 else (0, 256)):
+            set_mode(mode)
+            subprocess.run(["runuser", "-u", "postgres", "--", pgctl, "-D", data, "-m", "fast", "-w",
+                            "-l", os.path.join(os.environ["MOPB_DIR"], "server.log"), "restart"],
+                           check=True, stdout=subprocess.DEVNULL)
+            ha, la = counters()
+            e1, e2, loss = one()
+            hb, lb = counters()
+            restart_rows.append(dict(rep=rep, shared_mb=mode, e1=e1, e2=e2, ratio=e1 / e2, loss=loss,
+                                     loads=(lb or 0) - (la or 0)))
+            print(f"restart rep {rep} shared {mode:>3} MB: epoch 1 {e1:.3f} s, epoch 2 {e2:.3f} s, "
+                  f"ratio {e1 / e2:.3f}; cache loads {(lb or 0) - (la or 0)}; loss {loss:.6f}", flush=True)
+    set_mode(256)
+    for mode in (256, 0):
+        r = [x for x in restart_rows if x["shared_mb"] == mode]
+        print(f"after a restart, shared {mode:>3} MB: median epoch 1 {median([x['e1'] for x in r]):.3f} s, "
+              f"epoch 2 {median([x['e2'] for x in r]):.3f} s, median ratio {median([x['ratio'] for x in r]):.3f} "
+              "(" + ", ".join("%.3f" % x["ratio"] for x in r) + ")")
+    print(f"cache on again: {warm_up()} buffers loaded")
+save("first_epoch.json", dict(config=cfg, rows=rows, restart_rows=restart_rows))
