@@ -48,8 +48,9 @@ typedef struct BufEntry
 {
 	BufKey		key;
 	Size		len;
-	char	   *data;			/* VARDATA of the detoasted value, in cache_cxt,
-								 * or the server's cache's bytes */
+	char	   *data;			/* VARDATA of the detoasted value, in cxt, or
+								 * the server's cache's bytes */
+	MemoryContext cxt;			/* the value's own context (under cache_cxt) */
 	bool		shared;			/* in the server's cache: until the transaction ends */
 	TransactionId xmin;			/* the tuple holding the value's first chunk, */
 	ItemPointerData tid;		/* ... for a value cached here */
@@ -174,7 +175,7 @@ mop_buffer_fetch(Datum d, Size *len)
 			ereport(DEBUG1,
 					(errmsg_internal("mop: cached buffer (TOAST value %u) no longer matches its stored value; read again",
 									 tp.va_valueid)));
-			pfree(e->data - VARHDRSZ);
+			MemoryContextDelete(e->cxt);
 			cache_bytes -= e->len;
 			hash_search(cache, &key, HASH_REMOVE, NULL);
 			e = NULL;
@@ -197,6 +198,7 @@ mop_buffer_fetch(Datum d, Size *len)
 			e->len = *len;
 			e->data = (char *) shared;
 			e->shared = true;
+			e->cxt = NULL;
 			n_shared++;
 			return shared;
 		}
@@ -222,23 +224,39 @@ mop_buffer_fetch(Datum d, Size *len)
 		return VARDATA(b);
 	}
 
-	/* detoast straight into the cache's memory: no second copy */
+	/*
+	 * Detoast straight into the value's own memory (no second copy), in a
+	 * context that belongs to the current one until the entry is made: a
+	 * read cut short (a cancel, a lock timeout, a damaged value) leaves
+	 * nothing behind in the cache.
+	 */
 	{
-		MemoryContext old = MemoryContextSwitchTo(cache_cxt);
+		MemoryContext vcxt = AllocSetContextCreate(CurrentMemoryContext, "mop cached buffer",
+												   ALLOCSET_SMALL_SIZES);
+		MemoryContext old = MemoryContextSwitchTo(vcxt);
+		TransactionId xmin = InvalidTransactionId;
+		ItemPointerData tid;
+		bool		identified;
 
 		b = DatumGetByteaP(d);
 		MemoryContextSwitchTo(old);
+		ItemPointerSetInvalid(&tid);
+		identified = mop_toast_identity(&tp, &xmin, &tid);
+		e = hash_search(cache, &key, HASH_ENTER, &found);
+		/* nothing below can fail */
+		MemoryContextSetParent(vcxt, cache_cxt);
+		*len = VARSIZE(b) - VARHDRSZ;
+		e->len = *len;
+		e->data = VARDATA(b);	/* 4-byte aligned, as floats need */
+		e->cxt = vcxt;
+		e->shared = false;
+		e->xmin = xmin;
+		e->tid = tid;
+		/* (no first chunk cannot be: checked, and read again, next time) */
+		e->checked = identified ? xact_count : 0;
+		cache_bytes += *len;
+		return e->data;
 	}
-	*len = VARSIZE(b) - VARHDRSZ;
-	e = hash_search(cache, &key, HASH_ENTER, &found);
-	e->len = *len;
-	e->data = VARDATA(b);		/* 4-byte aligned, as floats need */
-	e->shared = false;
-	e->checked = xact_count;
-	if (!mop_toast_identity(&tp, &e->xmin, &e->tid))
-		e->checked = 0;			/* (cannot be: checked, and read again, next time) */
-	cache_bytes += *len;
-	return e->data;
 }
 
 /*

@@ -259,6 +259,7 @@ extern void mop_shared_cache_request(void);
 extern const char *mop_shared_cache_fetch(const struct varatt_external *tp, Size *len,
 										  bool *busy);
 extern void mop_shared_cache_release(void);
+extern void mop_shared_cache_publish(void);
 extern bool mop_toast_identity(const struct varatt_external *tp, TransactionId *xmin,
 							   ItemPointerData *tid);
 

@@ -176,6 +176,8 @@ mop_launcher_main(Datum arg)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			/* for a run's workers, which do not read the file again */
+			mop_shared_cache_publish();
 		}
 	}
 	proc_exit(0);

@@ -81,6 +81,7 @@ typedef struct SbcShared
 	LWLock	   *lock;			/* protects everything here */
 	int			tranche;		/* the area's lock tranche */
 	dsa_handle	area;			/* DSM_HANDLE_INVALID until first used */
+	int			size_mb;		/* the setting, as last published (below) */
 	uint64		clock;
 	Size		bytes;			/* payload bytes of entries (loaded or loading) */
 	int64		hits;
@@ -104,7 +105,6 @@ static SbcPin *my_pins = NULL;
 static int	n_my_pins = 0;
 static int	max_my_pins = 0;
 static bool exit_hooked = false;
-static Size last_limit = (Size) -1;	/* the setting as this process last saw it */
 static bool attach_failed = false;
 static bool told_no_memory = false;
 
@@ -140,6 +140,7 @@ sbc_shmem_startup(void)
 		sbc->lock = &(GetNamedLWLockTranche(SBC_TRANCHE))->lock;
 		sbc->tranche = LWLockNewTrancheId();
 		sbc->area = DSM_HANDLE_INVALID;
+		sbc->size_mb = mop_shared_buffer_cache_mb;
 	}
 	LWLockRelease(AddinShmemInitLock);
 }
@@ -157,6 +158,7 @@ mop_shared_cache_request(void)
 }
 
 static void sbc_free_slot(SbcEntry *e);
+static bool sbc_evict_one(void);
 
 /*
  * Drop this process's pins (at the end of its transaction, at exit, when
@@ -167,21 +169,24 @@ mop_shared_cache_release(void)
 {
 	if (sbc == NULL || n_my_pins == 0)
 		return;
-	LWLockAcquire(sbc->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < n_my_pins; i++)
-	{
-		SbcEntry   *e = &sbc->entries[my_pins[i].slot];
 
-		if (e->used && e->generation == my_pins[i].generation && e->pins > 0)
-		{
+	/*
+	 * Only counts change here (this runs in commit and abort callbacks,
+	 * where nothing may fail): each pin is dropped before it is undone, so
+	 * a second call never undoes one twice.  Entries no longer held are
+	 * freed by the next process that needs room or finds the cache over its
+	 * size; stale ones are the first to go.
+	 */
+	LWLockAcquire(sbc->lock, LW_EXCLUSIVE);
+	while (n_my_pins > 0)
+	{
+		SbcPin		pin = my_pins[--n_my_pins];
+		SbcEntry   *e = &sbc->entries[pin.slot];
+
+		if (e->used && e->generation == pin.generation && e->pins > 0)
 			e->pins--;
-			/* a stale entry (found by nobody) goes with its last pin */
-			if (e->pins == 0 && e->valueid == InvalidOid)
-				sbc_free_slot(e);
-		}
 	}
 	LWLockRelease(sbc->lock);
-	n_my_pins = 0;
 }
 
 /* A transaction's pins end with it, however it ends. */
@@ -214,6 +219,38 @@ sbc_at_exit(int code, Datum arg)
 		loading_slot = -1;
 	}
 	mop_shared_cache_release();
+}
+
+/*
+ * The setting every process goes by, in bytes.  A run's workers (background
+ * workers) never read the configuration file again; the launcher and the
+ * backends do, and a process that sees the setting change publishes it
+ * here, so a run under way follows a change too.  (Only a change is
+ * published: a backend inside a long statement, which reads the file again
+ * only after it, does not put back the value it started with.)
+ */
+static int	seen_size_mb = -1;
+
+static Size
+sbc_limit(void)
+{
+	if (!IsBackgroundWorker && seen_size_mb != mop_shared_buffer_cache_mb)
+	{
+		seen_size_mb = mop_shared_buffer_cache_mb;
+		sbc->size_mb = seen_size_mb;
+	}
+	return (Size) sbc->size_mb * 1024 * 1024;
+}
+
+/* The launcher, after each reread of the configuration file: publish the setting. */
+void
+mop_shared_cache_publish(void)
+{
+	if (sbc != NULL && seen_size_mb != mop_shared_buffer_cache_mb)
+	{
+		seen_size_mb = mop_shared_buffer_cache_mb;
+		sbc->size_mb = seen_size_mb;
+	}
 }
 
 /* Remember a pin (room made first, so nothing can fail once it is taken). */
@@ -311,32 +348,17 @@ sbc_free_slot(SbcEntry *e)
 static int
 sbc_make_room(Size len, Size limit)
 {
-	int			free_slot = -1;
-
 	for (;;)
 	{
-		int			victim = -1;
+		int			free_slot = -1;
 
-		free_slot = -1;
-		for (int i = 0; i < SBC_MAX_ENTRIES; i++)
-		{
-			SbcEntry   *e = &sbc->entries[i];
-
-			if (!e->used)
-			{
-				if (free_slot < 0)
-					free_slot = i;
-			}
-			else if (e->ready && e->pins == 0 &&
-					 (victim < 0 || e->last_used < sbc->entries[victim].last_used))
-				victim = i;
-		}
+		for (int i = 0; i < SBC_MAX_ENTRIES && free_slot < 0; i++)
+			if (!sbc->entries[i].used)
+				free_slot = i;
 		if (free_slot >= 0 && sbc->bytes + len <= limit)
 			return free_slot;
-		if (victim < 0)
+		if (!sbc_evict_one())
 			return -1;
-		sbc_free_slot(&sbc->entries[victim]);
-		sbc->evicted++;
 	}
 }
 
@@ -378,27 +400,36 @@ mop_toast_identity(const struct varatt_external *tp, TransactionId *xmin, ItemPo
 	return found;
 }
 
+/*
+ * Evict the least recently used entry no one holds (lock held); false if
+ * there is none.
+ */
+static bool
+sbc_evict_one(void)
+{
+	int			victim = -1;
+
+	for (int i = 0; i < SBC_MAX_ENTRIES; i++)
+	{
+		SbcEntry   *e = &sbc->entries[i];
+
+		if (e->used && e->ready && e->pins == 0 &&
+			(victim < 0 || e->last_used < sbc->entries[victim].last_used))
+			victim = i;
+	}
+	if (victim < 0)
+		return false;
+	sbc_free_slot(&sbc->entries[victim]);
+	sbc->evicted++;
+	return true;
+}
+
 /* Evict unpinned entries until the bytes are within limit (lock held). */
 static void
 sbc_shrink(Size limit)
 {
-	while (sbc->bytes > limit)
-	{
-		int			victim = -1;
-
-		for (int i = 0; i < SBC_MAX_ENTRIES; i++)
-		{
-			SbcEntry   *e = &sbc->entries[i];
-
-			if (e->used && e->ready && e->pins == 0 &&
-				(victim < 0 || e->last_used < sbc->entries[victim].last_used))
-				victim = i;
-		}
-		if (victim < 0)
-			return;
-		sbc_free_slot(&sbc->entries[victim]);
-		sbc->evicted++;
-	}
+	while (sbc->bytes > limit && sbc_evict_one())
+		;
 }
 
 /*
@@ -413,7 +444,7 @@ const char *
 mop_shared_cache_fetch(const struct varatt_external *tp, Size *len, bool *busy)
 {
 	Size		size = VARATT_EXTERNAL_GET_EXTSIZE(*tp);
-	Size		limit = (Size) mop_shared_buffer_cache_mb * 1024 * 1024;
+	Size		limit;
 	SbcEntry   *e;
 	int			slot = -1;
 	uint32		generation;
@@ -426,19 +457,17 @@ mop_shared_cache_fetch(const struct varatt_external *tp, Size *len, bool *busy)
 	*busy = false;
 	if (sbc == NULL || !IsUnderPostmaster)
 		return NULL;
+	limit = sbc_limit();
 	/*
-	 * The setting lowered (or 0): evict the entries no one holds down to it
-	 * (their memory stays in the area, for later entries)
+	 * Over the setting (lowered, or 0, while entries were held): evict the
+	 * entries no one holds down to it (their memory stays in the area, for
+	 * later entries).  An unlocked read is enough to decide to look.
 	 */
-	if (limit != last_limit)
+	if (sbc->bytes > limit && sbc_attach())
 	{
-		last_limit = limit;
-		if (sbc->bytes > limit && sbc_attach())
-		{
-			LWLockAcquire(sbc->lock, LW_EXCLUSIVE);
-			sbc_shrink(limit);
-			LWLockRelease(sbc->lock);
-		}
+		LWLockAcquire(sbc->lock, LW_EXCLUSIVE);
+		sbc_shrink(limit);
+		LWLockRelease(sbc->lock);
 	}
 	if (limit == 0 || VARATT_EXTERNAL_IS_COMPRESSED(*tp) || size == 0 || size > limit ||
 		!sbc_attach())
@@ -496,7 +525,11 @@ mop_shared_cache_fetch(const struct varatt_external *tp, Size *len, bool *busy)
 			if (e->pins == 0)
 				sbc_free_slot(e);
 			else
-				e->valueid = InvalidOid;	/* found by nobody, freed by its last pin */
+			{
+				/* found by nobody; the first to go once nobody holds it */
+				e->valueid = InvalidOid;
+				e->last_used = 0;
+			}
 		}
 		LWLockRelease(sbc->lock);
 		/* (not found again: this goes on to load it) */
@@ -534,7 +567,25 @@ mop_shared_cache_fetch(const struct varatt_external *tp, Size *len, bool *busy)
 	PG_TRY();
 	{
 		dsa_set_size_limit(sbc_area, limit + SBC_SLACK(limit));
-		p = mop_dsa_allocate_or_none(sbc_area, VARHDRSZ + size, &why);
+		for (;;)
+		{
+			bool		evicted;
+
+			p = mop_dsa_allocate_or_none(sbc_area, VARHDRSZ + size, &why);
+			if (DsaPointerIsValid(p) || why != NULL)
+				break;
+
+			/*
+			 * Within the count but no contiguous room in the area (the
+			 * pieces that entries of other sizes left): one more entry no
+			 * one holds goes, then try again.
+			 */
+			LWLockAcquire(sbc->lock, LW_EXCLUSIVE);
+			evicted = sbc_evict_one();
+			LWLockRelease(sbc->lock);
+			if (!evicted)
+				break;
+		}
 		if (DsaPointerIsValid(p))
 		{
 			Relation	toastrel;
@@ -612,7 +663,7 @@ mop_shared_buffer_cache(PG_FUNCTION_ARGS)
 		elog(ERROR, "return type must be a row type");
 	td = BlessTupleDesc(td);
 	memset(n, 0, sizeof(n));
-	v[0] = Int32GetDatum(mop_shared_buffer_cache_mb);
+	v[0] = Int32GetDatum(sbc != NULL ? (int32) (sbc_limit() / (1024 * 1024)) : mop_shared_buffer_cache_mb);
 	if (sbc == NULL)
 	{
 		for (int i = 1; i < 9; i++)

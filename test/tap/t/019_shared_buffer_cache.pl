@@ -334,6 +334,48 @@ my $f3 = q_tenant("SELECT mop_train('fifth', '$config', epochs => 2)");
 is(trained($f3), trained($reference), 'after them, a backend loads the dataset and trains the same model');
 is(stats()->{loads} - $s9c->{loads}, $fourth_values, 'loading each of its buffers once');
 
+# 9c. a run's workers, which never read the configuration file again,
+# follow a change made while they run: the launcher publishes it
+my $h9 = stats()->{hits};
+my $long = $node->background_psql('postgres');
+$long->query_safe('SET ROLE tenant');
+$long->{stdin} .= "SELECT count(*) FROM mop_grid_search('big', '$space', epochs => 60, workers => 2);\n";
+$long->{run}->pump_nb();
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) >= 4 FROM mop.hops h JOIN mop.runs r ON r.id = h.run_id WHERE r.status = 'running'"),
+	'a long run is under way');
+my $run9 = $node->safe_psql('postgres', "SELECT max(id) FROM mop.runs");
+# (the new setting written first, so that only the reload lies between
+# the count and the change)
+$node->safe_psql('postgres', "ALTER SYSTEM SET mop.shared_buffer_cache_mb = 0");
+my $h9a = stats()->{hits};
+cmp_ok($h9a, '>', $h9, "its workers use the cache");
+$node->reload;
+# No backend asks the cache anything until the run has gone on 40
+# sub-epochs (mop.shared_buffer_cache() would publish the setting it
+# reads): the workers can only have the change from the launcher.  A
+# sub-epoch uses the 17 buffers of a partition; those that start before
+# the launcher has read the file again (a few, on a busy machine) may
+# still use the cache, not 40.
+my $hops9 = $node->safe_psql('postgres', "SELECT count(*) FROM mop.hops WHERE run_id = $run9");
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) >= $hops9 + 40 OR (SELECT status FROM mop.runs WHERE id = $run9) <> 'running' "
+		  . "FROM mop.hops WHERE run_id = $run9"),
+	'the run went on after the change');
+is($node->safe_psql('postgres', "SELECT status FROM mop.runs WHERE id = $run9"), 'running',
+	'and is still running');
+my $per_partition = $n_buffers / 2;
+my $h9b = stats()->{hits};
+cmp_ok($h9b - $h9a, '<', 20 * $per_partition,
+	"its workers followed the change within a few sub-epochs (" . ($h9b - $h9a) . " hits since)");
+$long->query_safe('SELECT 1');
+$long->quit;
+is($node->safe_psql('postgres', "SELECT status FROM mop.runs WHERE id = $run9"), 'done', 'the run completed');
+is(stats()->{hits}, $h9b, "after the change its workers did not use the cache");
+is(stats()->{bytes}, 0, 'and its entries were dropped');
+$node->safe_psql('postgres', "ALTER SYSTEM SET mop.shared_buffer_cache_mb = 64");
+$node->reload;
+
 # 10. not preloaded: no cache, NULL counts
 $node->safe_psql('postgres', "ALTER SYSTEM RESET mop.shared_buffer_cache_mb");
 $node->append_conf('postgresql.conf', "shared_preload_libraries = ''");
