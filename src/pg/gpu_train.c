@@ -247,8 +247,8 @@ device_rows(MopGpuAgg *a, Datum xd, Datum yd, const float *x, const float *y, in
 	uint64		bytes = (uint64) n * (in_dim + y_dim + 2) * sizeof(float);
 
 	memset(&key, 0, sizeof(key));
-	keep = mop_buffer_identity(xd, &key.x) && mop_buffer_identity(yd, &key.y) &&
-		mop_buffer_cache_mb > 0;
+	keep = mop_buffer_cache_mb > 0 &&
+		mop_buffer_identity(xd, &key.x) && mop_buffer_identity(yd, &key.y);
 	key.device = a->device;
 	if (keep && gcache != NULL &&
 		(e = hash_search(gcache, &key, HASH_FIND, NULL)) != NULL &&

@@ -170,8 +170,7 @@ mop_launcher_main(Datum arg)
 
 	while (!ShutdownRequestPending)
 	{
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1L, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
+		/* (a reload while the recovery workers ran has its latch reset already) */
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
@@ -179,6 +178,8 @@ mop_launcher_main(Datum arg)
 			/* for a run's workers, which do not read the file again */
 			mop_shared_cache_publish();
 		}
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
 	}
 	proc_exit(0);
 }

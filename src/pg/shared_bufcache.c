@@ -44,11 +44,13 @@
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
+#include "storage/proc.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/dsa.h"
 #include "utils/fmgroids.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "mop.h"
 
@@ -105,7 +107,8 @@ static SbcPin *my_pins = NULL;
 static int	n_my_pins = 0;
 static int	max_my_pins = 0;
 static bool exit_hooked = false;
-static bool attach_failed = false;
+static TimestampTz attach_failed_at = 0;	/* the last attach that failed */
+static LocalTransactionId shrunk_in = InvalidLocalTransactionId;	/* the last shrink's */
 static bool told_no_memory = false;
 
 /* the slot this process is loading, for its exit to give back */
@@ -158,7 +161,7 @@ mop_shared_cache_request(void)
 }
 
 static void sbc_free_slot(SbcEntry *e);
-static bool sbc_evict_one(void);
+static bool sbc_evict_one(Size min_len);
 
 /*
  * Drop this process's pins (at the end of its transaction, at exit, when
@@ -223,21 +226,27 @@ sbc_at_exit(int code, Datum arg)
 
 /*
  * The setting every process goes by, in bytes.  A run's workers (background
- * workers) never read the configuration file again; the launcher and the
- * backends do, and a process that sees the setting change publishes it
- * here, so a run under way follows a change too.  (Only a change is
- * published: a backend inside a long statement, which reads the file again
- * only after it, does not put back the value it started with.)
+ * workers) never read the configuration file again; mop's launcher does,
+ * and publishes the setting here after each reload, so a run under way
+ * follows a change too.  A backend publishes a change it sees as well (the
+ * launcher may be busy starting recovery workers), but not the value it
+ * first sees: it may have started before a reload and not have read the
+ * file again yet.
  */
 static int	seen_size_mb = -1;
 
 static Size
 sbc_limit(void)
 {
-	if (!IsBackgroundWorker && seen_size_mb != mop_shared_buffer_cache_mb)
+	if (!IsBackgroundWorker)
 	{
-		seen_size_mb = mop_shared_buffer_cache_mb;
-		sbc->size_mb = seen_size_mb;
+		if (seen_size_mb < 0)
+			seen_size_mb = mop_shared_buffer_cache_mb;
+		else if (seen_size_mb != mop_shared_buffer_cache_mb)
+		{
+			seen_size_mb = mop_shared_buffer_cache_mb;
+			sbc->size_mb = seen_size_mb;
+		}
 	}
 	return (Size) sbc->size_mb * 1024 * 1024;
 }
@@ -246,11 +255,8 @@ sbc_limit(void)
 void
 mop_shared_cache_publish(void)
 {
-	if (sbc != NULL && seen_size_mb != mop_shared_buffer_cache_mb)
-	{
-		seen_size_mb = mop_shared_buffer_cache_mb;
-		sbc->size_mb = seen_size_mb;
-	}
+	if (sbc != NULL)
+		sbc->size_mb = mop_shared_buffer_cache_mb;
 }
 
 /* Remember a pin (room made first, so nothing can fail once it is taken). */
@@ -308,7 +314,9 @@ sbc_attach(void)
 
 	if (sbc_area != NULL)
 		return true;
-	if (attach_failed)
+	/* after a failure (no shared memory then), try again a minute later */
+	if (attach_failed_at != 0 &&
+		!TimestampDifferenceExceeds(attach_failed_at, GetCurrentTimestamp(), 60 * 1000))
 		return false;
 	LWLockRegisterTranche(sbc->tranche, SBC_TRANCHE);
 	LWLockAcquire(sbc->lock, LW_EXCLUSIVE);
@@ -323,7 +331,7 @@ sbc_attach(void)
 				 errdetail("%s", why)));
 		told = true;
 	}
-	attach_failed = sbc_area == NULL;
+	attach_failed_at = sbc_area == NULL ? GetCurrentTimestamp() : 0;
 	return sbc_area != NULL;
 }
 
@@ -357,7 +365,7 @@ sbc_make_room(Size len, Size limit)
 				free_slot = i;
 		if (free_slot >= 0 && sbc->bytes + len <= limit)
 			return free_slot;
-		if (!sbc_evict_one())
+		if (!sbc_evict_one(0))
 			return -1;
 	}
 }
@@ -401,11 +409,11 @@ mop_toast_identity(const struct varatt_external *tp, TransactionId *xmin, ItemPo
 }
 
 /*
- * Evict the least recently used entry no one holds (lock held); false if
- * there is none.
+ * Evict the least recently used entry no one holds of at least min_len
+ * bytes (lock held); false if there is none.
  */
 static bool
-sbc_evict_one(void)
+sbc_evict_one(Size min_len)
 {
 	int			victim = -1;
 
@@ -413,7 +421,7 @@ sbc_evict_one(void)
 	{
 		SbcEntry   *e = &sbc->entries[i];
 
-		if (e->used && e->ready && e->pins == 0 &&
+		if (e->used && e->ready && e->pins == 0 && e->len >= min_len &&
 			(victim < 0 || e->last_used < sbc->entries[victim].last_used))
 			victim = i;
 	}
@@ -428,7 +436,7 @@ sbc_evict_one(void)
 static void
 sbc_shrink(Size limit)
 {
-	while (sbc->bytes > limit && sbc_evict_one())
+	while (sbc->bytes > limit && sbc_evict_one(0))
 		;
 }
 
@@ -463,8 +471,10 @@ mop_shared_cache_fetch(const struct varatt_external *tp, Size *len, bool *busy)
 	 * entries no one holds down to it (their memory stays in the area, for
 	 * later entries).  An unlocked read is enough to decide to look.
 	 */
-	if (sbc->bytes > limit && sbc_attach())
+	if (sbc->bytes > limit && MyProc->lxid != shrunk_in && sbc_attach())
 	{
+		/* once per transaction: what others hold stays until they let go */
+		shrunk_in = MyProc->lxid;
 		LWLockAcquire(sbc->lock, LW_EXCLUSIVE);
 		sbc_shrink(limit);
 		LWLockRelease(sbc->lock);
@@ -577,11 +587,13 @@ mop_shared_cache_fetch(const struct varatt_external *tp, Size *len, bool *busy)
 
 			/*
 			 * Within the count but no contiguous room in the area (the
-			 * pieces that entries of other sizes left): one more entry no
-			 * one holds goes, then try again.
+			 * pieces that entries of other sizes left): the least recently
+			 * used entry no one holds that is at least as large goes (its
+			 * pages are one run, enough for this), then try again; with
+			 * none, this buffer is not kept.
 			 */
 			LWLockAcquire(sbc->lock, LW_EXCLUSIVE);
-			evicted = sbc_evict_one();
+			evicted = sbc_evict_one(size);
 			LWLockRelease(sbc->lock);
 			if (!evicted)
 				break;
