@@ -15,6 +15,7 @@
  *   mop.device, mop.gpu_memory, mop.gpu_tf32,
  *   mop.gpu_unverified                       gpu.c, gpu_train.c
  *   mop.auto_resume                          recovery.c
+ *   mop.prewarm_buffer_cache                 shared_bufcache.c, recovery.c
  *   mop.plan_hop_cost, mop.plan_state_cost,
  *   mop.plan_epoch_cost, mop.plan_run_cost,
  *   mop.plan_segment_cost                    explain.c (the planner's cost
@@ -55,6 +56,7 @@ int			mop_segment_timeout_ms = 30000;
 int			mop_segment_wait_ms = 300000;
 int			mop_workers_per_segment = 1;
 bool		mop_auto_resume = true;
+bool		mop_prewarm_buffer_cache = true;
 double		mop_plan_hop_ms = MOP_PLAN_HOP_MS;
 double		mop_plan_state_ms_per_mb = MOP_PLAN_STATE_MS_PER_MB;
 double		mop_plan_epoch_ms = MOP_PLAN_EPOCH_MS;
@@ -181,6 +183,13 @@ mop_define_gucs(void)
 							 &mop_gpu_unverified,
 							 false,
 							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomBoolVariable("mop.prewarm_buffer_cache",
+							 "After a restart, load the server's buffer cache again with the buffers it held.",
+							 "mop's launcher writes the list to mop_buffer_cache.list in the data directory at shutdown and every five minutes; needs mop in shared_preload_libraries.",
+							 &mop_prewarm_buffer_cache,
+							 true,
+							 PGC_SIGHUP, 0,
 							 NULL, NULL, NULL);
 	DefineCustomBoolVariable("mop.auto_resume",
 							 "Resume interrupted runs after a crash or restart (mop must be in shared_preload_libraries).",

@@ -30,6 +30,7 @@ extern int	mop_gpu_memory_mb;		/* mop.gpu_memory, MB, 0: no limit */
 extern bool mop_gpu_tf32;			/* mop.gpu_tf32 */
 extern bool mop_gpu_unverified;	/* mop.gpu_unverified */
 extern bool mop_auto_resume;		/* mop.auto_resume */
+extern bool mop_prewarm_buffer_cache;	/* mop.prewarm_buffer_cache */
 extern int	mop_heartbeat_ms;		/* mop.heartbeat, 0: none (set on segments' connections) */
 extern int	mop_segment_timeout_ms; /* mop.segment_timeout */
 extern int	mop_segment_wait_ms;	/* mop.segment_wait */

@@ -260,6 +260,20 @@ extern const char *mop_shared_cache_fetch(const struct varatt_external *tp, Size
 										  bool *busy);
 extern void mop_shared_cache_release(void);
 extern void mop_shared_cache_publish(void);
+typedef struct MopCacheItem
+{
+	Oid			dbid;
+	Oid			toastrelid;
+	Oid			valueid;
+	int32		extsize;
+	uint64		last_used;
+} MopCacheItem;
+extern int	mop_shared_cache_list(MopCacheItem *items, int max, int64 *signature);
+extern int	mop_shared_cache_max_entries(void);
+
+/* prewarm.c: the server's cache loaded again after a restart */
+extern void mop_prewarm_dump(bool force);
+extern int	mop_prewarm_load(Oid toastrelid);
 extern bool mop_toast_identity(const struct varatt_external *tp, TransactionId *xmin,
 							   ItemPointerData *tid);
 

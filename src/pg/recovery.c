@@ -12,12 +12,16 @@
  *                  after every crash restart, since it lives until shutdown):
  *                  once recovery has finished it starts one recovery worker
  *                  per database that accepts connections, one at a time,
- *                  then sleeps until the server stops;
+ *                  then sleeps until the server stops, waking every five
+ *                  minutes to write the list of the server's buffer
+ *                  cache's entries (prewarm.c), and once more at shutdown;
  *   a recovery     connects to its database as the bootstrap superuser, does
  *   worker         nothing if mop is not installed there, marks the runs
  *                  that lost their processes 'interrupted', and, with
  *                  mop.auto_resume on, resumes each of them (one after the
- *                  other) through a resume worker;
+ *                  other) through a resume worker, then loads the
+ *                  server's buffer cache with the buffers of its database
+ *                  that the list names (mop.prewarm_buffer_cache);
  *   a resume       connects as the run's owner -- never as a superuser on a
  *   worker         user's behalf -- and calls mop_resume(run, wait => false)
  *                  as that role would, so the run goes on with the owner's
@@ -57,6 +61,9 @@ PGDLLEXPORT void mop_launcher_main(Datum arg);
 PGDLLEXPORT void mop_recovery_main(Datum arg);
 PGDLLEXPORT void mop_resume_worker_main(Datum arg);
 PGDLLEXPORT void mop_mark_worker_main(Datum arg);
+
+/* how often the launcher writes the server's cache's list when it changed */
+#define PREWARM_LIST_EVERY_MS	(300 * 1000L)
 
 /* What a resume worker needs: where, as whom, which run. */
 typedef struct ResumeArgs
@@ -170,6 +177,8 @@ mop_launcher_main(Datum arg)
 
 	while (!ShutdownRequestPending)
 	{
+		int			rc;
+
 		/* (a reload while the recovery workers ran has its latch reset already) */
 		if (ConfigReloadPending)
 		{
@@ -178,9 +187,15 @@ mop_launcher_main(Datum arg)
 			/* for a run's workers, which do not read the file again */
 			mop_shared_cache_publish();
 		}
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1L, PG_WAIT_EXTENSION);
+		rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					   PREWARM_LIST_EVERY_MS, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
+		/* the server's cache's list, for the next start (prewarm.c) */
+		if ((rc & WL_TIMEOUT) && mop_prewarm_buffer_cache)
+			mop_prewarm_dump(false);
 	}
+	if (mop_prewarm_buffer_cache)
+		mop_prewarm_dump(true);
 	proc_exit(0);
 }
 
@@ -192,6 +207,7 @@ void
 mop_recovery_main(Datum arg)
 {
 	Oid			db = DatumGetObjectId(arg);
+	Oid			buffers_toast = InvalidOid;
 	List	   *marked = NIL;
 	List	   *owners = NIL;
 	ListCell   *lc,
@@ -210,6 +226,17 @@ mop_recovery_main(Datum arg)
 
 		marked = mop_mark_interrupted();
 		MemoryContextSwitchTo(old);
+		if (SPI_execute("SELECT c.reltoastrelid FROM pg_catalog.pg_class c "
+						"WHERE c.oid OPERATOR(pg_catalog.=) 'mop.buffers'::pg_catalog.regclass",
+						true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+		{
+			bool		isnull;
+
+			buffers_toast = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+														   SPI_tuptable->tupdesc, 1, &isnull));
+			if (isnull)
+				buffers_toast = InvalidOid;
+		}
 		foreach(lc, marked)
 		{
 			Oid			t = INT8OID;
@@ -241,7 +268,7 @@ mop_recovery_main(Datum arg)
 				(errmsg("mop found %d interrupted run(s) in database %u%s", list_length(marked), db,
 						mop_auto_resume ? "; resuming them" : "; mop.auto_resume is off")));
 	if (!mop_auto_resume)
-		proc_exit(0);
+		marked = NIL;
 	forboth(lc, marked, lo, owners)
 	{
 		BackgroundWorker bgw;
@@ -267,6 +294,19 @@ mop_recovery_main(Datum arg)
 							(long long) ra.run_id),
 					 errhint("Raise max_worker_processes, or call mop_resume(%lld).",
 							 (long long) ra.run_id)));
+	}
+
+	/* then the server's cache: the buffers it held before the restart */
+	if (OidIsValid(buffers_toast))
+	{
+		int			n;
+
+		pgstat_report_activity(STATE_RUNNING, "loading the server's buffer cache");
+		n = mop_prewarm_load(buffers_toast);
+		pgstat_report_activity(STATE_IDLE, NULL);
+		if (n > 0)
+			ereport(LOG,
+					(errmsg("mop loaded %d buffer(s) of database %u into the server's buffer cache", n, db)));
 	}
 	proc_exit(0);
 }

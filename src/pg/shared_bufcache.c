@@ -658,6 +658,45 @@ mop_shared_cache_fetch(const struct varatt_external *tp, Size *len, bool *busy)
 }
 
 /*
+ * The loaded entries of the cache (at most max), in no order, and a number
+ * that changes whenever the set of entries may have (prewarm.c keeps the
+ * list across restarts).  -1 when the cache is not there.
+ */
+int
+mop_shared_cache_list(MopCacheItem *items, int max, int64 *signature)
+{
+	int			n = 0;
+
+	if (sbc == NULL)
+		return -1;
+	LWLockAcquire(sbc->lock, LW_SHARED);
+	*signature = sbc->loads + sbc->evicted + sbc->stale;
+	for (int i = 0; i < SBC_MAX_ENTRIES && n < max; i++)
+	{
+		SbcEntry   *e = &sbc->entries[i];
+
+		if (e->used && e->ready && OidIsValid(e->valueid))
+		{
+			items[n].dbid = e->dbid;
+			items[n].toastrelid = e->toastrelid;
+			items[n].valueid = e->valueid;
+			items[n].extsize = e->extsize;
+			items[n].last_used = e->last_used;
+			n++;
+		}
+	}
+	LWLockRelease(sbc->lock);
+	return n;
+}
+
+/* The most entries the cache holds. */
+int
+mop_shared_cache_max_entries(void)
+{
+	return SBC_MAX_ENTRIES;
+}
+
+/*
  * mop.shared_buffer_cache() -> (size_mb, entries, bytes, pinned, hits,
  * loads, refused, evicted, stale): the server's cache; NULL values when
  * mop is not in shared_preload_libraries.

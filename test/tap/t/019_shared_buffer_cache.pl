@@ -15,6 +15,8 @@
 #   - a backend that finds a buffer being loaded by another reads it
 #     itself; a load cancelled or terminated while it waits gives its
 #     entry back;
+#   - a run's workers follow a change of the setting; after a restart the
+#     cache is loaded again with the buffers it held;
 #   - without mop in shared_preload_libraries the cache is off and
 #     mop.shared_buffer_cache() says so with NULL counts; a process's own
 #     cache checks its entries once per transaction as well.
@@ -366,6 +368,31 @@ q_tenant("SELECT mop_train('big', '$config', epochs => 1)");
 is(stats()->{bytes}, 0, 'the next use of the cache dropped its entries');
 $node->safe_psql('postgres', "ALTER SYSTEM SET mop.shared_buffer_cache_mb = 64");
 $node->reload;
+
+# 9d. after a restart the cache is loaded again with what it held
+# (mop.prewarm_buffer_cache): the launcher writes its list at shutdown,
+# the database's recovery worker loads it
+ok($node->poll_query_until('postgres', "SELECT size_mb = 64 FROM mop.shared_buffer_cache()"),
+	'the cache at 64 MB again');
+q_tenant("SELECT mop_train('big', '$config', epochs => 1)");
+is(stats()->{entries}, $n_buffers, "big's $n_buffers buffers in the cache");
+$node->restart;
+ok(-f $node->data_dir . '/mop_buffer_cache.list', 'the list written at shutdown');
+ok($node->poll_query_until('postgres',
+		"SELECT entries = $n_buffers AND loads = $n_buffers FROM mop.shared_buffer_cache()"),
+	"after the restart the cache was loaded again with the $n_buffers buffers");
+my $s9d = stats();
+my $m9d = q_tenant("SELECT mop_train('big', '$config', epochs => 2)");
+is(stats()->{loads}, $s9d->{loads}, 'the first backend after the restart loaded nothing');
+is(trained($m9d), trained($m1), 'and trained the same model');
+$node->safe_psql('postgres', "ALTER SYSTEM SET mop.prewarm_buffer_cache = off");
+$node->restart;
+my $m9e = q_tenant("SELECT mop_train('big', '$config', epochs => 2)");
+my $s9e = stats();
+is("$s9e->{hits} $s9e->{loads}", "0 $n_buffers",
+	'with mop.prewarm_buffer_cache off the first backend after a restart loads every buffer itself');
+is(trained($m9e), trained($m1), 'the same model');
+$node->safe_psql('postgres', "ALTER SYSTEM RESET mop.prewarm_buffer_cache");
 
 # 10. not preloaded: no cache, NULL counts
 $node->safe_psql('postgres', "ALTER SYSTEM RESET mop.shared_buffer_cache_mb");
