@@ -16,8 +16,11 @@ loaded (for the overhead phase that follows in first_epoch_bench.sh).
 
 With --restart-reps N it then measures the server's first read: before
 each measurement the server restarts (its shared buffers and the cache
-empty, the operating system's page cache warm), cache on and off
-alternating; the first backend after the restart trains the two epochs.
+empty, the operating system's page cache warm); the first backend after
+the restart trains the two epochs, with the cache on but not prewarmed,
+off, and prewarmed (mop.prewarm_buffer_cache on, the dataset in the cache
+at shutdown, measured once the recovery worker has loaded it back),
+rotating.
 Needs MOPB_DIR (the benchmark server's directory, from mop_bench_lib.sh)."""
 import argparse, json, os, sys, time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -94,31 +97,62 @@ for mode in (256, 0):
 print("training losses identical in every run:", len({x["loss"] for x in rows}) == 1)
 
 restart_rows = []
+ARMS = {"on": (256, "off"), "off": (0, "off"), "prewarmed": (256, "on")}
+
+
+def set_prewarm(v):
+    c = connect(); k = c.cursor()
+    k.execute(f"ALTER SYSTEM SET mop.prewarm_buffer_cache = {v}")
+    c.close()
+
+
 if args.restart_reps:
     import subprocess
     pgctl = os.path.join(subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True,
                                         check=True).stdout.strip(), "pg_ctl")
     data = os.path.join(os.environ["MOPB_DIR"], "data")
-    print(f"first epoch of the first backend after a restart, server cache on/off alternating; {utcnow()}")
+    print(f"first epoch of the first backend after a restart: the server's cache on (not prewarmed), "
+          f"off, and prewarmed (mop.prewarm_buffer_cache, waited for), rotating; {utcnow()}")
+    order = ["on", "off", "prewarmed"]
     for rep in range(1, args.restart_reps + 1):
         wait_quiet()
-        for mode in ((256, 0) if rep % 2 else (0, 256)):
-            set_mode(mode)
+        for arm in order[rep % 3:] + order[:rep % 3]:
+            mb, pw = ARMS[arm]
+            set_mode(mb)
+            set_prewarm(pw)
+            if arm == "prewarmed":
+                # what the cache holds at shutdown is what comes back
+                warm_up()
             subprocess.run(["runuser", "-u", "postgres", "--", pgctl, "-D", data, "-m", "fast", "-w",
                             "-l", os.path.join(os.environ["MOPB_DIR"], "server.log"), "restart"],
                            check=True, stdout=subprocess.DEVNULL)
+            t0 = time.time()
+            waited = None
+            if arm == "prewarmed":
+                while True:
+                    c = connect(); k = c.cursor()
+                    k.execute("SELECT entries FROM mop.shared_buffer_cache()")
+                    n = k.fetchone()[0]; c.close()
+                    if n >= 62 or time.time() - t0 > 120:
+                        break
+                    time.sleep(0.05)
+                waited = time.time() - t0
             ha, la = counters()
             e1, e2, loss = one()
             hb, lb = counters()
-            restart_rows.append(dict(rep=rep, shared_mb=mode, e1=e1, e2=e2, ratio=e1 / e2, loss=loss,
-                                     loads=(lb or 0) - (la or 0)))
-            print(f"restart rep {rep} shared {mode:>3} MB: epoch 1 {e1:.3f} s, epoch 2 {e2:.3f} s, "
-                  f"ratio {e1 / e2:.3f}; cache loads {(lb or 0) - (la or 0)}; loss {loss:.6f}", flush=True)
+            restart_rows.append(dict(rep=rep, arm=arm, shared_mb=mb, e1=e1, e2=e2, ratio=e1 / e2, loss=loss,
+                                     loads=(lb or 0) - (la or 0), prewarm_s=waited))
+            print(f"restart rep {rep} {arm:>9}: epoch 1 {e1:.3f} s, epoch 2 {e2:.3f} s, ratio {e1 / e2:.3f}; "
+                  f"cache loads {(lb or 0) - (la or 0)}"
+                  + (f"; prewarmed {waited:.2f} s after the restart returned" if waited is not None else "")
+                  + f"; loss {loss:.6f}", flush=True)
     set_mode(256)
-    for mode in (256, 0):
-        r = [x for x in restart_rows if x["shared_mb"] == mode]
-        print(f"after a restart, shared {mode:>3} MB: median epoch 1 {median([x['e1'] for x in r]):.3f} s, "
+    set_prewarm("on")
+    for arm in order:
+        r = [x for x in restart_rows if x["arm"] == arm]
+        print(f"after a restart, {arm:>9}: median epoch 1 {median([x['e1'] for x in r]):.3f} s, "
               f"epoch 2 {median([x['e2'] for x in r]):.3f} s, median ratio {median([x['ratio'] for x in r]):.3f} "
-              "(" + ", ".join("%.3f" % x["ratio"] for x in r) + ")")
+              "(" + ", ".join("%.3f" % x["ratio"] for x in r) + ")"
+              + (f"; prewarm took {median([x['prewarm_s'] for x in r]):.2f} s" if arm == "prewarmed" else ""))
     print(f"cache on again: {warm_up()} buffers loaded")
 save("first_epoch.json", dict(config=cfg, rows=rows, restart_rows=restart_rows))
