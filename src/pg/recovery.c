@@ -226,17 +226,6 @@ mop_recovery_main(Datum arg)
 
 		marked = mop_mark_interrupted();
 		MemoryContextSwitchTo(old);
-		if (SPI_execute("SELECT c.reltoastrelid FROM pg_catalog.pg_class c "
-						"WHERE c.oid OPERATOR(pg_catalog.=) 'mop.buffers'::pg_catalog.regclass",
-						true, 1) == SPI_OK_SELECT && SPI_processed == 1)
-		{
-			bool		isnull;
-
-			buffers_toast = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-														   SPI_tuptable->tupdesc, 1, &isnull));
-			if (isnull)
-				buffers_toast = InvalidOid;
-		}
 		foreach(lc, marked)
 		{
 			Oid			t = INT8OID;
@@ -257,6 +246,18 @@ mop_recovery_main(Datum arg)
 			owners = lappend_oid(owners, role);
 			MemoryContextSwitchTo(old);
 		}
+	}
+	/* the TOAST relation of mop's buffers, whose values the cache's list may name */
+	if (SPI_execute("SELECT c.reltoastrelid FROM pg_catalog.pg_class c "
+					"WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('mop.buffers')",
+					true, 1) == SPI_OK_SELECT && SPI_processed == 1)
+	{
+		bool		isnull;
+
+		buffers_toast = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+													   SPI_tuptable->tupdesc, 1, &isnull));
+		if (isnull)
+			buffers_toast = InvalidOid;
 	}
 	SPI_finish();
 	PopActiveSnapshot();
