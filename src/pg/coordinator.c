@@ -1047,6 +1047,21 @@ run_failed(ErrorData *ed)
 	publish_done("failed", msg);
 }
 
+typedef struct HandoverCreate
+{
+	dsa_handle	handle;
+	int			tranche;
+} HandoverCreate;
+
+/* (in a subtransaction: a failure to get shared memory is an answer) */
+static void
+handover_create_step(void *arg)
+{
+	HandoverCreate *hc = (HandoverCreate *) arg;
+
+	hc->handle = mop_handover_create(&hc->tranche);
+}
+
 /* Background worker entry point. */
 void
 mop_coordinator_main(Datum arg)
@@ -1121,14 +1136,29 @@ mop_coordinator_main(Datum arg)
 		if (coord.run->opts.checkpoint_every > 1 && coord.run->opts.kind != MOP_KIND_PBT &&
 			coord.run->opts.replay_of == 0)
 		{
-			int			tranche;
-			dsa_handle	h = mop_handover_create(&tranche);
+			HandoverCreate hc;
+			char	   *why = NULL;
 
-			handover = mop_handover_area(h, tranche);
-			SpinLockAcquire(&coord.run->mutex);
-			coord.run->handover = h;
-			coord.run->handover_tranche = tranche;
-			SpinLockRelease(&coord.run->mutex);
+			/*
+			 * No shared memory for it (/dev/shm full, no free segment
+			 * slot): every sub-epoch commits, as with the setting at 1
+			 */
+			hc.handle = DSM_HANDLE_INVALID;
+			StartTransactionCommand();
+			if (!mop_try_in_subxact(handover_create_step, &hc, &why))
+				ereport(LOG,
+						(errmsg("mop run " INT64_FORMAT ": no shared memory to hand models over; every sub-epoch commits",
+								coord.run->run_id),
+						 errdetail("%s", why)));
+			CommitTransactionCommand();
+			if (hc.handle != DSM_HANDLE_INVALID)
+			{
+				handover = mop_handover_area(hc.handle, hc.tranche);
+				SpinLockAcquire(&coord.run->mutex);
+				coord.run->handover = hc.handle;
+				coord.run->handover_tranche = hc.tranche;
+				SpinLockRelease(&coord.run->mutex);
+			}
 		}
 		s = start_workers(s);
 		cancelled = schedule(s);

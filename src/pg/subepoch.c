@@ -101,7 +101,9 @@
 	"updated_at = pg_catalog.clock_timestamp() WHERE id OPERATOR(pg_catalog.=) $1"
 
 /*
- * Record an epoch: training means from this epoch's hops (or, when $7, the
+ * Record an epoch: training means from this epoch's hops, summed in
+ * partition order so that the bits do not depend on the plan or on the
+ * order the hops were written (or, when $7, the
  * caller's exact sums $8..$11), validation from the evaluation, and the
  * model's best so far: an epoch is better when its validation metric is
  * better in the metric's direction, or equal with a lower validation loss.
@@ -112,9 +114,9 @@
  * was better.
  */
 #define EPOCH_SQL(best_state) \
-	"WITH h AS (SELECT pg_catalog.sum(loss OPERATOR(pg_catalog.*) rows) " \
+	"WITH h AS (SELECT pg_catalog.sum(loss OPERATOR(pg_catalog.*) rows ORDER BY partition) " \
 	"  OPERATOR(pg_catalog./) pg_catalog.sum(rows) AS tl, " \
-	"  pg_catalog.sum(metric OPERATOR(pg_catalog.*) rows) OPERATOR(pg_catalog./) " \
+	"  pg_catalog.sum(metric OPERATOR(pg_catalog.*) rows ORDER BY partition) OPERATOR(pg_catalog./) " \
 	"  pg_catalog.sum(rows) FILTER (WHERE metric IS NOT NULL) AS tm, " \
 	"  pg_catalog.sum(rows) AS tr, " \
 	"  pg_catalog.sum(EXTRACT(epoch FROM finished_at OPERATOR(pg_catalog.-) started_at)) AS secs, " \
