@@ -227,6 +227,30 @@ typedef struct HandOver
  */
 static dsa_pointer task_handed = InvalidDsaPointer;
 
+/* Free the chunk of task_handed, if any (never twice, even if this is cut short). */
+static void
+free_handed_state(void)
+{
+	dsa_pointer p = task_handed;
+
+	if (!DsaPointerIsValid(p))
+		return;
+	task_handed = InvalidDsaPointer;
+	mop_handover_free(mop_handover_area(run->handover, run->handover_tranche), p);
+}
+
+/*
+ * At exit, also a FATAL one (a terminated worker) between handing a state
+ * over and reporting it: that chunk is nobody's.  (Before the run's
+ * segments are detached.)
+ */
+static void
+free_handed_at_exit(int code, Datum arg)
+{
+	if (run != NULL)
+		free_handed_state();
+}
+
 static bool
 hand_over_state(void *arg, bytea *state, const MopHandoverHop *hops, int n_hops)
 {
@@ -386,9 +410,7 @@ do_task(MopSlot *slot, MopSlot *task, MemoryContext task_cxt)
 		FlushErrorState();
 		AbortCurrentTransaction();
 		/* a state handed over before the error is nobody's: free it */
-		if (DsaPointerIsValid(task_handed))
-			mop_handover_free(mop_handover_area(run->handover, run->handover_tranche), task_handed);
-		task_handed = InvalidDsaPointer;
+		free_handed_state();
 		strlcpy(errbuf, ed->message ? ed->message : "unknown error", sizeof(errbuf));
 		if (ed->detail && mop_segment_failed)
 		{
@@ -431,14 +453,16 @@ do_task(MopSlot *slot, MopSlot *task, MemoryContext task_cxt)
 	{
 		/* given up meanwhile: the slot is another process's now */
 		SpinLockRelease(&run->mutex);
-		if (DsaPointerIsValid(task_handed))
-			mop_handover_free(mop_handover_area(run->handover, run->handover_tranche), task_handed);
+		free_handed_state();
 		proc_exit(0);
 	}
 	slot->outcome = outcome;
 	slot->valid_metric = vm;
 	slot->valid_loss = vl;
 	slot->state_out = outcome == MOP_TASK_OK ? task_handed : InvalidDsaPointer;
+	/* reported: the coordinator's from now on */
+	if (outcome == MOP_TASK_OK)
+		task_handed = InvalidDsaPointer;
 	slot->seconds = (double) (GetCurrentTimestamp() - t0) / 1e6;
 	strlcpy(slot->error, errbuf, sizeof(slot->error));
 	/* an exit ordered meanwhile (the run ended or its coordinator went) stands */
@@ -446,6 +470,8 @@ do_task(MopSlot *slot, MopSlot *task, MemoryContext task_cxt)
 		slot->state = MOP_SLOT_DONE;
 	latch = run->coordinator_latch;
 	SpinLockRelease(&run->mutex);
+	/* a state handed over by a task that did not end well is nobody's */
+	free_handed_state();
 	if (latch)
 		SetLatch(latch);
 }
@@ -501,6 +527,7 @@ mop_worker_main(Datum arg)
 				 errmsg("mop worker found a bad run segment")));
 	slot = &run->slots[my_index];
 	on_dsm_detach(seg, worker_detach, Int32GetDatum(my_index));
+	before_shmem_exit(free_handed_at_exit, (Datum) 0);
 
 	BackgroundWorkerInitializeConnectionByOid(run->database, run->user, 0);
 	mop_pin_search_path();
