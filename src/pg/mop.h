@@ -12,6 +12,7 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "nodes/pg_list.h"
 #include "storage/itemptr.h"
 #include "utils/dsa.h"
 #include "utils/jsonb.h"
@@ -270,9 +271,11 @@ typedef struct MopCacheItem
 } MopCacheItem;
 extern int	mop_shared_cache_list(MopCacheItem *items, int max, int64 *signature);
 extern int	mop_shared_cache_max_entries(void);
+extern Size mop_shared_cache_room(void);
 
 /* prewarm.c: the server's cache loaded again after a restart */
 extern void mop_prewarm_dump(bool force);
+extern List *mop_prewarm_databases(void);
 extern int	mop_prewarm_load(Oid toastrelid);
 extern bool mop_toast_identity(const struct varatt_external *tp, TransactionId *xmin,
 							   ItemPointerData *tid);

@@ -9,9 +9,12 @@
  * database, TOAST relation, value OID and size of each, most recently used
  * first -- to mop_buffer_cache.list in the data directory at shutdown and
  * every five minutes when the entries changed (so that a crash leaves a
- * recent list).  After the next start, each database's recovery worker
- * loads the buffers of its mop.buffers that the list names, in that
- * order, until the cache is full.
+ * recent list; a shutdown that comes before the prewarm below has ended
+ * keeps the list it was loading).  After the next start, once every
+ * database's recovery worker has resumed its interrupted runs, a prewarm
+ * worker in each database the list names loads the buffers of its
+ * mop.buffers that the list names, the most recently used that fit in the
+ * room the cache has then.
  *
  * The list only says what to read: a value that is gone is skipped, and
  * each entry records and checks the tuple of its value's first chunk as
@@ -81,7 +84,7 @@ mop_prewarm_dump(bool force)
 		fprintf(f, "%u %u %u %d\n", items[i].dbid, items[i].toastrelid, items[i].valueid,
 				items[i].extsize);
 	pfree(items);
-	if (FreeFile(f) != 0)
+	if (ferror(f) | (FreeFile(f) != 0))
 	{
 		ereport(LOG,
 				(errcode_for_file_access(),
@@ -120,28 +123,20 @@ load_step(void *arg)
 }
 
 /*
- * Load the buffers of this database's mop.buffers (TOAST relation
- * toastrelid) that the list names, most recently used first, until the
- * cache refuses one (a recovery worker, outside a transaction: one
- * transaction per buffer, so each is let go of at once).  How many were
- * loaded.
+ * The list's entries (most recently used first; at most max), of database
+ * db when valid, else of every database; -1 without a list.  A damaged line
+ * ends the list: what came before it is still good.
  */
-int
-mop_prewarm_load(Oid toastrelid)
+static int
+read_list(Oid db, MopCacheItem *items, int max)
 {
-	int			max = mop_shared_cache_max_entries();
-	MopCacheItem *items;
-	int			n = 0,
-				loaded = 0;
 	FILE	   *f;
 	char		line[128];
+	int			n = 0;
 
-	if (!mop_prewarm_buffer_cache || !OidIsValid(toastrelid))
-		return 0;
 	f = AllocateFile(LIST_FILE, PG_BINARY_R);
 	if (f == NULL)
-		return 0;				/* no list (yet): nothing to do */
-	items = palloc(sizeof(MopCacheItem) * max);
+		return -1;
 	if (fgets(line, sizeof(line), f) != NULL && strncmp(line, LIST_HEADER, strlen(LIST_HEADER)) == 0)
 	{
 		while (n < max && fgets(line, sizeof(line), f) != NULL)
@@ -150,14 +145,66 @@ mop_prewarm_load(Oid toastrelid)
 
 			memset(&it, 0, sizeof(it));
 			if (sscanf(line, "%u %u %u %d", &it.dbid, &it.toastrelid, &it.valueid, &it.extsize) != 4)
-				break;			/* a damaged list: what came before is still good */
-			if (it.dbid == MyDatabaseId && it.toastrelid == toastrelid && it.extsize > 0)
+				break;
+			/* (a size the pointer of an uncompressed value cannot carry is no entry of the cache) */
+			if (it.extsize <= 0 || (uint32) it.extsize > VARLENA_EXTSIZE_MASK)
+				continue;
+			if (!OidIsValid(db) || it.dbid == db)
 				items[n++] = it;
 		}
 	}
 	FreeFile(f);
+	return n;
+}
+
+/* The databases the list names (the launcher: where to start a prewarm worker). */
+List *
+mop_prewarm_databases(void)
+{
+	int			max = mop_shared_cache_max_entries();
+	MopCacheItem *items = palloc(sizeof(MopCacheItem) * max);
+	int			n = read_list(InvalidOid, items, max);
+	List	   *dbs = NIL;
 
 	for (int i = 0; i < n; i++)
+		dbs = list_append_unique_oid(dbs, items[i].dbid);
+	pfree(items);
+	return dbs;
+}
+
+/*
+ * Load the buffers of this database's mop.buffers (TOAST relation
+ * toastrelid) that the list names, as many of the most recently used as
+ * the cache has room for without evicting anything (a resumed run's or a
+ * session's entries, loaded since the start, stay); the least recent of
+ * them first, so that the most recent end up the last to be evicted (a
+ * prewarm worker, outside a transaction: one transaction per buffer, so
+ * each is let go of at once).  How many were loaded.
+ */
+int
+mop_prewarm_load(Oid toastrelid)
+{
+	int			max = mop_shared_cache_max_entries();
+	MopCacheItem *items;
+	int			n,
+				take = 0,
+				loaded = 0;
+	Size		room = mop_shared_cache_room(),
+				sum = 0;
+
+	if (!mop_prewarm_buffer_cache || !OidIsValid(toastrelid) || room == 0)
+		return 0;
+	items = palloc(sizeof(MopCacheItem) * max);
+	n = read_list(MyDatabaseId, items, max);
+	for (int i = 0; i < n; i++)
+	{
+		if (items[i].toastrelid != toastrelid || sum + (Size) items[i].extsize > room)
+			continue;
+		sum += items[i].extsize;
+		items[take++] = items[i];
+	}
+
+	for (int i = take - 1; i >= 0; i--)
 	{
 		LoadStep	s;
 		char	   *why = NULL;
@@ -176,7 +223,7 @@ mop_prewarm_load(Oid toastrelid)
 		if (s.loaded)
 			loaded++;
 		else if (s.refused)
-			break;
+			break;				/* full after all (others loaded meanwhile) */
 	}
 	pfree(items);
 	return loaded;

@@ -19,9 +19,12 @@
  *   worker         nothing if mop is not installed there, marks the runs
  *                  that lost their processes 'interrupted', and, with
  *                  mop.auto_resume on, resumes each of them (one after the
- *                  other) through a resume worker, then loads the
- *                  server's buffer cache with the buffers of its database
- *                  that the list names (mop.prewarm_buffer_cache);
+ *                  other) through a resume worker;
+ *   a prewarm      started by the launcher once every recovery worker has
+ *   worker         ended, one per database the server's buffer cache's
+ *                  list names (mop.prewarm_buffer_cache): loads the cache
+ *                  with the buffers of its mop.buffers it held before the
+ *                  restart (prewarm.c);
  *   a resume       connects as the run's owner -- never as a superuser on a
  *   worker         user's behalf -- and calls mop_resume(run, wait => false)
  *                  as that role would, so the run goes on with the owner's
@@ -61,6 +64,7 @@ PGDLLEXPORT void mop_launcher_main(Datum arg);
 PGDLLEXPORT void mop_recovery_main(Datum arg);
 PGDLLEXPORT void mop_resume_worker_main(Datum arg);
 PGDLLEXPORT void mop_mark_worker_main(Datum arg);
+PGDLLEXPORT void mop_prewarm_main(Datum arg);
 
 /* how often the launcher writes the server's cache's list when it changed */
 #define PREWARM_LIST_EVERY_MS	(300 * 1000L)
@@ -127,6 +131,7 @@ mop_launcher_main(Datum arg)
 {
 	List	   *dbs = NIL;
 	ListCell   *lc;
+	bool		prewarm_ended;
 
 	pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -175,6 +180,33 @@ mop_launcher_main(Datum arg)
 					 errhint("Raise max_worker_processes; interrupted runs there are marked at their next use and wait for mop_resume.")));
 	}
 
+	/*
+	 * Then the server's buffer cache, in each database its list names, once
+	 * every interrupted run is on its way again
+	 */
+	if (mop_prewarm_buffer_cache && !ShutdownRequestPending)
+	{
+		List	   *listed = mop_prewarm_databases();
+
+		foreach(lc, dbs)
+		{
+			BackgroundWorker bgw;
+
+			if (ShutdownRequestPending)
+				break;
+			if (!list_member_oid(listed, lfirst_oid(lc)))
+				continue;
+			mop_bgworker_init(&bgw, "mop_prewarm_main", "mop prewarm");
+			bgw.bgw_main_arg = ObjectIdGetDatum(lfirst_oid(lc));
+			if (!run_worker_to_end(&bgw))
+				ereport(LOG,
+						(errmsg("mop launcher could not start a worker to load the server's buffer cache for database %u",
+								lfirst_oid(lc))));
+		}
+	}
+	/* a shutdown before the prewarm ended keeps the list it was loading */
+	prewarm_ended = !ShutdownRequestPending;
+
 	while (!ShutdownRequestPending)
 	{
 		int			rc;
@@ -190,11 +222,17 @@ mop_launcher_main(Datum arg)
 		rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 					   PREWARM_LIST_EVERY_MS, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
+		/*
+		 * Absorb procsignal barriers: DROP DATABASE (and the tablespace
+		 * commands) wait until every process has; SIGTERM only sets a flag
+		 * here, so this never exits.
+		 */
+		CHECK_FOR_INTERRUPTS();
 		/* the server's cache's list, for the next start (prewarm.c) */
 		if ((rc & WL_TIMEOUT) && mop_prewarm_buffer_cache)
 			mop_prewarm_dump(false);
 	}
-	if (mop_prewarm_buffer_cache)
+	if (mop_prewarm_buffer_cache && prewarm_ended)
 		mop_prewarm_dump(true);
 	proc_exit(0);
 }
@@ -207,7 +245,6 @@ void
 mop_recovery_main(Datum arg)
 {
 	Oid			db = DatumGetObjectId(arg);
-	Oid			buffers_toast = InvalidOid;
 	List	   *marked = NIL;
 	List	   *owners = NIL;
 	ListCell   *lc,
@@ -247,18 +284,6 @@ mop_recovery_main(Datum arg)
 			MemoryContextSwitchTo(old);
 		}
 	}
-	/* the TOAST relation of mop's buffers, whose values the cache's list may name */
-	if (SPI_execute("SELECT c.reltoastrelid FROM pg_catalog.pg_class c "
-					"WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('mop.buffers')",
-					true, 1) == SPI_OK_SELECT && SPI_processed == 1)
-	{
-		bool		isnull;
-
-		buffers_toast = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-													   SPI_tuptable->tupdesc, 1, &isnull));
-		if (isnull)
-			buffers_toast = InvalidOid;
-	}
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
@@ -296,19 +321,46 @@ mop_recovery_main(Datum arg)
 					 errhint("Raise max_worker_processes, or call mop_resume(%lld).",
 							 (long long) ra.run_id)));
 	}
+	proc_exit(0);
+}
 
-	/* then the server's cache: the buffers it held before the restart */
-	if (OidIsValid(buffers_toast))
+/*
+ * A prewarm worker: the server's buffer cache loaded with the buffers of
+ * this database's mop.buffers that it held before the restart (prewarm.c).
+ */
+void
+mop_prewarm_main(Datum arg)
+{
+	Oid			db = DatumGetObjectId(arg);
+	Oid			buffers_toast = InvalidOid;
+	int			n;
+
+	worker_connect(db, InvalidOid, "mop prewarm");
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	/* the TOAST relation of mop's buffers, whatever installed them */
+	if (SPI_execute("SELECT c.reltoastrelid FROM pg_catalog.pg_class c "
+					"WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('mop.buffers')",
+					true, 1) == SPI_OK_SELECT && SPI_processed == 1)
 	{
-		int			n;
+		bool		isnull;
 
-		pgstat_report_activity(STATE_RUNNING, "loading the server's buffer cache");
-		n = mop_prewarm_load(buffers_toast);
-		pgstat_report_activity(STATE_IDLE, NULL);
-		if (n > 0)
-			ereport(LOG,
-					(errmsg("mop loaded %d buffer(s) of database %u into the server's buffer cache", n, db)));
+		buffers_toast = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+													   SPI_tuptable->tupdesc, 1, &isnull));
+		if (isnull)
+			buffers_toast = InvalidOid;
 	}
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_RUNNING, "loading the server's buffer cache");
+	n = mop_prewarm_load(buffers_toast);
+	pgstat_report_activity(STATE_IDLE, NULL);
+	if (n > 0)
+		ereport(LOG,
+				(errmsg("mop loaded %d buffer(s) of database %u into the server's buffer cache", n, db)));
 	proc_exit(0);
 }
 

@@ -689,6 +689,20 @@ mop_shared_cache_list(MopCacheItem *items, int max, int64 *signature)
 	return n;
 }
 
+/* Bytes the cache can take without evicting anything (0 when it is off or absent). */
+Size
+mop_shared_cache_room(void)
+{
+	Size		limit,
+				bytes;
+
+	if (sbc == NULL)
+		return 0;
+	limit = sbc_limit();
+	bytes = sbc->bytes;
+	return limit > bytes ? limit - bytes : 0;
+}
+
 /* The most entries the cache holds. */
 int
 mop_shared_cache_max_entries(void)

@@ -394,6 +394,12 @@ is("$s9e->{hits} $s9e->{loads}", "0 $n_buffers",
 is(trained($m9e), trained($m1), 'the same model');
 $node->safe_psql('postgres', "ALTER SYSTEM RESET mop.prewarm_buffer_cache");
 
+# the launcher, which lives as long as the server, absorbs the barrier
+# DROP DATABASE waits for
+$node->safe_psql('postgres', 'CREATE DATABASE dropme');
+is($node->safe_psql('postgres', "SET statement_timeout = '60s'; DROP DATABASE dropme; SELECT 'dropped'"),
+	'dropped', 'DROP DATABASE with mop preloaded does not wait for mop\'s launcher');
+
 # 10. not preloaded: no cache, NULL counts
 $node->safe_psql('postgres', "ALTER SYSTEM RESET mop.shared_buffer_cache_mb");
 $node->append_conf('postgresql.conf', "shared_preload_libraries = ''");
