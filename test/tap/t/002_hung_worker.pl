@@ -59,7 +59,16 @@ for (1 .. 200)
 		usleep(50_000);
 		$stopped_mid_training = $node->safe_psql('postgres',
 			"SELECT count(*) FROM mop.progress w WHERE w.pid = $pid AND w.rows_done > 0 AND w.rows_done < w.rows_total");
-		last if $stopped_mid_training;
+		if ($stopped_mid_training)
+		{
+			# stopped inside a read of the server's buffers, holding a lock
+			# the others need (PostgreSQL's lightweight locks wait for their
+			# holder, stopped or not): another moment
+			usleep(300_000);
+			last if $node->safe_psql('postgres',
+				"SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'LWLock' AND pid <> $pid") == 0;
+			$stopped_mid_training = 0;
+		}
 		kill 'CONT', $pid;
 	}
 	usleep(20_000);

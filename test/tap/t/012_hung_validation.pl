@@ -67,7 +67,16 @@ for (1 .. 600)
 		usleep(50_000);
 		$stopped_validating = $node->safe_psql('postgres',
 			"SELECT count(*) FROM mop.progress w WHERE w.run_id = $run AND w.pid = $pid AND w.state = 'validating' AND w.rows_done = w.rows_total");
-		last if $stopped_validating;
+		if ($stopped_validating)
+		{
+			# stopped inside a read of the server's buffers, holding a lock
+			# the others need (PostgreSQL's lightweight locks wait for their
+			# holder, stopped or not): another moment
+			usleep(300_000);
+			last if $node->safe_psql('postgres',
+				"SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'LWLock' AND pid <> $pid") == 0;
+			$stopped_validating = 0;
+		}
 		kill 'CONT', $pid;
 	}
 	last if $node->safe_psql('postgres', "SELECT status FROM mop.runs WHERE id = $run") ne 'running';
