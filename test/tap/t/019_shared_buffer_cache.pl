@@ -385,6 +385,19 @@ my $s9d = stats();
 my $m9d = q_tenant("SELECT mop_train('big', '$config', epochs => 2)");
 is(stats()->{loads}, $s9d->{loads}, 'the first backend after the restart loaded nothing');
 is(trained($m9d), trained($m1), 'and trained the same model');
+# a smaller cache after the restart: the most recently used that fit are
+# loaded, and nothing is evicted for them
+$node->safe_psql('postgres', "ALTER SYSTEM SET mop.shared_buffer_cache_mb = 1");
+$node->restart;
+ok($node->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type IN ('mop recovery', 'mop prewarm')"
+		  . " AND (SELECT loads > 0 FROM mop.shared_buffer_cache())"),
+	'after a restart with a 1 MB cache, the prewarm ended');
+my $s9f = stats();
+cmp_ok($s9f->{loads}, '<', $n_buffers, "it loaded part of the list ($s9f->{loads} of $n_buffers)");
+is("$s9f->{evicted} $s9f->{refused}", '0 0', 'what fits, without evicting or being refused');
+cmp_ok($s9f->{bytes}, '<=', 1024 * 1024, 'within the cache');
+$node->safe_psql('postgres', "ALTER SYSTEM SET mop.shared_buffer_cache_mb = 64");
 $node->safe_psql('postgres', "ALTER SYSTEM SET mop.prewarm_buffer_cache = off");
 $node->restart;
 my $m9e = q_tenant("SELECT mop_train('big', '$config', epochs => 2)");
