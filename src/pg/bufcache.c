@@ -12,8 +12,9 @@
  * OID.  But an OID can go to a new value once the old one is gone (after
  * the OID counter wraps), and VACUUM FULL moves values, so an entry also
  * records the tuple holding its value's first chunk, and each transaction's
- * first use checks it (one index probe); an entry that fails is read again.  The cache fills up to mop.buffer_cache_mb
- * and then stops admitting: epochs scan buffers cyclically, and for a cyclic
+ * first use checks it (one index probe); an entry that fails is read
+ * again.  The cache fills up to mop.buffer_cache_mb and then stops
+ * admitting: epochs scan buffers cyclically, and for a cyclic
  * scan larger than the cache "keep what you have" beats LRU, which would
  * evict every buffer just before it is needed again.  Values stored inline
  * (small buffers) are simply detoasted.  mop.buffer_cache_reset() empties it.
@@ -91,6 +92,16 @@ forget_shared(XactEvent event, void *arg)
 	n_shared = 0;
 }
 
+/* The key of TOAST value tp. */
+static void
+buf_key(const struct varatt_external *tp, BufKey *key)
+{
+	memset(key, 0, sizeof(*key));
+	key->toastrelid = tp->va_toastrelid;
+	key->valueid = tp->va_valueid;
+	key->extsize = VARATT_EXTERNAL_GET_EXTSIZE(*tp);
+}
+
 /* Create the (empty) cache. */
 static void
 cache_init(void)
@@ -150,10 +161,7 @@ mop_buffer_fetch(Datum d, Size *len)
 		return VARDATA(b);
 	}
 	VARATT_EXTERNAL_GET_POINTER(tp, v);
-	memset(&key, 0, sizeof(key));
-	key.toastrelid = tp.va_toastrelid;
-	key.valueid = tp.va_valueid;
-	key.extsize = VARATT_EXTERNAL_GET_EXTSIZE(tp);
+	buf_key(&tp, &key);
 	if (cache == NULL)
 		cache_init();
 	e = hash_search(cache, &key, HASH_FIND, NULL);
@@ -190,7 +198,9 @@ mop_buffer_fetch(Datum d, Size *len)
 	/* the server's cache (shared_bufcache.c), which holds it in place */
 	{
 		bool		busy;
-		const char *shared = mop_shared_cache_fetch(&tp, len, &busy);
+		TransactionId xmin;
+		ItemPointerData tid;
+		const char *shared = mop_shared_cache_fetch(&tp, len, &busy, &xmin, &tid);
 
 		if (shared != NULL)
 		{
@@ -199,6 +209,9 @@ mop_buffer_fetch(Datum d, Size *len)
 			e->data = (char *) shared;
 			e->shared = true;
 			e->cxt = NULL;
+			e->xmin = xmin;
+			e->tid = tid;
+			e->checked = xact_count;
 			n_shared++;
 			return shared;
 		}
@@ -265,13 +278,16 @@ mop_buffer_fetch(Datum d, Size *len)
  * an older one (after the OID counter wrapped) or was moved by a rewrite
  * (VACUUM FULL) has another identity.  False for values stored inline,
  * which have none, and for a value whose first chunk is not found.  The
- * GPU's resident rows are keyed by it.
+ * GPU's resident rows are keyed by it.  A buffer fetched in this
+ * transaction (mop_buffer_fetch) was checked then: no second probe.
  */
 bool
 mop_buffer_identity(Datum d, MopBufId *id)
 {
 	struct varlena *v = (struct varlena *) DatumGetPointer(d);
 	struct varatt_external tp;
+	BufKey		key;
+	BufEntry   *e;
 
 	if (!VARATT_IS_EXTERNAL_ONDISK(v))
 		return false;
@@ -280,6 +296,14 @@ mop_buffer_identity(Datum d, MopBufId *id)
 	id->toastrelid = tp.va_toastrelid;
 	id->valueid = tp.va_valueid;
 	id->extsize = VARATT_EXTERNAL_GET_EXTSIZE(tp);
+	buf_key(&tp, &key);
+	if (cache != NULL && (e = hash_search(cache, &key, HASH_FIND, NULL)) != NULL &&
+		e->checked == xact_count)
+	{
+		id->chunk_xmin = e->xmin;
+		id->chunk_tid = e->tid;
+		return true;
+	}
 	return mop_toast_identity(&tp, &id->chunk_xmin, &id->chunk_tid);
 }
 

@@ -258,7 +258,8 @@ extern void mop_buffer_cache_clear(void);
 struct varatt_external;
 extern void mop_shared_cache_request(void);
 extern const char *mop_shared_cache_fetch(const struct varatt_external *tp, Size *len,
-										  bool *busy);
+										  bool *busy, TransactionId *chunk_xmin,
+										  ItemPointer chunk_tid);
 extern void mop_shared_cache_release(void);
 extern void mop_shared_cache_publish(void);
 typedef struct MopCacheItem

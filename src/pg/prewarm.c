@@ -117,7 +117,7 @@ load_step(void *arg)
 	tp.va_extinfo = (uint32) s->item.extsize;
 	tp.va_valueid = s->item.valueid;
 	tp.va_toastrelid = s->item.toastrelid;
-	s->loaded = mop_shared_cache_fetch(&tp, &len, &busy) != NULL;
+	s->loaded = mop_shared_cache_fetch(&tp, &len, &busy, NULL, NULL) != NULL;
 	/* busy: someone is loading it; otherwise the cache has no room (or is off) */
 	s->refused = !s->loaded && !busy;
 }

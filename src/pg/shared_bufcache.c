@@ -446,10 +446,13 @@ sbc_shrink(Size limit)
  * (the caller reads the value itself), with *busy set when another process
  * is loading it (the caller should read it without keeping it: it will be
  * here next time).  The pointer stays valid until this process calls
- * mop_shared_cache_release() (at its transaction's end) or exits.
+ * mop_shared_cache_release() (at its transaction's end) or exits.  With
+ * the bytes, *xmin and *tid (when not NULL) say the tuple of the value's
+ * first chunk, just checked.
  */
 const char *
-mop_shared_cache_fetch(const struct varatt_external *tp, Size *len, bool *busy)
+mop_shared_cache_fetch(const struct varatt_external *tp, Size *len, bool *busy,
+					   TransactionId *chunk_xmin, ItemPointer chunk_tid)
 {
 	Size		size = VARATT_EXTERNAL_GET_EXTSIZE(*tp);
 	Size		limit;
@@ -522,6 +525,10 @@ mop_shared_cache_fetch(const struct varatt_external *tp, Size *len, bool *busy)
 		if (same)
 		{
 			*len = size;
+			if (chunk_xmin)
+				*chunk_xmin = xmin;
+			if (chunk_tid)
+				*chunk_tid = tid;
 			return VARDATA(dsa_get_address(sbc_area, p));
 		}
 		/* an older value that had the same OID, or one moved: drop the entry, load anew */
@@ -543,7 +550,7 @@ mop_shared_cache_fetch(const struct varatt_external *tp, Size *len, bool *busy)
 		}
 		LWLockRelease(sbc->lock);
 		/* (not found again: this goes on to load it) */
-		return mop_shared_cache_fetch(tp, len, busy);
+		return mop_shared_cache_fetch(tp, len, busy, chunk_xmin, chunk_tid);
 	}
 
 	/* 2. not there: reserve a slot and the bytes, then load outside the lock */
@@ -654,6 +661,10 @@ mop_shared_cache_fetch(const struct varatt_external *tp, Size *len, bool *busy)
 	my_pins[n_my_pins].generation = generation;
 	n_my_pins++;
 	*len = size;
+	if (chunk_xmin)
+		*chunk_xmin = xmin;
+	if (chunk_tid)
+		*chunk_tid = tid;
 	return VARDATA(dsa_get_address(sbc_area, p));
 }
 
