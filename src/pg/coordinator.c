@@ -82,6 +82,67 @@ static WorkerInfo workers[MOP_MAX_WORKERS];
 /* the run's hand-over area (handover.h), NULL unless mop.checkpoint_every > 1 */
 static dsa_area *handover = NULL;
 
+/* sub-epochs committed (not handed over) by this start of the run: reclaim.c's pace */
+static int64 commits_done = 0;
+
+/*
+ * Processes given up by mop.task_timeout that may still be alive (stopped,
+ * hung in a system call), by the model they were training.  Such a
+ * process may yet commit the sub-epoch it ran: one stopped inside its
+ * commit finishes it once it runs again, and one whose hand-over found no
+ * room had gone on to commit instead.  A hand-over takes no lock, so a
+ * replacement that handed the model on could build on a state that the old
+ * process's late commit then contradicts (the next commit would meet that
+ * sub-epoch's mop.hops row, or overwrite its checkpoint).  So until such a
+ * process has exited, its model is not handed over: the replacement's
+ * sub-epochs commit, taking the model's row lock, which orders them after
+ * the old process's commit, and the later of the two finds the sub-epoch
+ * committed and writes nothing (subepoch.c, MOP_SUBEPOCH_COMMITTED).
+ */
+typedef struct GivenUp
+{
+	int32		model;
+	BackgroundWorkerHandle *handle; /* the old process's (not freed: the
+									 * slot's handles never are) */
+} GivenUp;
+
+static List *given_up = NIL;	/* of GivenUp, in TopMemoryContext */
+
+static void
+remember_given_up(int32 model, BackgroundWorkerHandle *handle)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	GivenUp    *g = palloc(sizeof(GivenUp));
+
+	g->model = model;
+	g->handle = handle;
+	given_up = lappend(given_up, g);
+	MemoryContextSwitchTo(old);
+}
+
+/* May model i be handed over: has every process given up on it exited? */
+static bool
+given_up_gone(int32 i)
+{
+	ListCell   *lc;
+	bool		gone = true;
+
+	foreach(lc, given_up)
+	{
+		GivenUp    *g = (GivenUp *) lfirst(lc);
+		pid_t		pid;
+
+		if (GetBackgroundWorkerPid(g->handle, &pid) == BGWH_STOPPED)
+		{
+			given_up = foreach_delete_current(given_up, lc);
+			pfree(g);
+		}
+		else if (g->model == i)
+			gone = false;
+	}
+	return gone;
+}
+
 /*
  * Model i's state handed over last is superseded (out: the chunk its
  * latest sub-epoch handed over, or InvalidDsaPointer: it committed, or it
@@ -94,6 +155,13 @@ coord_model_handed(int32 i, dsa_pointer out)
 
 	if (DsaPointerIsValid(m->handed) && m->handed != out)
 		mop_handover_free(handover, m->handed);
+	/* stopped while its last task ran: what that task handed over is no use */
+	if (m->drop_handed && DsaPointerIsValid(out))
+	{
+		mop_handover_free(handover, out);
+		out = InvalidDsaPointer;
+	}
+	m->drop_handed = false;
 	m->handed = out;
 	m->n_handed = DsaPointerIsValid(out) ? m->n_handed + 1 : 0;
 }
@@ -293,7 +361,11 @@ coord_model_stopped(int32 i)
 {
 	for (int w = 0; w < coord.n_workers; w++)
 		if (workers[w].busy && workers[w].task.model == i)
+		{
+			/* what its task hands over is dropped when it reports */
+			coord.models[i].drop_handed = true;
 			return;
+		}
 	coord_model_handed(i, InvalidDsaPointer);
 }
 
@@ -416,6 +488,8 @@ task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, doubl
 					(errcode(ERRCODE_OUT_OF_MEMORY),
 					 errmsg("out of memory")));
 
+		if (!DsaPointerIsValid(handed_out))
+			commits_done++;
 		SpinLockAcquire(&coord.run->mutex);
 		coord.run->hops_done++;
 		if (epoch_done && isfinite(vm) &&
@@ -610,6 +684,8 @@ worker_hung(int w, const MopSlot *copy)
 			 errdetail("It was %s epoch %d on partition %d.", mop_task_step_name(copy->step),
 					   copy->epoch, copy->partition)));
 	TerminateBackgroundWorker(workers[w].handle);
+	if (handover != NULL)
+		remember_given_up(workers[w].task.model, workers[w].handle);
 	workers[w].progress_at = 0;
 	return true;
 }
@@ -638,7 +714,8 @@ assign(mop_sched *s, int w, Latch *latch)
 	/* mop.checkpoint_every: hand over the N-1 sub-epochs between commits */
 	coord.run->slots[w].state_in = coord.models[t.model].handed;
 	coord.run->slots[w].may_hand_over = handover != NULL && !t.last_of_epoch &&
-		coord.models[t.model].n_handed + 1 < coord.run->opts.checkpoint_every;
+		coord.models[t.model].n_handed + 1 < coord.run->opts.checkpoint_every &&
+		given_up_gone(t.model);
 	coord.run->slots[w].state_out = InvalidDsaPointer;
 	coord.run->slots[w].step = MOP_STEP_LOADING;
 	coord.run->slots[w].rows_done = 0;
@@ -841,7 +918,7 @@ schedule(mop_sched *s)
 				 (long long) coord.run->run_id);
 		}
 		/* superseded checkpoints: VACUUM mop.models now and then (reclaim.c) */
-		mop_reclaim_checkpoints(coord.run->run_id, coord.run->hops_done, coord.n_models, false);
+		mop_reclaim_checkpoints(coord.run->run_id, commits_done, coord.n_models, false);
 
 		/*
 		 * the latch, and the sockets of segments being tried
@@ -1164,7 +1241,7 @@ mop_coordinator_main(Datum arg)
 		cancelled = schedule(s);
 		stop_workers(cancelled);
 		commit_handed();
-		mop_reclaim_checkpoints(coord.run->run_id, coord.run->hops_done, coord.n_models, true);
+		mop_reclaim_checkpoints(coord.run->run_id, commits_done, coord.n_models, true);
 		{
 			char	   *error = interrupted_why;
 			char	   *note = NULL;

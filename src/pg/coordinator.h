@@ -44,6 +44,7 @@ typedef struct CoordModel
 	dsa_pointer handed;			/* its state handed over (handover.h), or
 								 * InvalidDsaPointer: mop.models holds it */
 	int32		n_handed;		/* sub-epochs handed over since it last committed */
+	bool		drop_handed;	/* stopped while a task ran: drop what it hands over */
 } CoordModel;
 
 /* The coordinator's state (one run per process). */

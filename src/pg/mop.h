@@ -310,7 +310,7 @@ extern dsa_pointer mop_dsa_allocate_or_none(dsa_area *area, Size size, char **wh
 	"AND split OPERATOR(pg_catalog.=) 'valid' ORDER BY partition, buffer_no) b) s"
 
 /* reclaim.c: a run's superseded checkpoints are reclaimed while it runs */
-extern void mop_reclaim_checkpoints(int64 run_id, int64 hops_done, int n_models,
+extern void mop_reclaim_checkpoints(int64 run_id, int64 commits, int n_models,
 									bool force);
 extern void mop_wait_release_xmin(void);
 

@@ -79,7 +79,7 @@
 #define MAX_BACKOFF 256
 
 /* the coordinator's bookkeeping (one run per process) */
-static int64 last_hops = 0;			/* sub-epochs done at the last VACUUM */
+static int64 last_commits = 0;	/* sub-epochs committed at the last VACUUM */
 static double state_bytes = -1;		/* mean size of the run's states, -1: unknown */
 static int	backoff = 1;			/* the interval's multiplier */
 static int64 dead_left = -1;		/* dead TOAST chunks the last VACUUM left */
@@ -282,11 +282,12 @@ measure_states(int64 run_id)
  * max(1, n_models / 4, MIN_RECLAIM_BYTES / state size) sub-epochs -- so
  * that storage stays within a small multiple of the live states, while
  * small models (whose states are small, or inline in the table, where page
- * pruning reclaims them) do not pay a VACUUM per sub-epoch.  force: now
- * (the run's end, after its workers have stopped).
+ * pruning reclaims them) do not pay a VACUUM per sub-epoch.  commits: the
+ * sub-epochs committed so far (those handed over supersede nothing);
+ * force: now (the run's end, after its workers have stopped).
  */
 void
-mop_reclaim_checkpoints(int64 run_id, int64 hops_done, int n_models, bool force)
+mop_reclaim_checkpoints(int64 run_id, int64 commits, int n_models, bool force)
 {
 	TimestampTz t0;
 
@@ -294,20 +295,20 @@ mop_reclaim_checkpoints(int64 run_id, int64 hops_done, int n_models, bool force)
 	{
 		int64		every = Max(1, n_models / 4);
 
-		if (hops_done == last_hops)
+		if (commits == last_commits)
 			return;
 		if (state_bytes < 0)
 			measure_states(run_id);
 		if (state_bytes > 0)
 			every = Max(every, (int64) ceil(MIN_RECLAIM_BYTES / state_bytes));
-		if (hops_done - last_hops < every * backoff)
+		if (commits - last_commits < every * backoff)
 			return;
 	}
 	t0 = GetCurrentTimestamp();
 	vacuum_models();
-	last_hops = hops_done;
+	last_commits = commits;
 	elog(DEBUG1, "mop: vacuumed mop.models after %lld sub-epochs in %.1f ms",
-		 (long long) hops_done, (double) (GetCurrentTimestamp() - t0) / 1000.0);
+		 (long long) commits, (double) (GetCurrentTimestamp() - t0) / 1000.0);
 	if (!force)
 	{
 		measure_states(run_id);

@@ -476,7 +476,12 @@ do_task(MopSlot *slot, MopSlot *task, MemoryContext task_cxt)
 		SetLatch(latch);
 }
 
-/* On exit (also FATAL): tell the coordinator this worker is gone. */
+/*
+ * On exit (also FATAL): tell the coordinator this worker is gone.  A task
+ * reported and not settled yet stays reported (its state handed over is
+ * the coordinator's): the coordinator settles it, then finds this process
+ * stopped and starts another.
+ */
 static void
 worker_detach(dsm_segment *seg, Datum arg)
 {
@@ -490,7 +495,8 @@ worker_detach(dsm_segment *seg, Datum arg)
 		SpinLockRelease(&run->mutex);
 		return;
 	}
-	slot->state = MOP_SLOT_GONE;
+	if (slot->state != MOP_SLOT_DONE)
+		slot->state = MOP_SLOT_GONE;
 	slot->latch = NULL;
 	latch = run->coordinator_latch;
 	SpinLockRelease(&run->mutex);

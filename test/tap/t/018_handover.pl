@@ -13,7 +13,10 @@
 #   - kill -9 of a worker (the postmaster restarts the server, the shared
 #     memory is gone) or of the coordinator: the run resumes itself from
 #     what was committed, trains the lost sub-epochs again, and ends with
-#     the same models and no sub-epoch recorded twice.
+#     the same models and no sub-epoch recorded twice;
+#   - a worker given up by mop.task_timeout, still alive (SIGSTOP): its
+#     model commits every sub-epoch until that process has exited, then
+#     is handed over again; the same models.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -274,7 +277,97 @@ is(hops_twice($crun), 0, 'resumed: no sub-epoch recorded twice');
 is(models($crun), $ref_models, 'resumed: models bit-identical to the uninterrupted run');
 is(epochs($crun), $ref_epochs, 'resumed: every epoch row identical');
 
-# 6. the setting's bounds
+# 6. a worker given up (mop.task_timeout) while it trains a sub-epoch that
+# would be handed over.  Until that process has exited it may yet commit
+# (stopped inside its commit, or after a hand-over that found no room), so
+# meanwhile its model is not handed over: the replacement commits the
+# sub-epoch itself, in a transaction of its own rather than with the
+# epoch's end, the model's row lock ordering it after anything the old
+# process commits; once the old process has exited, the model is handed
+# over again.  A sub-epoch that ends its epoch commits anyway and shows
+# nothing: then the run is tried again.
+my $space_slow = '{"model": {"layers": [{"type": "dense", "units": 1024, "activation": "relu"}, {"type": "dense", "units": 10}]}, "learning_rate": [0.03, 0.01], "batch_size": 16, "seed": 3}';
+my $slow_epochs = 12;
+my $slow_hops = 2 * $slow_epochs * 4;
+my $slow_ref = q_tenant("SELECT DISTINCT run_id FROM mop_grid_search('big', '$space_slow', "
+	  . "epochs => $slow_epochs, workers => 2, deterministic => true)");
+my ($hrun, $pid, $m, $e, $p, $conclusive) = (0, 0, 0, 0, 0, 0);
+for my $try (1 .. 4)
+{
+	my $offset = -s $node->logfile;
+	$hrun = q_tenant("SET mop.checkpoint_every = 4; SET mop.task_timeout = '2s'; "
+		  . "SELECT DISTINCT run_id FROM mop_grid_search('big', '$space_slow', epochs => $slow_epochs, "
+		  . "workers => 2, deterministic => true, wait => false)");
+	# a worker in the middle of a sub-epoch's training in the run's first
+	# third, stopped there (as in 002_hung_worker.pl: continued and tried
+	# again when it stopped holding a lightweight lock others wait for)
+	my $stopped = 0;
+	for (1 .. 300)
+	{
+		$pid = $node->safe_psql('postgres',
+			"SELECT w.pid FROM mop.progress w WHERE w.run_id = $hrun AND w.epoch <= 4 "
+			  . "AND w.rows_done > 0 AND w.rows_done < w.rows_total ORDER BY w.pid LIMIT 1");
+		if ($pid)
+		{
+			kill 'STOP', $pid;
+			usleep(50_000);
+			my $row = $node->safe_psql('postgres',
+				"SELECT format('%s %s %s', w.model_id, w.epoch, w.partition) FROM mop.progress w "
+				  . "WHERE w.pid = $pid AND w.rows_done > 0 AND w.rows_done < w.rows_total");
+			if ($row)
+			{
+				usleep(300_000);
+				if ($node->safe_psql('postgres',
+					"SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'LWLock' AND pid <> $pid") == 0)
+				{
+					($m, $e, $p) = split / /, $row;
+					$stopped = 1;
+					last;
+				}
+			}
+			kill 'CONT', $pid;
+		}
+		last if $node->safe_psql('postgres', "SELECT status FROM mop.runs WHERE id = $hrun") ne 'running';
+		usleep(10_000);
+	}
+	if (!$stopped)
+	{
+		wait_done($hrun);
+		next;
+	}
+	ok($node->wait_for_log(qr/made no progress on model $m for 2000 ms; replacing it/, $offset),
+		"try $try: worker $pid, stopped training model $m (epoch $e, partition $p), was replaced");
+	ok($node->poll_query_until('postgres',
+		"SELECT count(*) = 1 FROM mop.hops WHERE model_id = $m AND epoch = $e AND partition = $p"),
+		"try $try: its sub-epoch committed while it was stopped");
+	kill 'CONT', $pid;
+	ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = $pid"),
+		"try $try: worker $pid exited once continued");
+	ok(wait_done($hrun), "try $try: run $hrun finished");
+	# the epoch's end commits whatever it is: that sub-epoch shows nothing
+	my $last = $node->safe_psql('postgres',
+		"SELECT partition FROM mop.hops WHERE model_id = $m AND epoch = $e ORDER BY finished_at DESC LIMIT 1");
+	if ($last != $p)
+	{
+		$conclusive = 1;
+		last;
+	}
+}
+ok($conclusive, "a worker was given up in a sub-epoch that would have been handed over (model $m, epoch $e, partition $p)");
+is($node->safe_psql('postgres',
+	"SELECT count(DISTINCT xmin::text) FROM mop.hops WHERE model_id = $m AND epoch = $e "
+	  . "AND (partition = $p OR finished_at = (SELECT max(finished_at) FROM mop.hops WHERE model_id = $m AND epoch = $e))"),
+	'2', 'the replacement committed that sub-epoch in its own transaction, not handed over with the epoch');
+is($node->safe_psql('postgres',
+	"SELECT count(DISTINCT xmin::text) FROM mop.hops WHERE model_id = $m AND epoch = $slow_epochs"),
+	'1', 'once the old process exited, the model was handed over again (its last epoch in one commit)');
+is(hops($hrun), $slow_hops, "every sub-epoch recorded ($slow_hops)");
+is(hops_twice($hrun), 0, 'no sub-epoch recorded twice');
+is($node->safe_psql('postgres', "SELECT string_agg(DISTINCT status, ',') FROM mop.models WHERE run_id = $hrun"),
+	'done', 'every model done, none marked failed');
+is(models($hrun), models($slow_ref), 'models bit-identical to the uninterrupted run');
+
+# 7. the setting's bounds
 my ($rc, $out, $err) = $node->psql('postgres', 'SET mop.checkpoint_every = 0');
 like($err, qr/0 is outside the valid range for parameter "mop.checkpoint_every" \(1 \.\. 64\)/,
 	'mop.checkpoint_every = 0 is refused');
