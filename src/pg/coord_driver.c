@@ -219,6 +219,7 @@ coord_apply_action(mop_sched *s, const mop_action *a)
 			SpinLockRelease(&coord.run->mutex);
 			break;
 		case MOP_ACT_CONTINUE:
+			coord.models[a->trial].drop_handed = false;
 			coord.models[a->trial].target = a->resource;
 			mop_sched_set_epochs(s, a->trial, a->resource);
 			coord_set_status(a->trial, "training", NULL);

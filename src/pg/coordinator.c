@@ -75,6 +75,7 @@ typedef struct WorkerInfo
 	/* the slot's heartbeat and when it was last seen changing (worker_hung) */
 	TimestampTz progress_at;	/* 0: not watched yet */
 	uint64		heartbeat;
+	bool		given_up;		/* its process was given up (worker_hung) */
 } WorkerInfo;
 
 static WorkerInfo workers[MOP_MAX_WORKERS];
@@ -84,64 +85,6 @@ static dsa_area *handover = NULL;
 
 /* sub-epochs committed (not handed over) by this start of the run: reclaim.c's pace */
 static int64 commits_done = 0;
-
-/*
- * Processes given up by mop.task_timeout that may still be alive (stopped,
- * hung in a system call), by the model they were training.  Such a
- * process may yet commit the sub-epoch it ran: one stopped inside its
- * commit finishes it once it runs again, and one whose hand-over found no
- * room had gone on to commit instead.  A hand-over takes no lock, so a
- * replacement that handed the model on could build on a state that the old
- * process's late commit then contradicts (the next commit would meet that
- * sub-epoch's mop.hops row, or overwrite its checkpoint).  So until such a
- * process has exited, its model is not handed over: the replacement's
- * sub-epochs commit, taking the model's row lock, which orders them after
- * the old process's commit, and the later of the two finds the sub-epoch
- * committed and writes nothing (subepoch.c, MOP_SUBEPOCH_COMMITTED).
- */
-typedef struct GivenUp
-{
-	int32		model;
-	BackgroundWorkerHandle *handle; /* the old process's (not freed: the
-									 * slot's handles never are) */
-} GivenUp;
-
-static List *given_up = NIL;	/* of GivenUp, in TopMemoryContext */
-
-static void
-remember_given_up(int32 model, BackgroundWorkerHandle *handle)
-{
-	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-	GivenUp    *g = palloc(sizeof(GivenUp));
-
-	g->model = model;
-	g->handle = handle;
-	given_up = lappend(given_up, g);
-	MemoryContextSwitchTo(old);
-}
-
-/* May model i be handed over: has every process given up on it exited? */
-static bool
-given_up_gone(int32 i)
-{
-	ListCell   *lc;
-	bool		gone = true;
-
-	foreach(lc, given_up)
-	{
-		GivenUp    *g = (GivenUp *) lfirst(lc);
-		pid_t		pid;
-
-		if (GetBackgroundWorkerPid(g->handle, &pid) == BGWH_STOPPED)
-		{
-			given_up = foreach_delete_current(given_up, lc);
-			pfree(g);
-		}
-		else if (g->model == i)
-			gone = false;
-	}
-	return gone;
-}
 
 /*
  * Model i's state handed over last is superseded (out: the chunk its
@@ -465,6 +408,8 @@ task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, doubl
 	}
 	/* the model's state handed over, or committed: the chunk it came in is done */
 	coord_model_handed(t->model, outcome == MOP_TASK_OK ? handed_out : InvalidDsaPointer);
+	/* a sub-epoch given up before has run again (settle_lost_task) */
+	coord.models[t->model].commit_next = false;
 	if (outcome == MOP_TASK_OK)
 	{
 		bool		epoch_done = mop_sched_complete(s, t, seconds);
@@ -514,20 +459,49 @@ task_finished(mop_sched *s, int w, MopTaskOutcome outcome, double seconds, doubl
 	}
 }
 
+/*
+ * Settle the task of worker w, whose process died or was given up: done if
+ * its sub-epoch committed, else back to the scheduler.  A process given up
+ * (mop.task_timeout) may still be alive -- stopped, or hung in I/O -- and
+ * commit that sub-epoch once it runs again (it was inside its commit, or
+ * its hand-over had found no room and it went on to commit).  So its
+ * model's next task is that same sub-epoch, and it commits rather than
+ * being handed over: the model's row lock orders the two commits, and the
+ * later one finds the sub-epoch committed and writes nothing
+ * (subepoch.c).  Another of the model's sub-epochs, or a hand-over, which
+ * takes no lock, could build on a state that the late commit contradicts
+ * (the next commit would meet its mop.hops row, or overwrite its
+ * checkpoint).  Once that sub-epoch has committed, the old process can
+ * write nothing more, and the model goes on as usual.
+ */
+static void
+settle_lost_task(mop_sched *s, int w)
+{
+	mop_task   *t = &workers[w].task;
+
+	if (workers[w].busy)
+	{
+		if (coord_hop_committed(t))
+			task_finished(s, w, MOP_TASK_OK, 0, NAN, NAN, InvalidDsaPointer);
+		else
+		{
+			mop_sched_abort(s, t);
+			workers[w].busy = false;
+			if (workers[w].given_up)
+			{
+				mop_sched_only(s, t->model, t->partition);
+				coord.models[t->model].commit_next = true;
+			}
+		}
+	}
+	workers[w].given_up = false;
+}
+
 /* Settle worker w's task after its process died, and start a new one. */
 static void
 worker_died(mop_sched *s, int w)
 {
-	if (workers[w].busy)
-	{
-		if (coord_hop_committed(&workers[w].task))
-			task_finished(s, w, MOP_TASK_OK, 0, NAN, NAN, InvalidDsaPointer);
-		else
-		{
-			mop_sched_abort(s, &workers[w].task);
-			workers[w].busy = false;
-		}
-	}
+	settle_lost_task(s, w);
 	if (++workers[w].restarts > MAX_RESTARTS || !start_worker(w))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
@@ -545,16 +519,7 @@ worker_died(mop_sched *s, int w)
 static void
 worker_left(mop_sched *s, int w)
 {
-	if (workers[w].busy)
-	{
-		if (coord_hop_committed(&workers[w].task))
-			task_finished(s, w, MOP_TASK_OK, 0, NAN, NAN, InvalidDsaPointer);
-		else
-		{
-			mop_sched_abort(s, &workers[w].task);
-			workers[w].busy = false;
-		}
-	}
+	settle_lost_task(s, w);
 	workers[w].life = W_RETIRED;
 	SpinLockAcquire(&coord.run->mutex);
 	coord.run->slots[w].retired = true;
@@ -684,8 +649,7 @@ worker_hung(int w, const MopSlot *copy)
 			 errdetail("It was %s epoch %d on partition %d.", mop_task_step_name(copy->step),
 					   copy->epoch, copy->partition)));
 	TerminateBackgroundWorker(workers[w].handle);
-	if (handover != NULL)
-		remember_given_up(workers[w].task.model, workers[w].handle);
+	workers[w].given_up = true;
 	workers[w].progress_at = 0;
 	return true;
 }
@@ -715,7 +679,7 @@ assign(mop_sched *s, int w, Latch *latch)
 	coord.run->slots[w].state_in = coord.models[t.model].handed;
 	coord.run->slots[w].may_hand_over = handover != NULL && !t.last_of_epoch &&
 		coord.models[t.model].n_handed + 1 < coord.run->opts.checkpoint_every &&
-		given_up_gone(t.model);
+		!coord.models[t.model].commit_next;
 	coord.run->slots[w].state_out = InvalidDsaPointer;
 	coord.run->slots[w].step = MOP_STEP_LOADING;
 	coord.run->slots[w].rows_done = 0;
@@ -882,7 +846,9 @@ schedule(mop_sched *s)
 			SpinLockAcquire(&coord.run->mutex);
 			copy = coord.run->slots[w];
 			SpinLockRelease(&coord.run->mutex);
-			if (copy.state != MOP_SLOT_IDLE || workers[w].busy || workers[w].life != W_ACTIVE)
+			/* (no latch: its process has exited after its last report) */
+			if (copy.state != MOP_SLOT_IDLE || copy.latch == NULL || workers[w].busy ||
+				workers[w].life != W_ACTIVE)
 				continue;
 			while (!assign(s, w, copy.latch) && coord_adaptive())
 			{

@@ -45,6 +45,7 @@ typedef struct CoordModel
 								 * InvalidDsaPointer: mop.models holds it */
 	int32		n_handed;		/* sub-epochs handed over since it last committed */
 	bool		drop_handed;	/* stopped while a task ran: drop what it hands over */
+	bool		commit_next;	/* its next sub-epoch commits (settle_lost_task) */
 } CoordModel;
 
 /* The coordinator's state (one run per process). */

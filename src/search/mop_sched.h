@@ -155,6 +155,14 @@ int			mop_sched_set_sequence(mop_sched *s, int32_t model, const int32_t *seq,
  */
 void		mop_sched_hold(mop_sched *s, int32_t model, int64_t subepochs);
 
+/*
+ * The model's next task is this partition, for whichever worker holds it
+ * (-1: any): a sub-epoch whose process was given up but may still commit
+ * it runs again before any other sub-epoch of the model.  Released when a
+ * task of the model completes.
+ */
+void		mop_sched_only(mop_sched *s, int32_t model, int32_t partition);
+
 /* Sub-epochs a model has trained in all. */
 int64_t		mop_sched_position(const mop_sched *s, int32_t model);
 

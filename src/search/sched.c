@@ -33,6 +33,7 @@ typedef struct model_state
 	int32_t    *seq;			/* fixed visiting sequence (replay), or NULL */
 	int32_t		seq_len;
 	int64_t		hold;			/* trains no sub-epoch past this many (-1: no hold) */
+	int32_t		only;			/* its next task's partition (-1: any) */
 } model_state;
 
 struct mop_sched
@@ -319,6 +320,7 @@ mop_sched_add_model(mop_sched *s, int32_t epochs)
 		return -1;
 	ms->target = epochs;
 	ms->hold = -1;
+	ms->only = -1;
 	return s->n++;
 }
 
@@ -514,6 +516,8 @@ partition_for(mop_sched *s, int32_t i, int32_t w)
 {
 	model_state *ms = &s->m[i];
 
+	if (ms->only >= 0)
+		return worker_holds(s, w, ms->only) && !ms->visited[ms->only] ? ms->only : -1;
 	if (ms->seq)
 	{
 		int64_t		pos = (int64_t) ms->done * s->P + ms->n_visited;
@@ -639,7 +643,7 @@ mop_sched_next(mop_sched *s, int32_t worker, mop_task *task)
 	 * In asynchronous mode, also pick among the worker's unvisited
 	 * partitions: uniformly, or with placed data by their copies' load.
 	 */
-	if (!s->deterministic && !s->m[best].seq && (s->holds || s->W < s->P))
+	if (!s->deterministic && !s->m[best].seq && s->m[best].only < 0 && (s->holds || s->W < s->P))
 	{
 		int32_t		cnt = 0;
 
@@ -702,6 +706,7 @@ mop_sched_complete(mop_sched *s, const mop_task *t, double cost)
 		return 0;
 	ms = &s->m[t->model];
 	ms->busy = 0;
+	ms->only = -1;
 	if (t->partition < 0 || t->partition >= s->P || ms->visited[t->partition] ||
 		t->epoch != ms->done)
 		return 0;
@@ -735,6 +740,13 @@ mop_sched_abort(mop_sched *s, const mop_task *t)
 {
 	if (t->model >= 0 && t->model < s->n)
 		s->m[t->model].busy = 0;
+}
+
+void
+mop_sched_only(mop_sched *s, int32_t model, int32_t partition)
+{
+	if (model >= 0 && model < s->n)
+		s->m[model].only = partition >= 0 && partition < s->P ? partition : -1;
 }
 
 /* Restore a model's progress (resume). */

@@ -163,6 +163,40 @@ TEST(sched_never_double_books)
 	CHECK(mop_sched_new(3, 2, 0, 0, MOP_PICK_RANDOM) == NULL);	/* W > P */
 }
 
+/*
+ * A sub-epoch given up while its process may still commit it runs again
+ * before any other sub-epoch of its model, on a worker holding its
+ * partition; any completion releases the model.
+ */
+TEST(sched_only_runs_the_given_up_subepoch_first)
+{
+	mop_sched  *s = mop_sched_new(2, 4, 7, 0, MOP_PICK_RANDOM);
+	mop_task	a,
+				b;
+
+	mop_sched_add_model(s, 2);
+	CHECK(mop_sched_next(s, 0, &a) == MOP_ASSIGNED);
+	CHECK(a.partition == 0 || a.partition == 2);
+	mop_sched_abort(s, &a);
+	mop_sched_only(s, 0, a.partition);
+	/* worker 1 holds partitions 1 and 3: nothing of this model for it */
+	CHECK(mop_sched_next(s, 1, &b) == MOP_WAIT);
+	CHECK(mop_sched_next(s, 0, &b) == MOP_ASSIGNED && b.partition == a.partition && b.epoch == 0);
+	CHECK(mop_sched_complete(s, &b, 1.0) == 0);
+	/* released: the model's other partitions again */
+	CHECK(mop_sched_next(s, 1, &b) == MOP_ASSIGNED && (b.partition == 1 || b.partition == 3));
+	mop_sched_abort(s, &b);
+	/* -1 and partitions out of range release it too */
+	mop_sched_only(s, 0, b.partition);
+	mop_sched_only(s, 0, 9);
+	CHECK(mop_sched_next(s, 0, &a) == MOP_ASSIGNED && a.partition != b.partition);
+	mop_sched_abort(s, &a);
+	mop_sched_only(s, 0, 3);
+	mop_sched_only(s, 0, -1);
+	CHECK(mop_sched_next(s, 0, &a) == MOP_ASSIGNED);
+	mop_sched_free(s);
+}
+
 TEST(sched_restore_resumes)
 {
 	mop_sched  *s = mop_sched_new(3, 3, 9, 0, MOP_PICK_RANDOM);
