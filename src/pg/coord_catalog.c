@@ -22,6 +22,7 @@
 
 #include "coordinator.h"
 #include "lockorder.h"
+#include "subepoch.h"
 
 /* SPI statement or ERROR. */
 void
@@ -235,13 +236,20 @@ coord_create_run(void)
 	SpinLockRelease(&coord.run->mutex);
 }
 
-/* Was the hop of task t committed (worker died after commit)? */
+/*
+ * Was the hop of task t committed (worker died after commit)?  If so, and
+ * it ended an epoch, *vm and *vl get the validation recorded with it (NaN
+ * where none).
+ */
 bool
-coord_hop_committed(const mop_task *t)
+coord_hop_committed(const mop_task *t, double *vm, double *vl)
 {
 	Oid			ty[3] = {INT8OID, INT4OID, INT4OID};
 	Datum		v[3];
 	bool		found;
+
+	*vm = NAN;
+	*vl = NAN;
 
 	coord_begin_tx();
 	v[0] = Int64GetDatum(coord.models[t->model].id);
@@ -251,6 +259,8 @@ coord_hop_committed(const mop_task *t)
 			 "AND epoch OPERATOR(pg_catalog.=) $2 AND partition OPERATOR(pg_catalog.=) $3",
 			 3, ty, v, SPI_OK_SELECT);
 	found = SPI_processed > 0;
+	if (found && t->last_of_epoch)
+		mop_subepoch_recorded_validation(coord.models[t->model].id, t->epoch + 1, vl, vm);
 	coord_commit_tx();
 	return found;
 }

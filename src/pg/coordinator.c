@@ -478,11 +478,13 @@ static void
 settle_lost_task(mop_sched *s, int w)
 {
 	mop_task   *t = &workers[w].task;
+	double		vm,
+				vl;
 
 	if (workers[w].busy)
 	{
-		if (coord_hop_committed(t))
-			task_finished(s, w, MOP_TASK_OK, 0, NAN, NAN, InvalidDsaPointer);
+		if (coord_hop_committed(t, &vm, &vl))
+			task_finished(s, w, MOP_TASK_OK, 0, vm, vl, InvalidDsaPointer);
 		else
 		{
 			mop_sched_abort(s, t);

@@ -97,7 +97,7 @@ extern void coord_commit_tx(void);
 extern const char *coord_config(int i);
 extern void coord_insert_model(int64 run_id, int i, int32 target);
 extern void coord_create_run(void);
-extern bool coord_hop_committed(const mop_task *t);
+extern bool coord_hop_committed(const mop_task *t, double *vm, double *vl);
 extern const char *coord_final_status(char **error);
 extern void coord_record_decision(const char *action, const char *why, int32 trial,
 								  const mop_decision *d, int32 to_resource,

@@ -62,6 +62,11 @@
 	"SELECT 1 FROM mop.hops WHERE model_id OPERATOR(pg_catalog.=) $1 " \
 	"AND epoch OPERATOR(pg_catalog.=) $2 AND partition OPERATOR(pg_catalog.=) $3"
 
+/* an epoch's validation as recorded (mop_subepoch_recorded_validation) */
+#define RECORDED_VALIDATION_SQL \
+	"SELECT valid_loss, valid_metric FROM mop.epochs " \
+	"WHERE model_id OPERATOR(pg_catalog.=) $1 AND epoch OPERATOR(pg_catalog.=) $2"
+
 /* a sub-epoch's row: this one's, or one handed over before it (handover.h) */
 #define HOP_SQL \
 	"INSERT INTO mop.hops (run_id, model_id, epoch, partition, worker, started_at, " \
@@ -814,6 +819,10 @@ mop_subepoch(const MopSubepochTask *task, MopSubepochResult *res)
 				outcome = MOP_SUBEPOCH_STOPPED;
 				goto done;
 			case LOCKED_COMMITTED:
+				/* the epoch's end: its validation as that process recorded it */
+				if (task->last_of_epoch)
+					mop_subepoch_recorded_validation(task->model_id, task->epoch,
+													 &res->valid_loss, &res->valid_metric);
 				outcome = MOP_SUBEPOCH_COMMITTED;
 				goto done;
 			case LOCKED_GONE:	/* (lock_model raises it) */
@@ -894,6 +903,36 @@ done:
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);
 	return outcome;
+}
+
+/*
+ * The validation of a model's epoch as recorded in mop.epochs, for an
+ * epoch's end that another process committed (one given up, or that died
+ * after its commit): NaN where there is none.  In the caller's transaction,
+ * SPI connected.
+ */
+void
+mop_subepoch_recorded_validation(int64 model_id, int32 epoch, double *valid_loss,
+								 double *valid_metric)
+{
+	Oid			t[2] = {INT8OID, INT4OID};
+	Datum		v[2] = {Int64GetDatum(model_id), Int32GetDatum(epoch)};
+	bool		isnull;
+	Datum		d;
+
+	*valid_loss = NAN;
+	*valid_metric = NAN;
+	exec_sql(RECORDED_VALIDATION_SQL, 2, t, v, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		d = col(1, &isnull);
+		if (!isnull)
+			*valid_loss = DatumGetFloat8(d);
+		d = col(2, &isnull);
+		if (!isnull)
+			*valid_metric = DatumGetFloat8(d);
+	}
+	SPI_freetuptable(SPI_tuptable);
 }
 
 /*

@@ -153,6 +153,10 @@ typedef struct MopSubepochResult
 extern MopSubepochOutcome mop_subepoch(const MopSubepochTask *task,
 									   MopSubepochResult *result);
 
+/* An epoch's validation as recorded in mop.epochs (NaN where none). */
+extern void mop_subepoch_recorded_validation(int64 model_id, int32 epoch,
+											 double *valid_loss, double *valid_metric);
+
 /* Commit a state handed over when its run ends mid-epoch (the coordinator). */
 extern bool mop_subepoch_commit_handed(int64 run_id, int64 model_id, bytea *state,
 									   const MopHandoverHop *hops, int n_hops);

@@ -349,7 +349,7 @@ run_task(MopSlot *slot, MopSlot *task, double *valid_metric, double *valid_loss)
 		case MOP_SUBEPOCH_HANDED_OVER:
 			return MOP_TASK_OK;
 		case MOP_SUBEPOCH_COMMITTED:
-			/* as when a process dies after its commit: done, validation unknown (NaN) */
+			/* committed by a process given up: done, with its recorded validation */
 			return MOP_TASK_OK;
 		case MOP_SUBEPOCH_DIVERGED:
 			return MOP_TASK_DIVERGED;
