@@ -621,10 +621,11 @@ apply_workers_target(mop_sched *s)
  * validating, committing).  So a worker hung while it loads, trains,
  * validates or commits is replaced alike.  The old process, should it ever
  * run again, sees that its slot has moved on and stops before committing
- * anything.  A worker stopped while it commits holds its model's row lock,
- * for which its replacement waits in turn (worker.c, run_task); that
- * replacement is given up too, and after MAX_RESTARTS the run fails
- * (worker_died) rather than waiting for ever.
+ * anything, unless it was inside its commit (settle_lost_task).  A worker
+ * stopped while it commits holds its model's row lock, for which its
+ * replacement waits in turn (worker.c, run_task); that replacement is
+ * given up too, and after MAX_RESTARTS the run fails (worker_died) rather
+ * than training on; recording the failure waits for that row as well.
  */
 static bool
 worker_hung(int w, const MopSlot *copy)

@@ -333,8 +333,10 @@ run_task(MopSlot *slot, MopSlot *task, double *valid_metric, double *valid_loss)
 	 * hop under the row lock and writes nothing: MOP_SUBEPOCH_COMMITTED.)
 	 * Should it stay stopped, the replacement shows no progress
 	 * either and is given up in turn, and after a few replacements the
-	 * coordinator fails the run (worker_died), which mop_resume continues:
-	 * nobody waits forever.
+	 * coordinator fails the run (worker_died).  Recording that still
+	 * updates the model's row, so the run shows 'failed' only once the
+	 * stopped process lets the row go (continued, or terminated with
+	 * SIGKILL); no worker trains meanwhile.
 	 */
 	if (outcome != MOP_SUBEPOCH_STOPPED)
 		check_coordinator();
