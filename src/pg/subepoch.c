@@ -252,12 +252,13 @@ model_not_visible(int64 model_id)
 
 /*
  * Read the model's checkpoint, its dataset and the partition's training
- * rows, without a lock.  Returns false if the model is not training
- * (stopped meanwhile, e.g. failed in an earlier attempt).
+ * rows, without a lock, and its status.  Returns false if the model is not
+ * training (stopped meanwhile, e.g. failed in an earlier attempt, or
+ * finished by another process's commit of this very sub-epoch).
  */
 static bool
 load_checkpoint(const MopSubepochTask *task, bytea **state, int64 *dataset_id,
-				int64 *rows_total)
+				int64 *rows_total, char **status)
 {
 	Oid			t[2] = {INT8OID, INT4OID};
 	Datum		v[2] = {Int64GetDatum(task->model_id), Int32GetDatum(task->partition)};
@@ -278,7 +279,8 @@ load_checkpoint(const MopSubepochTask *task, bytea **state, int64 *dataset_id,
 	/* a state handed over is newer than the stored one, which is not read */
 	*state = task->state_in != NULL ? task->state_in : DatumGetByteaPCopy(sd);
 	*dataset_id = DatumGetInt64(col(2, &isnull));
-	training = strcmp(TextDatumGetCString(col(3, &isnull)), "training") == 0;
+	*status = TextDatumGetCString(col(3, &isnull));
+	training = strcmp(*status, "training") == 0;
 	*rows_total = DatumGetInt64(col(4, &isnull));
 	if (isnull)
 		*rows_total = 0;
@@ -423,26 +425,62 @@ typedef enum Locked
  * The model's row FOR UPDATE, then whether it still trains and whether its
  * sub-epoch (epoch, partition) is committed already.
  */
-static Locked
-lock_model_row(int64 model_id, int32 epoch, int32 partition)
+/* Is the sub-epoch (epoch, partition) of the model in mop.hops? */
+static bool
+hop_committed(int64 model_id, int32 epoch, int32 partition)
 {
 	Oid			t[3] = {INT8OID, INT4OID, INT4OID};
 	Datum		v[3] = {Int64GetDatum(model_id), Int32GetDatum(epoch), Int32GetDatum(partition)};
-	bool		isnull;
-	bool		training;
 	bool		committed;
 
-	exec_sql(LOCK_MODEL_SQL, 1, t, v, NULL, SPI_OK_SELECT);
-	if (SPI_processed != 1)
-		return LOCKED_GONE;
-	training = strcmp(TextDatumGetCString(col(1, &isnull)), "training") == 0;
-	SPI_freetuptable(SPI_tuptable);
-	if (!training)
-		return LOCKED_STOPPED;
 	exec_sql(HOP_COMMITTED_SQL, 3, t, v, NULL, SPI_OK_SELECT);
 	committed = SPI_processed > 0;
 	SPI_freetuptable(SPI_tuptable);
-	return committed ? LOCKED_COMMITTED : LOCKED_TRAINING;
+	return committed;
+}
+
+/*
+ * Was the task's sub-epoch committed by another process, given the model's
+ * status?  A model 'done' may have been finished by that very commit (its
+ * last epoch); one stopped otherwise stops this task too.
+ */
+static bool
+committed_meanwhile(int64 model_id, int32 epoch, int32 partition, const char *status)
+{
+	return (strcmp(status, "training") == 0 || strcmp(status, "done") == 0) &&
+		hop_committed(model_id, epoch, partition);
+}
+
+static Locked
+lock_model_row(int64 model_id, int32 epoch, int32 partition)
+{
+	Oid			t = INT8OID;
+	Datum		v = Int64GetDatum(model_id);
+	bool		isnull;
+	char	   *status;
+
+	exec_sql(LOCK_MODEL_SQL, 1, &t, &v, NULL, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		return LOCKED_GONE;
+	status = TextDatumGetCString(col(1, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	if (committed_meanwhile(model_id, epoch, partition, status))
+		return LOCKED_COMMITTED;
+	return strcmp(status, "training") == 0 ? LOCKED_TRAINING : LOCKED_STOPPED;
+}
+
+/*
+ * The task's sub-epoch was committed by another process (one given up, or
+ * that died after its commit): at an epoch's end, its validation as that
+ * process recorded it.
+ */
+static MopSubepochOutcome
+committed_by_another(const MopSubepochTask *task, MopSubepochResult *res)
+{
+	if (task->last_of_epoch)
+		mop_subepoch_recorded_validation(task->model_id, task->epoch,
+										 &res->valid_loss, &res->valid_metric);
+	return MOP_SUBEPOCH_COMMITTED;
 }
 
 static Locked
@@ -745,6 +783,7 @@ mop_subepoch(const MopSubepochTask *task, MopSubepochResult *res)
 	bytea	   *state;
 	int64		dataset_id;
 	int64		rows_total = 0;
+	char	   *status;
 	Trained		tr;
 	Validated	val;
 
@@ -761,9 +800,11 @@ mop_subepoch(const MopSubepochTask *task, MopSubepochResult *res)
 		state = carry->state;
 		dataset_id = carry->dataset_id;
 	}
-	else if (!load_checkpoint(task, &state, &dataset_id, &rows_total))
+	else if (!load_checkpoint(task, &state, &dataset_id, &rows_total, &status))
 	{
-		outcome = MOP_SUBEPOCH_STOPPED;
+		/* not training: stopped, or finished by the process that committed this */
+		outcome = committed_meanwhile(task->model_id, task->epoch, task->partition, status) ?
+			committed_by_another(task, res) : MOP_SUBEPOCH_STOPPED;
 		goto done;
 	}
 	if (task->progress && task->progress->start)
@@ -819,11 +860,7 @@ mop_subepoch(const MopSubepochTask *task, MopSubepochResult *res)
 				outcome = MOP_SUBEPOCH_STOPPED;
 				goto done;
 			case LOCKED_COMMITTED:
-				/* the epoch's end: its validation as that process recorded it */
-				if (task->last_of_epoch)
-					mop_subepoch_recorded_validation(task->model_id, task->epoch,
-													 &res->valid_loss, &res->valid_metric);
-				outcome = MOP_SUBEPOCH_COMMITTED;
+				outcome = committed_by_another(task, res);
 				goto done;
 			case LOCKED_GONE:	/* (lock_model raises it) */
 				model_not_visible(task->model_id);
