@@ -121,6 +121,17 @@ run_worker_to_end(BackgroundWorker *bgw)
 	return true;
 }
 
+/* Run a worker of function in database db to its end; false if it could not start. */
+static bool
+run_database_worker(const char *function, const char *type, Oid db)
+{
+	BackgroundWorker bgw;
+
+	mop_bgworker_init(&bgw, function, type);
+	bgw.bgw_main_arg = ObjectIdGetDatum(db);
+	return run_worker_to_end(&bgw);
+}
+
 /*
  * The launcher: one recovery worker per database, then sleep until
  * shutdown (so that a crash restart, which kills every worker, starts it
@@ -167,13 +178,9 @@ mop_launcher_main(Datum arg)
 
 	foreach(lc, dbs)
 	{
-		BackgroundWorker bgw;
-
 		if (ShutdownRequestPending)
 			break;
-		mop_bgworker_init(&bgw, "mop_recovery_main", "mop recovery");
-		bgw.bgw_main_arg = ObjectIdGetDatum(lfirst_oid(lc));
-		if (!run_worker_to_end(&bgw))
+		if (!run_database_worker("mop_recovery_main", "mop recovery", lfirst_oid(lc)))
 			ereport(LOG,
 					(errmsg("mop launcher could not start a recovery worker for database %u",
 							lfirst_oid(lc)),
@@ -190,15 +197,11 @@ mop_launcher_main(Datum arg)
 
 		foreach(lc, dbs)
 		{
-			BackgroundWorker bgw;
-
 			if (ShutdownRequestPending)
 				break;
 			if (!list_member_oid(listed, lfirst_oid(lc)))
 				continue;
-			mop_bgworker_init(&bgw, "mop_prewarm_main", "mop prewarm");
-			bgw.bgw_main_arg = ObjectIdGetDatum(lfirst_oid(lc));
-			if (!run_worker_to_end(&bgw))
+			if (!run_database_worker("mop_prewarm_main", "mop prewarm", lfirst_oid(lc)))
 				ereport(LOG,
 						(errmsg("mop launcher could not start a worker to load the server's buffer cache for database %u",
 								lfirst_oid(lc))));
